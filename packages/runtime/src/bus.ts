@@ -1,0 +1,66 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "./logger.ts";
+
+/**
+ * Fire-and-forget messages between instances, used to invalidate caches the
+ * moment something changes. In one process it is a plain in-memory bus; across
+ * processes it is core NATS.
+ */
+export interface Bus {
+  publish(subject: string, data: Uint8Array): void;
+  subscribe(subject: string, handler: (data: Uint8Array) => void): () => void;
+  close(): Promise<void>;
+}
+
+export class MemoryBus implements Bus {
+  private handlers = new Map<string, Set<(data: Uint8Array) => void>>();
+
+  publish(subject: string, data: Uint8Array): void {
+    for (const h of this.handlers.get(subject) ?? []) h(data);
+  }
+
+  subscribe(subject: string, handler: (data: Uint8Array) => void): () => void {
+    let set = this.handlers.get(subject);
+    if (!set) this.handlers.set(subject, (set = new Set()));
+    set.add(handler);
+    return () => set.delete(handler);
+  }
+
+  async close(): Promise<void> {
+    this.handlers.clear();
+  }
+}
+
+export class NatsBus implements Bus {
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly log: Logger,
+  ) {}
+
+  static async connect(url: string, log: Logger, name: string): Promise<NatsBus> {
+    const nc = await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    return new NatsBus(nc, log);
+  }
+
+  publish(subject: string, data: Uint8Array): void {
+    try {
+      this.nc.publish(subject, data);
+    } catch (err) {
+      this.log.warn({ err, subject }, "bus publish failed");
+    }
+  }
+
+  subscribe(subject: string, handler: (data: Uint8Array) => void): () => void {
+    const sub = this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) this.log.warn({ err, subject }, "bus subscription error");
+        else handler(msg.data);
+      },
+    });
+    return () => sub.unsubscribe();
+  }
+
+  async close(): Promise<void> {
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}

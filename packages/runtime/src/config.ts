@@ -1,0 +1,19 @@
+/** Reads environment configuration; every variable the code reads goes through here so deploy/ can be checked against it. */
+export const env = {
+  string(name: string, fallback?: string): string | undefined {
+    const v = process.env[name];
+    return v === undefined || v === "" ? fallback : v;
+  },
+  int(name: string, fallback: number): number {
+    const v = process.env[name];
+    if (v === undefined || v === "") return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got '${v}'`);
+    return n;
+  },
+  required(name: string): string {
+    const v = process.env[name];
+    if (v === undefined || v === "") throw new Error(`${name} is required`);
+    return v;
+  },
+};

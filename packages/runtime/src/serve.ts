@@ -1,0 +1,84 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+
+type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
+
+export type Routes = (router: ConnectRouter) => void;
+
+export interface Probe {
+  /** Answers true when the process's dependencies answer. */
+  ready(): Promise<boolean>;
+}
+
+export interface ServedRpc {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves Connect, gRPC and gRPC-Web on one port, over HTTP/1.1 and HTTP/2
+ * cleartext: the first bytes of a connection tell which (h2c starts with the
+ * "PRI * HTTP/2.0" preface), so plain gRPC clients and the gateway's
+ * HTTP/1.1 transport share the port. /healthz and /readyz answer probes.
+ */
+export async function serveRpc(
+  routes: Routes,
+  port: number,
+  probe?: Probe,
+  host = "0.0.0.0",
+): Promise<ServedRpc> {
+  const rpc = connectNodeAdapter({ routes, fallback: (req, res) => health(req, res, probe) });
+  const h1 = http.createServer(rpc);
+  h1.keepAliveTimeout = 65_000;
+  const h2 = http2.createServer(rpc);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.once("data", (chunk) => {
+      socket.pause();
+      socket.unshift(chunk);
+      const target = chunk.subarray(0, 3).toString("latin1") === "PRI" ? h2 : h1;
+      target.emit("connection", socket);
+      socket.resume();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, resolve);
+  });
+  const address = server.address() as net.AddressInfo;
+  return {
+    port: address.port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        h1.closeIdleConnections();
+        setTimeout(() => {
+          for (const s of sockets) s.destroy();
+        }, 5_000).unref();
+        if (sockets.size === 0) resolve();
+      }),
+  };
+}
+
+function health(req: Parameters<Fallback>[0], res: Parameters<Fallback>[1], probe?: Probe) {
+  const path = req.url?.split("?")[0];
+  const answer = (status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
+  if (path === "/healthz") return answer(200, { status: "ok" });
+  if (path === "/readyz") {
+    if (!probe) return answer(200, { status: "ready" });
+    probe.ready().then(
+      (ok) => answer(ok ? 200 : 503, { status: ok ? "ready" : "not ready" }),
+      () => answer(503, { status: "not ready" }),
+    );
+    return;
+  }
+  answer(404, { status: "not found" });
+}

@@ -1,0 +1,37 @@
+import { defineConfig } from "vitest/config";
+
+// Three projects, from fastest to most complete:
+//   unit         in memory, no servers: *.test.ts
+//   integration  real PostgreSQL / NATS / ClickHouse from start-services.sh: *.int.test.ts
+//   e2e          the gateway and services as separate processes, over HTTP: test/**/*.e2e.test.ts
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["{packages,services,gateway}/**/src/**/*.test.ts"],
+          exclude: ["**/*.int.test.ts", "**/node_modules/**"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts"],
+          exclude: ["**/node_modules/**"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/**/*.e2e.test.ts"],
+          exclude: ["**/node_modules/**"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
