@@ -20,8 +20,8 @@ export class MemoryBus implements Bus {
   }
 
   subscribe(subject: string, handler: (data: Uint8Array) => void): () => void {
-    let set = this.handlers.get(subject);
-    if (!set) this.handlers.set(subject, (set = new Set()));
+    const set = this.handlers.get(subject) ?? new Set();
+    this.handlers.set(subject, set);
     set.add(handler);
     return () => set.delete(handler);
   }
