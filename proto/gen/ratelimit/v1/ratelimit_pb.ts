@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Caller, PageRequest, PageResponse } from "../../common/v1/common_pb.js";
+import type { Caller, ErrorDetail, PageRequest, PageResponse } from "../../common/v1/common_pb.js";
 import { file_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ratelimit/v1/ratelimit.proto.
  */
 export const file_ratelimit_v1_ratelimit: GenFile = /*@__PURE__*/
-  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIm4KDExpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEicKBWNoZWNrGAIgASgLMhgucmF0ZWxpbWl0LnYxLkxpbWl0Q2hlY2sSEgoKcmVxdWVzdF9pZBgDIAEoCSI6Cg1MaW1pdFJlc3BvbnNlEikKBnJlc3VsdBgBIAEoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJ0ChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkiUAoSTXVsdGlMaW1pdFJlc3BvbnNlEg4KBnBhc3NlZBgBIAEoCBIqCgdyZXN1bHRzGAIgAygLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0ImcKCE92ZXJyaWRlEhMKC292ZXJyaWRlX2lkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIn8KElNldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIioKE1NldE92ZXJyaWRlUmVzcG9uc2USEwoLb3ZlcnJpZGVfaWQYASABKAkiXgoSR2V0T3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiPwoTR2V0T3ZlcnJpZGVSZXNwb25zZRIoCghvdmVycmlkZRgBIAEoCzIWLnJhdGVsaW1pdC52MS5PdmVycmlkZSJyChRMaXN0T3ZlcnJpZGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRIkCgRwYWdlGAMgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0ImkKFUxpc3RPdmVycmlkZXNSZXNwb25zZRIpCglvdmVycmlkZXMYASADKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiYQoVRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiGAoWRGVsZXRlT3ZlcnJpZGVSZXNwb25zZTKEBAoQUmF0ZWxpbWl0U2VydmljZRJACgVMaW1pdBIaLnJhdGVsaW1pdC52MS5MaW1pdFJlcXVlc3QaGy5yYXRlbGltaXQudjEuTGltaXRSZXNwb25zZRJPCgpNdWx0aUxpbWl0Eh8ucmF0ZWxpbWl0LnYxLk11bHRpTGltaXRSZXF1ZXN0GiAucmF0ZWxpbWl0LnYxLk11bHRpTGltaXRSZXNwb25zZRJSCgtTZXRPdmVycmlkZRIgLnJhdGVsaW1pdC52MS5TZXRPdmVycmlkZVJlcXVlc3QaIS5yYXRlbGltaXQudjEuU2V0T3ZlcnJpZGVSZXNwb25zZRJSCgtHZXRPdmVycmlkZRIgLnJhdGVsaW1pdC52MS5HZXRPdmVycmlkZVJlcXVlc3QaIS5yYXRlbGltaXQudjEuR2V0T3ZlcnJpZGVSZXNwb25zZRJYCg1MaXN0T3ZlcnJpZGVzEiIucmF0ZWxpbWl0LnYxLkxpc3RPdmVycmlkZXNSZXF1ZXN0GiMucmF0ZWxpbWl0LnYxLkxpc3RPdmVycmlkZXNSZXNwb25zZRJbCg5EZWxldGVPdmVycmlkZRIjLnJhdGVsaW1pdC52MS5EZWxldGVPdmVycmlkZVJlcXVlc3QaJC5yYXRlbGltaXQudjEuRGVsZXRlT3ZlcnJpZGVSZXNwb25zZWIGcHJvdG8z", [file_common_v1_common]);
+  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIm4KDExpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEicKBWNoZWNrGAIgASgLMhgucmF0ZWxpbWl0LnYxLkxpbWl0Q2hlY2sSEgoKcmVxdWVzdF9pZBgDIAEoCSI6Cg1MaW1pdFJlc3BvbnNlEikKBnJlc3VsdBgBIAEoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJ0ChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkiUAoSTXVsdGlMaW1pdFJlc3BvbnNlEg4KBnBhc3NlZBgBIAEoCBIqCgdyZXN1bHRzGAIgAygLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0ImcKCE92ZXJyaWRlEhMKC292ZXJyaWRlX2lkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIn8KElNldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIioKE1NldE92ZXJyaWRlUmVzcG9uc2USEwoLb3ZlcnJpZGVfaWQYASABKAkiXgoSR2V0T3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiPwoTR2V0T3ZlcnJpZGVSZXNwb25zZRIoCghvdmVycmlkZRgBIAEoCzIWLnJhdGVsaW1pdC52MS5PdmVycmlkZSJyChRMaXN0T3ZlcnJpZGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRIkCgRwYWdlGAMgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0ImkKFUxpc3RPdmVycmlkZXNSZXNwb25zZRIpCglvdmVycmlkZXMYASADKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiYQoVRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiGAoWRGVsZXRlT3ZlcnJpZGVSZXNwb25zZSJkChFMaW1pdEJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIrCgVpdGVtcxgCIAMoCzIcLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoSXRlbSJTCg5MaW1pdEJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKwoHcmVxdWVzdBgCIAEoCzIaLnJhdGVsaW1pdC52MS5MaW1pdFJlcXVlc3QiRQoSTGltaXRCYXRjaFJlc3BvbnNlEi8KB3Jlc3VsdHMYASADKAsyHi5yYXRlbGltaXQudjEuTGltaXRCYXRjaFJlc3VsdCJ4ChBMaW1pdEJhdGNoUmVzdWx0Ei8KCHJlc3BvbnNlGAEgASgLMhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnJhdGVsaW1pdC52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCJFCgdDb3VudGVyEgsKA2tleRgBIAEoCRINCgVsaW1pdBgCIAEoAxIQCghkdXJhdGlvbhgDIAEoAxIMCgRjb3N0GAQgASgDIjcKDENvdW50ZXJHcm91cBInCghjb3VudGVycxgBIAMoCzIVLnJhdGVsaW1pdC52MS5Db3VudGVyIlEKDUNvdW50ZXJSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBINCgVsaW1pdBgCIAEoAxIRCglyZW1haW5pbmcYAyABKAMSDQoFcmVzZXQYBCABKAMiQgoSQ291bnRlckdyb3VwUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy5yYXRlbGltaXQudjEuQ291bnRlclJlc3VsdCJECgtDb3VudGVyVW5kbxImCgdjb3VudGVyGAEgASgLMhUucmF0ZWxpbWl0LnYxLkNvdW50ZXISDQoFcmVzZXQYAiABKAMiYwoMQXBwbHlSZXF1ZXN0EioKBmdyb3VwcxgBIAMoCzIaLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXASJwoEdW5kbxgCIAMoCzIZLnJhdGVsaW1pdC52MS5Db3VudGVyVW5kbyJBCg1BcHBseVJlc3BvbnNlEjAKBmdyb3VwcxgBIAMoCzIgLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXBSZXN1bHQy1QQKEFJhdGVsaW1pdFNlcnZpY2USQAoFTGltaXQSGi5yYXRlbGltaXQudjEuTGltaXRSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2USTwoKTXVsdGlMaW1pdBIfLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVxdWVzdBogLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVzcG9uc2USUgoLU2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuU2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLlNldE92ZXJyaWRlUmVzcG9uc2USUgoLR2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuR2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLkdldE92ZXJyaWRlUmVzcG9uc2USWAoNTGlzdE92ZXJyaWRlcxIiLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVxdWVzdBojLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVzcG9uc2USWwoORGVsZXRlT3ZlcnJpZGUSIy5yYXRlbGltaXQudjEuRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0GiQucmF0ZWxpbWl0LnYxLkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2USTwoKTGltaXRCYXRjaBIfLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVxdWVzdBogLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVzcG9uc2UyWAoUUmF0ZWxpbWl0UGVlclNlcnZpY2USQAoFQXBwbHkSGi5yYXRlbGltaXQudjEuQXBwbHlSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkFwcGx5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
 
 /**
  * @generated from message ratelimit.v1.LimitCheck
@@ -418,6 +418,302 @@ export const DeleteOverrideResponseSchema: GenMessage<DeleteOverrideResponse> = 
   messageDesc(file_ratelimit_v1_ratelimit, 14);
 
 /**
+ * @generated from message ratelimit.v1.LimitBatchRequest
+ */
+export type LimitBatchRequest = Message<"ratelimit.v1.LimitBatchRequest"> & {
+  /**
+   * Distinct callers of this batch; each item names one by index so a root
+   * key's permissions cross the wire once per batch, not once per item.
+   *
+   * @generated from field: repeated common.v1.Caller callers = 1;
+   */
+  callers: Caller[];
+
+  /**
+   * @generated from field: repeated ratelimit.v1.LimitBatchItem items = 2;
+   */
+  items: LimitBatchItem[];
+};
+
+/**
+ * Describes the message ratelimit.v1.LimitBatchRequest.
+ * Use `create(LimitBatchRequestSchema)` to create a new message.
+ */
+export const LimitBatchRequestSchema: GenMessage<LimitBatchRequest> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 15);
+
+/**
+ * @generated from message ratelimit.v1.LimitBatchItem
+ */
+export type LimitBatchItem = Message<"ratelimit.v1.LimitBatchItem"> & {
+  /**
+   * @generated from field: uint32 caller_index = 1;
+   */
+  callerIndex: number;
+
+  /**
+   * @generated from field: ratelimit.v1.LimitRequest request = 2;
+   */
+  request?: LimitRequest | undefined;
+};
+
+/**
+ * Describes the message ratelimit.v1.LimitBatchItem.
+ * Use `create(LimitBatchItemSchema)` to create a new message.
+ */
+export const LimitBatchItemSchema: GenMessage<LimitBatchItem> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 16);
+
+/**
+ * @generated from message ratelimit.v1.LimitBatchResponse
+ */
+export type LimitBatchResponse = Message<"ratelimit.v1.LimitBatchResponse"> & {
+  /**
+   * One result per item, in order.
+   *
+   * @generated from field: repeated ratelimit.v1.LimitBatchResult results = 1;
+   */
+  results: LimitBatchResult[];
+};
+
+/**
+ * Describes the message ratelimit.v1.LimitBatchResponse.
+ * Use `create(LimitBatchResponseSchema)` to create a new message.
+ */
+export const LimitBatchResponseSchema: GenMessage<LimitBatchResponse> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 17);
+
+/**
+ * @generated from message ratelimit.v1.LimitBatchResult
+ */
+export type LimitBatchResult = Message<"ratelimit.v1.LimitBatchResult"> & {
+  /**
+   * @generated from oneof ratelimit.v1.LimitBatchResult.result
+   */
+  result: {
+    /**
+     * @generated from field: ratelimit.v1.LimitResponse response = 1;
+     */
+    value: LimitResponse;
+    case: "response";
+  } | {
+    /**
+     * @generated from field: ratelimit.v1.BatchError error = 2;
+     */
+    value: BatchError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ratelimit.v1.LimitBatchResult.
+ * Use `create(LimitBatchResultSchema)` to create a new message.
+ */
+export const LimitBatchResultSchema: GenMessage<LimitBatchResult> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 18);
+
+/**
+ * A per-item failure inside a batch, as the unary call would have raised it.
+ *
+ * @generated from message ratelimit.v1.BatchError
+ */
+export type BatchError = Message<"ratelimit.v1.BatchError"> & {
+  /**
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: common.v1.ErrorDetail detail = 3;
+   */
+  detail?: ErrorDetail | undefined;
+};
+
+/**
+ * Describes the message ratelimit.v1.BatchError.
+ * Use `create(BatchErrorSchema)` to create a new message.
+ */
+export const BatchErrorSchema: GenMessage<BatchError> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 19);
+
+/**
+ * One resolved counter operation: the key already names workspace,
+ * namespace id, identifier and duration; limit and duration are the ones that
+ * apply after overrides.
+ *
+ * @generated from message ratelimit.v1.Counter
+ */
+export type Counter = Message<"ratelimit.v1.Counter"> & {
+  /**
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * @generated from field: int64 limit = 2;
+   */
+  limit: bigint;
+
+  /**
+   * @generated from field: int64 duration = 3;
+   */
+  duration: bigint;
+
+  /**
+   * @generated from field: int64 cost = 4;
+   */
+  cost: bigint;
+};
+
+/**
+ * Describes the message ratelimit.v1.Counter.
+ * Use `create(CounterSchema)` to create a new message.
+ */
+export const CounterSchema: GenMessage<Counter> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 20);
+
+/**
+ * Counters checked and counted all or nothing.
+ *
+ * @generated from message ratelimit.v1.CounterGroup
+ */
+export type CounterGroup = Message<"ratelimit.v1.CounterGroup"> & {
+  /**
+   * @generated from field: repeated ratelimit.v1.Counter counters = 1;
+   */
+  counters: Counter[];
+};
+
+/**
+ * Describes the message ratelimit.v1.CounterGroup.
+ * Use `create(CounterGroupSchema)` to create a new message.
+ */
+export const CounterGroupSchema: GenMessage<CounterGroup> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 21);
+
+/**
+ * @generated from message ratelimit.v1.CounterResult
+ */
+export type CounterResult = Message<"ratelimit.v1.CounterResult"> & {
+  /**
+   * @generated from field: bool success = 1;
+   */
+  success: boolean;
+
+  /**
+   * @generated from field: int64 limit = 2;
+   */
+  limit: bigint;
+
+  /**
+   * @generated from field: int64 remaining = 3;
+   */
+  remaining: bigint;
+
+  /**
+   * @generated from field: int64 reset = 4;
+   */
+  reset: bigint;
+};
+
+/**
+ * Describes the message ratelimit.v1.CounterResult.
+ * Use `create(CounterResultSchema)` to create a new message.
+ */
+export const CounterResultSchema: GenMessage<CounterResult> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 22);
+
+/**
+ * @generated from message ratelimit.v1.CounterGroupResult
+ */
+export type CounterGroupResult = Message<"ratelimit.v1.CounterGroupResult"> & {
+  /**
+   * @generated from field: repeated ratelimit.v1.CounterResult results = 1;
+   */
+  results: CounterResult[];
+};
+
+/**
+ * Describes the message ratelimit.v1.CounterGroupResult.
+ * Use `create(CounterGroupResultSchema)` to create a new message.
+ */
+export const CounterGroupResultSchema: GenMessage<CounterGroupResult> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 23);
+
+/**
+ * Gives back what a group counted when another part of the same all-or-nothing
+ * check failed on another replica.
+ *
+ * @generated from message ratelimit.v1.CounterUndo
+ */
+export type CounterUndo = Message<"ratelimit.v1.CounterUndo"> & {
+  /**
+   * @generated from field: ratelimit.v1.Counter counter = 1;
+   */
+  counter?: Counter | undefined;
+
+  /**
+   * The reset answered when the cost was counted: names the fixed window.
+   *
+   * @generated from field: int64 reset = 2;
+   */
+  reset: bigint;
+};
+
+/**
+ * Describes the message ratelimit.v1.CounterUndo.
+ * Use `create(CounterUndoSchema)` to create a new message.
+ */
+export const CounterUndoSchema: GenMessage<CounterUndo> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 24);
+
+/**
+ * @generated from message ratelimit.v1.ApplyRequest
+ */
+export type ApplyRequest = Message<"ratelimit.v1.ApplyRequest"> & {
+  /**
+   * @generated from field: repeated ratelimit.v1.CounterGroup groups = 1;
+   */
+  groups: CounterGroup[];
+
+  /**
+   * @generated from field: repeated ratelimit.v1.CounterUndo undo = 2;
+   */
+  undo: CounterUndo[];
+};
+
+/**
+ * Describes the message ratelimit.v1.ApplyRequest.
+ * Use `create(ApplyRequestSchema)` to create a new message.
+ */
+export const ApplyRequestSchema: GenMessage<ApplyRequest> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 25);
+
+/**
+ * @generated from message ratelimit.v1.ApplyResponse
+ */
+export type ApplyResponse = Message<"ratelimit.v1.ApplyResponse"> & {
+  /**
+   * One result per group, in order.
+   *
+   * @generated from field: repeated ratelimit.v1.CounterGroupResult groups = 1;
+   */
+  groups: CounterGroupResult[];
+};
+
+/**
+ * Describes the message ratelimit.v1.ApplyResponse.
+ * Use `create(ApplyResponseSchema)` to create a new message.
+ */
+export const ApplyResponseSchema: GenMessage<ApplyResponse> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 26);
+
+/**
  * Standalone and named rate limits, and overrides per identifier.
  *
  * @generated from service ratelimit.v1.RatelimitService
@@ -473,6 +769,37 @@ export const RatelimitService: GenService<{
     input: typeof DeleteOverrideRequestSchema;
     output: typeof DeleteOverrideResponseSchema;
   },
+  /**
+   * Many independent Limit calls in one call. The gateway coalesces concurrent
+   * requests into one batch so the cost of a call is shared (see PERFORMANCE.md).
+   *
+   * @generated from rpc ratelimit.v1.RatelimitService.LimitBatch
+   */
+  limitBatch: {
+    methodKind: "unary";
+    input: typeof LimitBatchRequestSchema;
+    output: typeof LimitBatchResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_ratelimit_v1_ratelimit, 0);
+
+/**
+ * Between ratelimit replicas only: each counter is owned by one replica
+ * (rendezvous hashing over RATELIMIT_PEERS); the others forward the counters
+ * they do not own to their owner, batched, after resolving namespace,
+ * permissions and overrides themselves.
+ *
+ * @generated from service ratelimit.v1.RatelimitPeerService
+ */
+export const RatelimitPeerService: GenService<{
+  /**
+   * @generated from rpc ratelimit.v1.RatelimitPeerService.Apply
+   */
+  apply: {
+    methodKind: "unary";
+    input: typeof ApplyRequestSchema;
+    output: typeof ApplyResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_ratelimit_v1_ratelimit, 1);
 
