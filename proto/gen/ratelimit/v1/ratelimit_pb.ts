@@ -542,9 +542,9 @@ export const BatchErrorSchema: GenMessage<BatchError> = /*@__PURE__*/
   messageDesc(file_ratelimit_v1_ratelimit, 19);
 
 /**
- * One resolved counter operation: the key already names workspace,
- * namespace id, identifier and duration; limit and duration are the ones that
- * apply after overrides.
+ * One resolved counter operation. The key names workspace, namespace id and
+ * identifier (it decides the owning replica); with the duration it names one
+ * counter. Limit and duration are the ones that apply after overrides.
  *
  * @generated from message ratelimit.v1.Counter
  */
