@@ -1,0 +1,96 @@
+import { parseArgs } from "node:util";
+import { createRootKey, createWorkspace, listRootKeys, revokeRootKey } from "@latchkey/keys";
+import { openDatabase } from "./database.ts";
+
+const USAGE = `Usage: pnpm latchkey <command>
+
+  workspace create <name>                       a workspace and a root key holding *
+  root-key create [--workspace <id or name>] --permissions <p1,p2,...>
+                                                a root key (default workspace when omitted)
+  root-key list                                 every root key (never the key itself)
+  root-key revoke <id>                          the root key stops working
+
+Works against DATABASE_URL, or the embedded database under DATA_DIR (default ./.latchkey),
+also while \`pnpm start\` holds it open. A new key is printed once, alone on the last line.`;
+
+class UsageError extends Error {}
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      workspace: { type: "string" },
+      permissions: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [noun, verb, arg] = positionals;
+  if (values.help || !noun) {
+    say(USAGE);
+    return;
+  }
+  const command = `${noun} ${verb ?? ""}`.trim();
+  const known = ["workspace create", "root-key create", "root-key list", "root-key revoke"];
+  if (!known.includes(command)) throw new UsageError(`Unknown command '${command}'.`);
+  if ((command === "workspace create" || command === "root-key revoke") && !arg) {
+    throw new UsageError(`'${command}' needs an argument.`);
+  }
+  if (command === "root-key create" && !values.permissions) {
+    throw new UsageError(
+      "root-key create needs --permissions, e.g. --permissions api.*.verify_key,api.*.read_key",
+    );
+  }
+
+  const db = await openDatabase({ reuseRunning: true });
+  try {
+    switch (command) {
+      case "workspace create": {
+        const ws = await createWorkspace(db.sql, arg!);
+        say(`workspace ${ws.workspaceId} (${arg})`);
+        say(`root key ${ws.rootKeyId} with permission *; it is shown once:`);
+        say(ws.rootKey);
+        break;
+      }
+      case "root-key create": {
+        const permissions = values
+          .permissions!.split(",")
+          .map((p) => p.trim())
+          .filter(Boolean);
+        const created = await createRootKey(db.sql, {
+          ...(values.workspace ? { workspace: values.workspace } : {}),
+          permissions,
+        });
+        say(`root key ${created.rootKeyId} with ${permissions.join(", ")}; it is shown once:`);
+        say(created.rootKey);
+        break;
+      }
+      case "root-key list": {
+        const keys = await listRootKeys(db.sql);
+        for (const k of keys) {
+          const state = k.revokedAt ? `revoked ${new Date(k.revokedAt).toISOString()}` : "active";
+          say(
+            `${k.id}\t${k.workspaceId} (${k.workspaceName})\t${k.start}…\t${state}\t${k.permissions.join(",")}`,
+          );
+        }
+        if (keys.length === 0) say("no root keys");
+        break;
+      }
+      case "root-key revoke": {
+        await revokeRootKey(db.sql, arg!);
+        say(`root key ${arg} revoked`);
+        break;
+      }
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
+  else console.error(err instanceof Error ? err.message : err);
+  process.exitCode = err instanceof UsageError ? 2 : 1;
+});

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: contracts, lint, types, then unit,
+# integration and end-to-end tests against real PostgreSQL, NATS and ClickHouse.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-deps.sh
+PATH="$PWD/node_modules/.bin:$PATH"
+
+# Real servers for integration and end-to-end tests (idempotent; see ../shared/services/README.md).
+services=../shared/services/start-services.sh
+if [ -f "$services" ]; then
+  bash "$services" >/dev/null
+fi
+
+echo "== proto: lint, and generated code is up to date"
+buf lint
+gen=$(mktemp -d)
+trap 'rm -rf "$gen"' EXIT
+buf generate -o "$gen"
+if ! diff -r "$gen/proto/gen" proto/gen >/dev/null; then
+  echo "proto/gen is stale: run 'pnpm generate' and commit the result" >&2
+  diff -r "$gen/proto/gen" proto/gen | head -20 >&2
+  exit 1
+fi
+
+echo "== lint and format"
+biome check .
+
+echo "== typecheck"
+tsc -p tsconfig.json
+
+echo "== tests"
+vitest run "$@"

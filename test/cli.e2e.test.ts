@@ -1,0 +1,78 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Stack, startStack } from "./harness.ts";
+
+const run = promisify(execFile);
+const root = join(import.meta.dirname, "..");
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function cli(...args: string[]) {
+  const { stdout } = await run(
+    join(root, "node_modules/.bin/tsx"),
+    [join(root, "packages/latchkey/src/cli.ts"), ...args],
+    {
+      env: { ...process.env, DATABASE_URL: stack.db.url },
+    },
+  );
+  return stdout.trim().split("\n");
+}
+
+describe("pnpm latchkey against DATABASE_URL", () => {
+  it("creates a workspace whose root key sees nothing of the default workspace", async () => {
+    const apiId = (await stack.call("apis.createApi", { name: "default-api" })).body.data.apiId;
+    const lines = await cli("workspace", "create", "acme");
+    expect(lines[0]).toMatch(/^workspace ws_\w+ \(acme\)$/);
+    const acmeKey = lines.at(-1)!;
+    expect(acmeKey).toMatch(/^lk_root_/);
+
+    const read = await stack.call("apis.getApi", { apiId }, acmeKey);
+    expect(read.status).toBe(404);
+    expect(read.body.error.type).toBe("https://unkey.com/docs/errors/unkey/data/api_not_found");
+    expect((await stack.call("apis.createApi", { name: "acme-api" }, acmeKey)).status).toBe(200);
+  });
+
+  it("creates least-privilege root keys, lists them without the secret, and revokes them", async () => {
+    const created = await cli(
+      "root-key",
+      "create",
+      "--workspace",
+      "ws_default",
+      "--permissions",
+      "api.*.read_api",
+    );
+    const key = created.at(-1)!;
+    const id = /root key (rk_\w+)/.exec(created.join("\n"))![1]!;
+
+    const apiId = (await stack.call("apis.createApi", { name: "listed-api" })).body.data.apiId;
+    expect((await stack.call("apis.getApi", { apiId }, key)).status).toBe(200);
+    const denied = await stack.call("apis.createApi", { name: "denied-api" }, key);
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.type).toBe(
+      "https://unkey.com/docs/errors/unkey/authorization/insufficient_permissions",
+    );
+
+    const listed = (await cli("root-key", "list")).join("\n");
+    expect(listed).toContain(id);
+    expect(listed).not.toContain(key);
+
+    await cli("root-key", "revoke", id);
+    // The gateway caches root keys for at most ROOT_KEY_CACHE_TTL_MS (5 s by default).
+    await new Promise((r) => setTimeout(r, 5_500));
+    expect((await stack.call("apis.getApi", { apiId }, key)).status).toBe(401);
+  });
+
+  it("refuses a permission that is not a root-key permission, naming it", async () => {
+    await expect(cli("root-key", "create", "--permissions", "api.*.fly")).rejects.toMatchObject({
+      stderr: expect.stringContaining("unknown action 'fly'"),
+    });
+  });
+});

@@ -1,0 +1,132 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import net from "node:net";
+import { join } from "node:path";
+import { ensureRootKey } from "@latchkey/keys";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+
+const root = join(import.meta.dirname, "..");
+const tsx = join(root, "node_modules/.bin/tsx");
+
+/** A free loopback port, for a child process to listen on. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export interface Proc {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+/** Starts one entrypoint as its own process and waits until /healthz answers. */
+export async function startProcess(name: string, entry: string, env: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  let output = "";
+  const child = spawn(tsx, [join(root, entry)], {
+    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout!.on("data", (d) => {
+    output += d;
+  });
+  child.stderr!.on("data", (d) => {
+    output += d;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output}`);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error(`${name} did not become healthy:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    name,
+    url,
+    child,
+    output: () => output,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+      }),
+  };
+}
+
+export interface Stack {
+  db: TestDatabase;
+  gateway: Proc;
+  keys: Proc[];
+  ratelimit: Proc;
+  rootKey: string;
+  /** POST /v2/<operation> with the bootstrap root key (or `rootKey`), answering status and parsed body. */
+  call(operation: string, body: unknown, rootKey?: string | null): Promise<{ status: number; body: any }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The services and the gateway as separate processes on a fresh database, the
+ * way they run in Kubernetes, driven over HTTP.
+ */
+export async function startStack(options: { keysInstances?: number; natsUrl?: string } = {}): Promise<Stack> {
+  const db = await createTestDatabase();
+  const common: Record<string, string> = {
+    DATABASE_URL: db.url,
+    ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
+  };
+  const keys: Proc[] = [];
+  // One at a time: each runs the migrations at start, under an advisory lock.
+  for (let i = 0; i < (options.keysInstances ?? 1); i++) {
+    keys.push(await startProcess(`keys-${i}`, "services/keys/src/main.ts", common));
+  }
+  const ratelimit = await startProcess("ratelimit", "services/ratelimit/src/main.ts", common);
+  const gateway = await startProcess("gateway", "gateway/src/main.ts", {
+    ...common,
+    KEYS_URL: keys.map((k) => k.url).join(","),
+    RATELIMIT_URL: ratelimit.url,
+  });
+  const rootKey = `lk_root_e2e_${Math.random().toString(36).slice(2)}`;
+  await ensureRootKey(db.sql, rootKey);
+
+  return {
+    db,
+    gateway,
+    keys,
+    ratelimit,
+    rootKey,
+    async call(operation, body, key = rootKey) {
+      const res = await fetch(`${gateway.url}/v2/${operation}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(key === null ? {} : { authorization: `Bearer ${key}` }),
+        },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+      return { status: res.status, body: parsed };
+    },
+    async stop() {
+      await Promise.all([gateway.stop(), ratelimit.stop(), ...keys.map((k) => k.stop())]);
+      await db.drop();
+    },
+  };
+}
