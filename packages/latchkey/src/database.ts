@@ -33,10 +33,8 @@ export async function openDatabase(options: { reuseRunning: boolean }): Promise<
   }
   const dir = dataDir();
   const running = options.reuseRunning ? runningEmbedded(dir) : undefined;
-  let embedded: EmbeddedPostgres | undefined;
-  const sql = connect(running?.url ?? (embedded = await startEmbeddedPostgres(dir)).url, {
-    max: running ? 2 : 16,
-  });
+  const embedded: EmbeddedPostgres | undefined = running ? undefined : await startEmbeddedPostgres(dir);
+  const sql = connect((running ?? embedded)!.url, { max: running ? 2 : 16 });
   await migrateAll(sql);
   return {
     sql,
