@@ -1,0 +1,55 @@
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import { domainError, ErrorReason, holdsAll } from "@latchkey/runtime";
+import type { KeysDeps } from "./deps.ts";
+import type { ApiRecord, VerifiableKey } from "./store/keys-store.ts";
+
+/**
+ * Who may see what. Nothing crosses workspaces: a resource of another
+ * workspace, a deleted one and a missing one all get the same NOT_FOUND, from
+ * the helpers below and nowhere else.
+ */
+
+/** The caller the gateway resolved from the root key; a request without one was not authenticated. */
+export function callerOf(req: { caller?: Caller | undefined }): Caller {
+  const caller = req.caller;
+  if (!caller || caller.workspaceId === "") {
+    throw domainError(ErrorReason.UNAUTHENTICATED, "The request carries no authenticated caller.");
+  }
+  return caller;
+}
+
+export const apiNotFound = () => domainError(ErrorReason.API_NOT_FOUND, "The specified API was not found.");
+export const keyNotFound = () => domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
+
+export function apiIsVisible(caller: Caller, api: ApiRecord | undefined): api is ApiRecord {
+  return api !== undefined && api.workspaceId === caller.workspaceId && api.deletedAt === null;
+}
+
+export function keyIsVisible(caller: Caller, key: VerifiableKey | null | undefined): key is VerifiableKey {
+  return (
+    key !== undefined &&
+    key !== null &&
+    key.workspaceId === caller.workspaceId &&
+    key.deletedAt === null &&
+    !key.apiDeleted
+  );
+}
+
+/** The caller's API, or API_NOT_FOUND. */
+export async function visibleApi(deps: KeysDeps, caller: Caller, apiId: string): Promise<ApiRecord> {
+  const api = await deps.store.findApi(apiId);
+  if (!apiIsVisible(caller, api)) throw apiNotFound();
+  return api;
+}
+
+/** The caller's key, or KEY_NOT_FOUND. */
+export async function visibleKey(deps: KeysDeps, caller: Caller, keyId: string): Promise<VerifiableKey> {
+  const key = await deps.store.findKeyById(keyId);
+  if (!keyIsVisible(caller, key)) throw keyNotFound();
+  return key;
+}
+
+/** For operations where the reference masks a missing permission as absence (createKey, verifyKey, whoami). */
+export function requireOrMask(caller: Caller, wanted: readonly string[], masked: () => Error): void {
+  if (!holdsAll(caller.permissions, wanted)) throw masked();
+}

@@ -1,0 +1,131 @@
+import { randomBytes } from "node:crypto";
+import { hashKey, newId, rootPermissionProblem, type Sql } from "@latchkey/runtime";
+import bs58 from "bs58";
+
+/**
+ * Workspace and root-key administration, for the CLI and for start-up. Plain
+ * functions over the database: no RPC, no cache to invalidate (the gateway's
+ * root-key cache has a short TTL). Problems are thrown as plain Errors whose
+ * message is meant for an operator.
+ */
+
+export const DEFAULT_WORKSPACE_ID = "ws_default";
+
+const ROOT_KEY_PREFIX = "lk_root_";
+
+export interface NewRootKey {
+  rootKeyId: string;
+  /** The plaintext: shown once, stored only as its hash. */
+  rootKey: string;
+}
+
+export interface RootKeyListing {
+  id: string;
+  workspaceId: string;
+  workspaceName: string;
+  start: string;
+  permissions: string[];
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** A new workspace and a root key holding `*` in it. */
+export async function createWorkspace(sql: Sql, name: string): Promise<{ workspaceId: string } & NewRootKey> {
+  if (name.trim() === "") throw new Error("a workspace needs a name");
+  const workspaceId = newId("ws");
+  return sql.begin(async (tx) => {
+    const inserted =
+      await tx`INSERT INTO workspaces (id, name, created_at) VALUES (${workspaceId}, ${name}, ${Date.now()})
+      ON CONFLICT (name) DO NOTHING RETURNING id`;
+    if (inserted.length === 0) throw new Error(`a workspace named '${name}' already exists`);
+    const rootKey = await insertRootKey(tx as unknown as Sql, workspaceId, ["*"], null);
+    return { workspaceId, ...rootKey };
+  });
+}
+
+/** A new root key in a workspace given by id or name (default: the default workspace). */
+export async function createRootKey(
+  sql: Sql,
+  options: { workspace?: string; permissions: string[]; name?: string },
+): Promise<NewRootKey> {
+  const permissions = [...new Set(options.permissions.map((p) => p.trim()).filter((p) => p !== ""))];
+  if (permissions.length === 0)
+    throw new Error("a root key needs at least one permission (for example api.*.verify_key)");
+  const problems = permissions.map(rootPermissionProblem).filter((p) => p !== undefined);
+  if (problems.length > 0) throw new Error(`invalid permissions: ${problems.join("; ")}`);
+  const workspace = options.workspace ?? DEFAULT_WORKSPACE_ID;
+  const [found] = await sql<
+    { id: string }[]
+  >`SELECT id FROM workspaces WHERE id = ${workspace} OR name = ${workspace}
+    ORDER BY (id = ${workspace}) DESC LIMIT 1`;
+  if (!found) throw new Error(`workspace '${workspace}' does not exist`);
+  return insertRootKey(sql, found.id, permissions, options.name ?? null);
+}
+
+export async function listRootKeys(sql: Sql): Promise<RootKeyListing[]> {
+  const rows = await sql<
+    {
+      id: string;
+      workspace_id: string;
+      workspace_name: string;
+      start: string;
+      permissions: string[];
+      created_at: number;
+      revoked_at: number | null;
+    }[]
+  >`SELECT r.id, r.workspace_id, w.name AS workspace_name, r.start, r.permissions, r.created_at, r.revoked_at
+    FROM root_keys r JOIN workspaces w ON w.id = r.workspace_id ORDER BY r.created_at, r.id`;
+  return rows.map((r) => ({
+    id: r.id,
+    workspaceId: r.workspace_id,
+    workspaceName: r.workspace_name,
+    start: r.start,
+    permissions: r.permissions,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
+}
+
+/** Revokes a root key; revoking it again keeps the first revocation time. */
+export async function revokeRootKey(sql: Sql, id: string): Promise<{ revokedAt: number }> {
+  const [row] = await sql<{ revoked_at: number }[]>`UPDATE root_keys
+    SET revoked_at = COALESCE(revoked_at, ${Date.now()}) WHERE id = ${id} RETURNING revoked_at`;
+  if (!row) throw new Error(`root key '${id}' does not exist`);
+  return { revokedAt: row.revoked_at };
+}
+
+/**
+ * Makes exactly this string a working root key holding `*` (for env
+ * LATCHKEY_ROOT_KEY): created when missing, restored to `*` and un-revoked
+ * when present. Running it again changes nothing.
+ */
+export async function ensureRootKey(
+  sql: Sql,
+  plaintext: string,
+  workspaceId = DEFAULT_WORKSPACE_ID,
+): Promise<{ rootKeyId: string; created: boolean }> {
+  if (plaintext.length < 16) throw new Error("LATCHKEY_ROOT_KEY must be at least 16 characters");
+  const id = newId("rk");
+  const [row] = await sql<{ id: string; created: boolean }[]>`INSERT INTO root_keys
+      (id, workspace_id, hash, start, name, permissions, created_at)
+    VALUES (${id}, ${workspaceId}, ${hashKey(plaintext)}, ${startOf(plaintext)}, ${"LATCHKEY_ROOT_KEY"},
+      ${["*"]}::text[], ${Date.now()})
+    ON CONFLICT (hash) DO UPDATE SET permissions = ARRAY['*'], revoked_at = NULL
+    RETURNING id, (id = ${id}) AS created`;
+  return { rootKeyId: row!.id, created: row!.created };
+}
+
+async function insertRootKey(sql: Sql, workspaceId: string, permissions: string[], name: string | null) {
+  const rootKey = ROOT_KEY_PREFIX + bs58.encode(randomBytes(24));
+  const rootKeyId = newId("rk");
+  await sql`INSERT INTO root_keys (id, workspace_id, hash, start, name, permissions, created_at)
+    VALUES (${rootKeyId}, ${workspaceId}, ${hashKey(rootKey)}, ${startOf(rootKey)}, ${name},
+      ${permissions}::text[], ${Date.now()})`;
+  return { rootKeyId, rootKey };
+}
+
+/** What listings show of a root key: its prefix and 4 characters. */
+function startOf(plaintext: string): string {
+  const head = plaintext.startsWith(ROOT_KEY_PREFIX) ? ROOT_KEY_PREFIX : "";
+  return plaintext.slice(0, head.length + 4);
+}

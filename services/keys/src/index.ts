@@ -1,0 +1,5 @@
+export * from "./admin.ts";
+export { createKeysDeps, createMemoryKeysDeps, type KeysDeps, type KeysDepsOptions } from "./deps.ts";
+export { KEY_CHANGED } from "./events.ts";
+export { keysMigrations } from "./migrations.ts";
+export { keysRoutes } from "./routes.ts";

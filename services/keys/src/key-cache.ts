@@ -1,0 +1,91 @@
+import type { Clock } from "@latchkey/runtime";
+import type { VerifiableKey } from "./store/keys-store.ts";
+
+interface Entry {
+  /** null: the store has no key with this hash (a negative entry). */
+  key: VerifiableKey | null;
+  loadedAt: number;
+}
+
+/**
+ * Keys by hash, in process: a bounded LRU with negative entries, so repeated
+ * verification of the same key, or of the same wrong key, costs no query.
+ * Freshness comes from invalidation (every change publishes KeyChanged, see
+ * events.ts), not from expiry; the TTL only bounds staleness should an
+ * invalidation message be lost while the bus reconnects.
+ *
+ * Cached records are shared: never mutate one. Their credit balance is not
+ * authoritative (other instances spend credits without invalidating), so
+ * callers read balances from the store.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<VerifiableKey | null>>();
+  // Bumped by every invalidation: a load that started before one must not be cached after it.
+  private generation = 0;
+
+  constructor(
+    private readonly load: (hash: string) => Promise<VerifiableKey | undefined>,
+    private readonly clock: Clock,
+    private readonly options: { max?: number; ttlMs?: number } = {},
+  ) {}
+
+  /** The cached answer without any I/O: a key, null for a known miss, undefined when not cached. */
+  peek(hash: string): VerifiableKey | null | undefined {
+    const entry = this.entries.get(hash);
+    if (entry === undefined) return undefined;
+    if (this.clock.now() - entry.loadedAt > (this.options.ttlMs ?? 300_000)) {
+      this.entries.delete(hash);
+      return undefined;
+    }
+    // Re-inserting moves the entry to the young end of the Map's insertion order.
+    this.entries.delete(hash);
+    this.entries.set(hash, entry);
+    return entry.key;
+  }
+
+  /** Loads from the store (once for concurrent callers of the same hash) and caches the answer. */
+  fetch(hash: string): Promise<VerifiableKey | null> {
+    const pending = this.loading.get(hash);
+    if (pending) return pending;
+    const generation = this.generation;
+    const promise = this.load(hash)
+      .then((key) => {
+        const found = key ?? null;
+        if (generation === this.generation) this.put(hash, found);
+        return found;
+      })
+      .finally(() => {
+        if (this.loading.get(hash) === promise) this.loading.delete(hash);
+      });
+    this.loading.set(hash, promise);
+    return promise;
+  }
+
+  async get(hash: string): Promise<VerifiableKey | null> {
+    const hit = this.peek(hash);
+    return hit !== undefined ? hit : this.fetch(hash);
+  }
+
+  /** Drops one key by hash, or everything when only ids are known. */
+  invalidate(hash?: string): void {
+    this.generation++;
+    this.loading.clear();
+    if (hash) this.entries.delete(hash);
+    else this.entries.clear();
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private put(hash: string, key: VerifiableKey | null): void {
+    this.entries.set(hash, { key, loadedAt: this.clock.now() });
+    const max = this.options.max ?? 100_000;
+    if (this.entries.size > max) {
+      // The first key in insertion order is the least recently used.
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+}

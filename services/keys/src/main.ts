@@ -1,0 +1,42 @@
+import { connect, createLogger, env, MemoryBus, migrate, NatsBus, serveRpc } from "@latchkey/runtime";
+import { ensureRootKey } from "./admin.ts";
+import { createKeysDeps } from "./deps.ts";
+import { keysMigrations } from "./migrations.ts";
+import { keysRoutes } from "./routes.ts";
+
+// The keys service as its own process, configured by env.
+const log = createLogger("keys", env.string("LOG_LEVEL", "info"));
+const sql = connect(env.required("DATABASE_URL"));
+await migrate(sql, "keys", keysMigrations);
+
+const rootKey = env.string("LATCHKEY_ROOT_KEY");
+if (rootKey) {
+  const { rootKeyId, created } = await ensureRootKey(sql, rootKey);
+  log.info({ rootKeyId, created }, "LATCHKEY_ROOT_KEY is a root key holding *");
+}
+
+const natsUrl = env.string("NATS_URL");
+// Without NATS, caches are invalidated only within this process: run one replica.
+const bus = natsUrl ? await NatsBus.connect(natsUrl, log, "keys") : new MemoryBus();
+const deps = createKeysDeps({ sql, bus, log });
+const server = await serveRpc(keysRoutes(deps), env.int("PORT", 7071), {
+  ready: async () => {
+    await sql`SELECT 1`;
+    return true;
+  },
+});
+log.info({ port: server.port, nats: Boolean(natsUrl) }, "keys service listening");
+
+let stopping = false;
+async function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, "keys service stopping");
+  await server.close();
+  deps.close();
+  await bus.close();
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
+process.once("SIGTERM", () => void stop("SIGTERM"));
+process.once("SIGINT", () => void stop("SIGINT"));

@@ -1,0 +1,26 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { CreateApiRequest, CreateApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { invalidInput, newId, requirePermissions } from "@latchkey/runtime";
+import { callerOf } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+
+export function createApi(deps: KeysDeps) {
+  return async (req: CreateApiRequest): Promise<MessageInitShape<typeof CreateApiResponseSchema>> => {
+    const caller = callerOf(req);
+    requirePermissions(caller, ["api.*.create_api"]);
+    const input = validCreateApi(req);
+    const apiId = newId("api");
+    await deps.store.createApi({
+      id: apiId,
+      workspaceId: caller.workspaceId,
+      name: input.name,
+      createdAt: deps.clock.now(),
+    });
+    return { apiId };
+  };
+}
+
+function validCreateApi(req: CreateApiRequest): { name: string } {
+  if (req.name.trim() === "") throw invalidInput("/name", "name must not be empty", "Give the API a name.");
+  return { name: req.name };
+}

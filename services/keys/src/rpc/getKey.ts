@@ -1,0 +1,20 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { GetKeyRequest, GetKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyView } from "../views.ts";
+
+export function getKey(deps: KeysDeps) {
+  return async (req: GetKeyRequest): Promise<MessageInitShape<typeof GetKeyResponseSchema>> => {
+    const caller = callerOf(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    // As the reference: a key of the caller's workspace it may not read is a 403, not a 404.
+    requirePermissions(caller, [
+      need("api", key.apiId, "read_key"),
+      ...(req.decrypt ? [need("api", key.apiId, "decrypt_key")] : []),
+    ]);
+    // No key is recoverable before issue 3, so there is never a plaintext to return.
+    return { key: keyView(key) };
+  };
+}

@@ -1,0 +1,56 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
+import type {
+  VerifyKeyBatchItem,
+  VerifyKeyBatchRequest,
+  VerifyKeyBatchResponseSchema,
+  VerifyKeyBatchResultSchema,
+} from "@latchkey/proto/keys/v1/keys_pb";
+import { errorDetailOf, invalidInput } from "@latchkey/runtime";
+import type { KeysDeps } from "../deps.ts";
+import { verify } from "./verifyKey.ts";
+
+type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
+
+/**
+ * Many verifications in one call (the gateway coalesces concurrent requests).
+ * Items run concurrently, each exactly as verifyKey would; one result per item,
+ * in order. An item's error becomes its BatchError and never fails the batch.
+ */
+export function verifyKeyBatch(deps: KeysDeps) {
+  return async (
+    req: VerifyKeyBatchRequest,
+  ): Promise<MessageInitShape<typeof VerifyKeyBatchResponseSchema>> => {
+    const results = await Promise.all(req.items.map((item) => verifyItem(deps, req.callers, item)));
+    return { results };
+  };
+}
+
+async function verifyItem(deps: KeysDeps, callers: Caller[], item: VerifyKeyBatchItem): Promise<BatchResult> {
+  try {
+    const caller = callers[item.callerIndex];
+    if (!caller || caller.workspaceId === "") {
+      throw invalidInput("/callerIndex", `caller index ${item.callerIndex} names no caller of this batch`);
+    }
+    if (!item.request) throw invalidInput("/request", "a batch item needs a request");
+    return { result: { case: "response", value: await verify(deps, caller, item.request) } };
+  } catch (err) {
+    return { result: { case: "error", value: batchError(deps, err) } };
+  }
+}
+
+function batchError(deps: KeysDeps, err: unknown) {
+  const detail = errorDetailOf(err);
+  if (err instanceof ConnectError && detail) {
+    return { code: err.code, message: err.rawMessage, detail };
+  }
+  // Not a domain error: the cause stays in the log, the item says nothing specific.
+  deps.log.error({ err }, "verification in a batch failed");
+  return {
+    code: Code.Internal,
+    message: "internal error",
+    detail: { reason: ErrorReason.UNSPECIFIED },
+  };
+}

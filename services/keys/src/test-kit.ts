@@ -1,0 +1,65 @@
+import { create } from "@bufbuild/protobuf";
+import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
+import { type CreateKeyRequest, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { type Bus, errorDetailOf, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { createMemoryKeysDeps } from "./deps.ts";
+import { keysRoutes } from "./routes.ts";
+
+/** A caller of a workspace holding the given root-key permissions. */
+export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
+  create(CallerSchema, { workspaceId, rootKeyId: `rk_${workspaceId}`, permissions });
+
+/** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
+export function memoryKeys(options: { bus?: Bus } = {}) {
+  const clock = new TestClock();
+  const deps = createMemoryKeysDeps({ bus: options.bus ?? new MemoryBus(), clock });
+  const client: Client<typeof KeysService> = createClient(
+    KeysService,
+    createRouterTransport(keysRoutes(deps)),
+  );
+  const admin = callerOf("ws_1", "*");
+  const seed = {
+    /** An API of the workspace (default ws_1). */
+    async api(workspaceId = "ws_1"): Promise<string> {
+      const { apiId } = await client.createApi({ caller: callerOf(workspaceId, "*"), name: "seeded" });
+      return apiId;
+    },
+    /** A key with the given createKey fields; `credits` is shorthand for a plain balance. */
+    async key(
+      fields: Partial<Omit<CreateKeyRequest, "credits">> & {
+        apiId: string;
+        credits?: number;
+        workspaceId?: string;
+      },
+    ) {
+      const { credits, workspaceId, ...rest } = fields;
+      const res = await client.createKey({
+        caller: callerOf(workspaceId ?? "ws_1", "*"),
+        ...rest,
+        ...(credits !== undefined ? { credits: { remaining: BigInt(credits) } } : {}),
+      });
+      return { keyId: res.keyId, key: res.key, hash: hashKey(res.key) };
+    },
+    rootKey(workspaceId: string, permissions: string[], revokedAt: number | null = null) {
+      const plaintext = `lk_root_test_${Math.random().toString(36).slice(2)}`;
+      const id = `rk_${Math.random().toString(36).slice(2)}`;
+      deps.store.putRootKey({ id, workspaceId, permissions, revokedAt, hash: hashKey(plaintext) });
+      return { id, hash: hashKey(plaintext) };
+    },
+  };
+  return { deps, client, clock, seed, admin };
+}
+
+/** The domain reason and message of what `promise` rejected with. */
+export async function rejection(
+  promise: Promise<unknown>,
+): Promise<{ reason: ErrorReason | undefined; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    if (!(err instanceof ConnectError)) throw err;
+    return { reason: errorDetailOf(err)?.reason, message: err.rawMessage };
+  }
+  throw new Error("expected the call to fail, it succeeded");
+}

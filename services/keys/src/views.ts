@@ -1,0 +1,41 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type KeySchema, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
+import type { KeyRecord, RefillRecord } from "./store/keys-store.ts";
+
+/** A stored key as reads return it (the reference's KeyResponseData). */
+export function keyView(key: KeyRecord): MessageInitShape<typeof KeySchema> {
+  return {
+    keyId: key.id,
+    apiId: key.apiId,
+    start: key.start,
+    enabled: key.enabled,
+    ...(key.name !== null && { name: key.name }),
+    ...(key.metaJson !== null && { metaJson: key.metaJson }),
+    createdAt: BigInt(key.createdAt),
+    ...(key.updatedAt !== null && { updatedAt: BigInt(key.updatedAt) }),
+    ...(key.expires !== null && { expires: BigInt(key.expires) }),
+    permissions: key.permissions,
+    roles: key.roles,
+    ...(key.remaining !== null && {
+      credits: {
+        remaining: BigInt(key.remaining),
+        ...(key.refill && { refill: refillView(key.refill) }),
+      },
+    }),
+    ratelimits: key.ratelimits.map((r) => ({
+      id: r.id,
+      name: r.name,
+      limit: BigInt(r.limit),
+      duration: BigInt(r.duration),
+      autoApply: r.autoApply,
+    })),
+  };
+}
+
+function refillView(refill: RefillRecord) {
+  return {
+    interval: refill.interval === "daily" ? RefillInterval.DAILY : RefillInterval.MONTHLY,
+    amount: BigInt(refill.amount),
+    ...(refill.day !== null && { refillDay: refill.day }),
+  };
+}
