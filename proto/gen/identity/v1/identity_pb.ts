@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Caller, RatelimitConfig } from "../../common/v1/common_pb.js";
+import type { Caller, PageRequest, PageResponse, RatelimitConfig } from "../../common/v1/common_pb.js";
 import { file_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/identity.proto.
  */
 export const file_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("ChppZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxILaWRlbnRpdHkudjEigQEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnQgwKCl9tZXRhX2pzb24ipQEKFUNyZWF0ZUlkZW50aXR5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnQgwKCl9tZXRhX2pzb24iLQoWQ3JlYXRlSWRlbnRpdHlSZXNwb25zZRITCgtpZGVudGl0eV9pZBgBIAEoCSJJChJHZXRJZGVudGl0eVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIQCghpZGVudGl0eRgCIAEoCSI+ChNHZXRJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkyvgEKD0lkZW50aXR5U2VydmljZRJZCg5DcmVhdGVJZGVudGl0eRIiLmlkZW50aXR5LnYxLkNyZWF0ZUlkZW50aXR5UmVxdWVzdBojLmlkZW50aXR5LnYxLkNyZWF0ZUlkZW50aXR5UmVzcG9uc2USUAoLR2V0SWRlbnRpdHkSHy5pZGVudGl0eS52MS5HZXRJZGVudGl0eVJlcXVlc3QaIC5pZGVudGl0eS52MS5HZXRJZGVudGl0eVJlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
+  fileDesc("ChppZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxILaWRlbnRpdHkudjEiqQEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhIKCmNyZWF0ZWRfYXQYBSABKAMSEgoKdXBkYXRlZF9hdBgGIAEoA0IMCgpfbWV0YV9qc29uInIKClBlcm1pc3Npb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESEgoKY3JlYXRlZF9hdBgFIAEoA0IOCgxfZGVzY3JpcHRpb24ijAEKBFJvbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEiwKC3Blcm1pc3Npb25zGAQgAygLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbhISCgpjcmVhdGVkX2F0GAUgASgDQg4KDF9kZXNjcmlwdGlvbiI+CgxSYXRlbGltaXRTZXQSLgoKcmF0ZWxpbWl0cxgBIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWcipQEKFUNyZWF0ZUlkZW50aXR5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnQgwKCl9tZXRhX2pzb24iLQoWQ3JlYXRlSWRlbnRpdHlSZXNwb25zZRITCgtpZGVudGl0eV9pZBgBIAEoCSJJChJHZXRJZGVudGl0eVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIQCghpZGVudGl0eRgCIAEoCSI+ChNHZXRJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkicAoVTGlzdElkZW50aXRpZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISJAoEcGFnZRgCIAEoCzIWLmNvbW1vbi52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAyABKAkiagoWTGlzdElkZW50aXRpZXNSZXNwb25zZRIpCgppZGVudGl0aWVzGAEgAygLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UioQEKFVVwZGF0ZUlkZW50aXR5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhAKCGlkZW50aXR5GAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi0KCnJhdGVsaW1pdHMYBCABKAsyGS5pZGVudGl0eS52MS5SYXRlbGltaXRTZXRCDAoKX21ldGFfanNvbiJBChZVcGRhdGVJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkiTAoVRGVsZXRlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEAoIaWRlbnRpdHkYAiABKAkiGAoWRGVsZXRlSWRlbnRpdHlSZXNwb25zZSKCAQoXQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBAUIOCgxfZGVzY3JpcHRpb24iMQoYQ3JlYXRlUGVybWlzc2lvblJlc3BvbnNlEhUKDXBlcm1pc3Npb25faWQYASABKAkiTQoUR2V0UGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchISCgpwZXJtaXNzaW9uGAIgASgJIkQKFUdldFBlcm1pc3Npb25SZXNwb25zZRIrCgpwZXJtaXNzaW9uGAEgASgLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbiJQChdEZWxldGVQZXJtaXNzaW9uUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhIKCnBlcm1pc3Npb24YAiABKAkiGgoYRGVsZXRlUGVybWlzc2lvblJlc3BvbnNlInEKFkxpc3RQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIkCgRwYWdlGAIgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg4KBnNlYXJjaBgDIAEoCSJuChdMaXN0UGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24SJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UigwEKEUNyZWF0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEhMKC3Blcm1pc3Npb25zGAQgAygJQg4KDF9kZXNjcmlwdGlvbiIlChJDcmVhdGVSb2xlUmVzcG9uc2USDwoHcm9sZV9pZBgBIAEoCSJBCg5HZXRSb2xlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgwKBHJvbGUYAiABKAkiMgoPR2V0Um9sZVJlc3BvbnNlEh8KBHJvbGUYASABKAsyES5pZGVudGl0eS52MS5Sb2xlIkQKEURlbGV0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCSIUChJEZWxldGVSb2xlUmVzcG9uc2UiawoQTGlzdFJvbGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEiQKBHBhZ2UYAiABKAsyFi5jb21tb24udjEuUGFnZVJlcXVlc3QSDgoGc2VhcmNoGAMgASgJIlwKEUxpc3RSb2xlc1Jlc3BvbnNlEiAKBXJvbGVzGAEgAygLMhEuaWRlbnRpdHkudjEuUm9sZRIlCgRwYWdlGAIgASgLMhcuY29tbW9uLnYxLlBhZ2VSZXNwb25zZSJhChlTZXRSb2xlUGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJKChpTZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24iTwoVRW5zdXJlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEwoLZXh0ZXJuYWxfaWQYAiABKAkiUgoWRW5zdXJlSWRlbnRpdHlSZXNwb25zZRInCghpZGVudGl0eRgBIAEoCzIVLmlkZW50aXR5LnYxLklkZW50aXR5Eg8KB2NyZWF0ZWQYAiABKAgiTwoUR2V0SWRlbnRpdGllc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxpZGVudGl0eV9pZHMYAiADKAkiQgoVR2V0SWRlbnRpdGllc1Jlc3BvbnNlEikKCmlkZW50aXRpZXMYASADKAsyFS5pZGVudGl0eS52MS5JZGVudGl0eSJHChNSZXNvbHZlUm9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFbmFtZXMYAiADKAkiSQoUUmVzb2x2ZVJvbGVzUmVzcG9uc2USIAoFcm9sZXMYASADKAsyES5pZGVudGl0eS52MS5Sb2xlEg8KB21pc3NpbmcYAiADKAkiZQoZUmVzb2x2ZVBlcm1pc3Npb25zUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg0KBXNsdWdzGAIgAygJEhYKDmNyZWF0ZV9taXNzaW5nGAMgASgIIlsKGlJlc29sdmVQZXJtaXNzaW9uc1Jlc3BvbnNlEiwKC3Blcm1pc3Npb25zGAEgAygLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbhIPCgdtaXNzaW5nGAIgAygJMs0MCg9JZGVudGl0eVNlcnZpY2USWQoOQ3JlYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlc3BvbnNlElAKC0dldElkZW50aXR5Eh8uaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXNwb25zZRJZCg5MaXN0SWRlbnRpdGllcxIiLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVxdWVzdBojLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVzcG9uc2USWQoOVXBkYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlc3BvbnNlElkKDkRlbGV0ZUlkZW50aXR5EiIuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXF1ZXN0GiMuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXNwb25zZRJfChBDcmVhdGVQZXJtaXNzaW9uEiQuaWRlbnRpdHkudjEuQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QaJS5pZGVudGl0eS52MS5DcmVhdGVQZXJtaXNzaW9uUmVzcG9uc2USVgoNR2V0UGVybWlzc2lvbhIhLmlkZW50aXR5LnYxLkdldFBlcm1pc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0UGVybWlzc2lvblJlc3BvbnNlEl8KEERlbGV0ZVBlcm1pc3Npb24SJC5pZGVudGl0eS52MS5EZWxldGVQZXJtaXNzaW9uUmVxdWVzdBolLmlkZW50aXR5LnYxLkRlbGV0ZVBlcm1pc3Npb25SZXNwb25zZRJcCg9MaXN0UGVybWlzc2lvbnMSIy5pZGVudGl0eS52MS5MaXN0UGVybWlzc2lvbnNSZXF1ZXN0GiQuaWRlbnRpdHkudjEuTGlzdFBlcm1pc3Npb25zUmVzcG9uc2USTQoKQ3JlYXRlUm9sZRIeLmlkZW50aXR5LnYxLkNyZWF0ZVJvbGVSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlUm9sZVJlc3BvbnNlEkQKB0dldFJvbGUSGy5pZGVudGl0eS52MS5HZXRSb2xlUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFJvbGVSZXNwb25zZRJNCgpEZWxldGVSb2xlEh4uaWRlbnRpdHkudjEuRGVsZXRlUm9sZVJlcXVlc3QaHy5pZGVudGl0eS52MS5EZWxldGVSb2xlUmVzcG9uc2USSgoJTGlzdFJvbGVzEh0uaWRlbnRpdHkudjEuTGlzdFJvbGVzUmVxdWVzdBoeLmlkZW50aXR5LnYxLkxpc3RSb2xlc1Jlc3BvbnNlEmUKElNldFJvbGVQZXJtaXNzaW9ucxImLmlkZW50aXR5LnYxLlNldFJvbGVQZXJtaXNzaW9uc1JlcXVlc3QaJy5pZGVudGl0eS52MS5TZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRJZCg5FbnN1cmVJZGVudGl0eRIiLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVxdWVzdBojLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVzcG9uc2USVgoNR2V0SWRlbnRpdGllcxIhLmlkZW50aXR5LnYxLkdldElkZW50aXRpZXNSZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0SWRlbnRpdGllc1Jlc3BvbnNlElMKDFJlc29sdmVSb2xlcxIgLmlkZW50aXR5LnYxLlJlc29sdmVSb2xlc1JlcXVlc3QaIS5pZGVudGl0eS52MS5SZXNvbHZlUm9sZXNSZXNwb25zZRJlChJSZXNvbHZlUGVybWlzc2lvbnMSJi5pZGVudGl0eS52MS5SZXNvbHZlUGVybWlzc2lvbnNSZXF1ZXN0GicuaWRlbnRpdHkudjEuUmVzb2x2ZVBlcm1pc3Npb25zUmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
 
 /**
  * @generated from message identity.v1.Identity
@@ -29,6 +29,8 @@ export type Identity = Message<"identity.v1.Identity"> & {
   externalId: string;
 
   /**
+   * JSON object, as the caller gave it; absent when none was given.
+   *
    * @generated from field: optional string meta_json = 3;
    */
   metaJson?: string | undefined;
@@ -37,6 +39,18 @@ export type Identity = Message<"identity.v1.Identity"> & {
    * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 4;
    */
   ratelimits: RatelimitConfig[];
+
+  /**
+   * Unix milliseconds.
+   *
+   * @generated from field: int64 created_at = 5;
+   */
+  createdAt: bigint;
+
+  /**
+   * @generated from field: int64 updated_at = 6;
+   */
+  updatedAt: bigint;
 };
 
 /**
@@ -45,6 +59,105 @@ export type Identity = Message<"identity.v1.Identity"> & {
  */
 export const IdentitySchema: GenMessage<Identity> = /*@__PURE__*/
   messageDesc(file_identity_v1_identity, 0);
+
+/**
+ * @generated from message identity.v1.Permission
+ */
+export type Permission = Message<"identity.v1.Permission"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string slug = 3;
+   */
+  slug: string;
+
+  /**
+   * @generated from field: optional string description = 4;
+   */
+  description?: string | undefined;
+
+  /**
+   * Unix milliseconds.
+   *
+   * @generated from field: int64 created_at = 5;
+   */
+  createdAt: bigint;
+};
+
+/**
+ * Describes the message identity.v1.Permission.
+ * Use `create(PermissionSchema)` to create a new message.
+ */
+export const PermissionSchema: GenMessage<Permission> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 1);
+
+/**
+ * @generated from message identity.v1.Role
+ */
+export type Role = Message<"identity.v1.Role"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * The role's permissions, ordered by slug.
+   *
+   * @generated from field: repeated identity.v1.Permission permissions = 4;
+   */
+  permissions: Permission[];
+
+  /**
+   * Unix milliseconds.
+   *
+   * @generated from field: int64 created_at = 5;
+   */
+  createdAt: bigint;
+};
+
+/**
+ * Describes the message identity.v1.Role.
+ * Use `create(RoleSchema)` to create a new message.
+ */
+export const RoleSchema: GenMessage<Role> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 2);
+
+/**
+ * A whole set of rate limits, so that an update can tell "replace with none" from "keep".
+ *
+ * @generated from message identity.v1.RatelimitSet
+ */
+export type RatelimitSet = Message<"identity.v1.RatelimitSet"> & {
+  /**
+   * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 1;
+   */
+  ratelimits: RatelimitConfig[];
+};
+
+/**
+ * Describes the message identity.v1.RatelimitSet.
+ * Use `create(RatelimitSetSchema)` to create a new message.
+ */
+export const RatelimitSetSchema: GenMessage<RatelimitSet> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 3);
 
 /**
  * @generated from message identity.v1.CreateIdentityRequest
@@ -66,6 +179,8 @@ export type CreateIdentityRequest = Message<"identity.v1.CreateIdentityRequest">
   metaJson?: string | undefined;
 
   /**
+   * The id of each entry is ignored: the service assigns one.
+   *
    * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 4;
    */
   ratelimits: RatelimitConfig[];
@@ -76,7 +191,7 @@ export type CreateIdentityRequest = Message<"identity.v1.CreateIdentityRequest">
  * Use `create(CreateIdentityRequestSchema)` to create a new message.
  */
 export const CreateIdentityRequestSchema: GenMessage<CreateIdentityRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 1);
+  messageDesc(file_identity_v1_identity, 4);
 
 /**
  * @generated from message identity.v1.CreateIdentityResponse
@@ -93,7 +208,7 @@ export type CreateIdentityResponse = Message<"identity.v1.CreateIdentityResponse
  * Use `create(CreateIdentityResponseSchema)` to create a new message.
  */
 export const CreateIdentityResponseSchema: GenMessage<CreateIdentityResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 2);
+  messageDesc(file_identity_v1_identity, 5);
 
 /**
  * @generated from message identity.v1.GetIdentityRequest
@@ -117,7 +232,7 @@ export type GetIdentityRequest = Message<"identity.v1.GetIdentityRequest"> & {
  * Use `create(GetIdentityRequestSchema)` to create a new message.
  */
 export const GetIdentityRequestSchema: GenMessage<GetIdentityRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 3);
+  messageDesc(file_identity_v1_identity, 6);
 
 /**
  * @generated from message identity.v1.GetIdentityResponse
@@ -134,15 +249,776 @@ export type GetIdentityResponse = Message<"identity.v1.GetIdentityResponse"> & {
  * Use `create(GetIdentityResponseSchema)` to create a new message.
  */
 export const GetIdentityResponseSchema: GenMessage<GetIdentityResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 4);
+  messageDesc(file_identity_v1_identity, 7);
 
 /**
- * Identities, permissions and roles.
+ * @generated from message identity.v1.ListIdentitiesRequest
+ */
+export type ListIdentitiesRequest = Message<"identity.v1.ListIdentitiesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * limit 0 means the default, 100.
+   *
+   * @generated from field: common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+
+  /**
+   * Case-insensitive substring of the id or the externalId; empty matches all.
+   *
+   * @generated from field: string search = 3;
+   */
+  search: string;
+};
+
+/**
+ * Describes the message identity.v1.ListIdentitiesRequest.
+ * Use `create(ListIdentitiesRequestSchema)` to create a new message.
+ */
+export const ListIdentitiesRequestSchema: GenMessage<ListIdentitiesRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 8);
+
+/**
+ * @generated from message identity.v1.ListIdentitiesResponse
+ */
+export type ListIdentitiesResponse = Message<"identity.v1.ListIdentitiesResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.Identity identities = 1;
+   */
+  identities: Identity[];
+
+  /**
+   * @generated from field: common.v1.PageResponse page = 2;
+   */
+  page?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message identity.v1.ListIdentitiesResponse.
+ * Use `create(ListIdentitiesResponseSchema)` to create a new message.
+ */
+export const ListIdentitiesResponseSchema: GenMessage<ListIdentitiesResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 9);
+
+/**
+ * @generated from message identity.v1.UpdateIdentityRequest
+ */
+export type UpdateIdentityRequest = Message<"identity.v1.UpdateIdentityRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * An identity id or an externalId.
+   *
+   * @generated from field: string identity = 2;
+   */
+  identity: string;
+
+  /**
+   * Replaces the meta when present ("{}" empties it); absent keeps it.
+   *
+   * @generated from field: optional string meta_json = 3;
+   */
+  metaJson?: string | undefined;
+
+  /**
+   * Replaces the set when present (empty clears it); absent keeps it. A limit
+   * whose name stays keeps its id.
+   *
+   * @generated from field: identity.v1.RatelimitSet ratelimits = 4;
+   */
+  ratelimits?: RatelimitSet | undefined;
+};
+
+/**
+ * Describes the message identity.v1.UpdateIdentityRequest.
+ * Use `create(UpdateIdentityRequestSchema)` to create a new message.
+ */
+export const UpdateIdentityRequestSchema: GenMessage<UpdateIdentityRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 10);
+
+/**
+ * @generated from message identity.v1.UpdateIdentityResponse
+ */
+export type UpdateIdentityResponse = Message<"identity.v1.UpdateIdentityResponse"> & {
+  /**
+   * @generated from field: identity.v1.Identity identity = 1;
+   */
+  identity?: Identity | undefined;
+};
+
+/**
+ * Describes the message identity.v1.UpdateIdentityResponse.
+ * Use `create(UpdateIdentityResponseSchema)` to create a new message.
+ */
+export const UpdateIdentityResponseSchema: GenMessage<UpdateIdentityResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 11);
+
+/**
+ * @generated from message identity.v1.DeleteIdentityRequest
+ */
+export type DeleteIdentityRequest = Message<"identity.v1.DeleteIdentityRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * An identity id or an externalId.
+   *
+   * @generated from field: string identity = 2;
+   */
+  identity: string;
+};
+
+/**
+ * Describes the message identity.v1.DeleteIdentityRequest.
+ * Use `create(DeleteIdentityRequestSchema)` to create a new message.
+ */
+export const DeleteIdentityRequestSchema: GenMessage<DeleteIdentityRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 12);
+
+/**
+ * @generated from message identity.v1.DeleteIdentityResponse
+ */
+export type DeleteIdentityResponse = Message<"identity.v1.DeleteIdentityResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.DeleteIdentityResponse.
+ * Use `create(DeleteIdentityResponseSchema)` to create a new message.
+ */
+export const DeleteIdentityResponseSchema: GenMessage<DeleteIdentityResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 13);
+
+/**
+ * @generated from message identity.v1.CreatePermissionRequest
+ */
+export type CreatePermissionRequest = Message<"identity.v1.CreatePermissionRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string slug = 3;
+   */
+  slug: string;
+
+  /**
+   * @generated from field: optional string description = 4;
+   */
+  description?: string | undefined;
+};
+
+/**
+ * Describes the message identity.v1.CreatePermissionRequest.
+ * Use `create(CreatePermissionRequestSchema)` to create a new message.
+ */
+export const CreatePermissionRequestSchema: GenMessage<CreatePermissionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 14);
+
+/**
+ * @generated from message identity.v1.CreatePermissionResponse
+ */
+export type CreatePermissionResponse = Message<"identity.v1.CreatePermissionResponse"> & {
+  /**
+   * @generated from field: string permission_id = 1;
+   */
+  permissionId: string;
+};
+
+/**
+ * Describes the message identity.v1.CreatePermissionResponse.
+ * Use `create(CreatePermissionResponseSchema)` to create a new message.
+ */
+export const CreatePermissionResponseSchema: GenMessage<CreatePermissionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 15);
+
+/**
+ * @generated from message identity.v1.GetPermissionRequest
+ */
+export type GetPermissionRequest = Message<"identity.v1.GetPermissionRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * A permission id or a slug.
+   *
+   * @generated from field: string permission = 2;
+   */
+  permission: string;
+};
+
+/**
+ * Describes the message identity.v1.GetPermissionRequest.
+ * Use `create(GetPermissionRequestSchema)` to create a new message.
+ */
+export const GetPermissionRequestSchema: GenMessage<GetPermissionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 16);
+
+/**
+ * @generated from message identity.v1.GetPermissionResponse
+ */
+export type GetPermissionResponse = Message<"identity.v1.GetPermissionResponse"> & {
+  /**
+   * @generated from field: identity.v1.Permission permission = 1;
+   */
+  permission?: Permission | undefined;
+};
+
+/**
+ * Describes the message identity.v1.GetPermissionResponse.
+ * Use `create(GetPermissionResponseSchema)` to create a new message.
+ */
+export const GetPermissionResponseSchema: GenMessage<GetPermissionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 17);
+
+/**
+ * @generated from message identity.v1.DeletePermissionRequest
+ */
+export type DeletePermissionRequest = Message<"identity.v1.DeletePermissionRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * A permission id or a slug.
+   *
+   * @generated from field: string permission = 2;
+   */
+  permission: string;
+};
+
+/**
+ * Describes the message identity.v1.DeletePermissionRequest.
+ * Use `create(DeletePermissionRequestSchema)` to create a new message.
+ */
+export const DeletePermissionRequestSchema: GenMessage<DeletePermissionRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 18);
+
+/**
+ * @generated from message identity.v1.DeletePermissionResponse
+ */
+export type DeletePermissionResponse = Message<"identity.v1.DeletePermissionResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.DeletePermissionResponse.
+ * Use `create(DeletePermissionResponseSchema)` to create a new message.
+ */
+export const DeletePermissionResponseSchema: GenMessage<DeletePermissionResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 19);
+
+/**
+ * @generated from message identity.v1.ListPermissionsRequest
+ */
+export type ListPermissionsRequest = Message<"identity.v1.ListPermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * limit 0 means the default, 100.
+   *
+   * @generated from field: common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+
+  /**
+   * Case-insensitive substring of the id, name, slug or description; empty matches all.
+   *
+   * @generated from field: string search = 3;
+   */
+  search: string;
+};
+
+/**
+ * Describes the message identity.v1.ListPermissionsRequest.
+ * Use `create(ListPermissionsRequestSchema)` to create a new message.
+ */
+export const ListPermissionsRequestSchema: GenMessage<ListPermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 20);
+
+/**
+ * @generated from message identity.v1.ListPermissionsResponse
+ */
+export type ListPermissionsResponse = Message<"identity.v1.ListPermissionsResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.Permission permissions = 1;
+   */
+  permissions: Permission[];
+
+  /**
+   * @generated from field: common.v1.PageResponse page = 2;
+   */
+  page?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message identity.v1.ListPermissionsResponse.
+ * Use `create(ListPermissionsResponseSchema)` to create a new message.
+ */
+export const ListPermissionsResponseSchema: GenMessage<ListPermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 21);
+
+/**
+ * @generated from message identity.v1.CreateRoleRequest
+ */
+export type CreateRoleRequest = Message<"identity.v1.CreateRoleRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * Permission slugs; missing ones are created when the caller holds rbac.*.create_permission.
+   *
+   * @generated from field: repeated string permissions = 4;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message identity.v1.CreateRoleRequest.
+ * Use `create(CreateRoleRequestSchema)` to create a new message.
+ */
+export const CreateRoleRequestSchema: GenMessage<CreateRoleRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 22);
+
+/**
+ * @generated from message identity.v1.CreateRoleResponse
+ */
+export type CreateRoleResponse = Message<"identity.v1.CreateRoleResponse"> & {
+  /**
+   * @generated from field: string role_id = 1;
+   */
+  roleId: string;
+};
+
+/**
+ * Describes the message identity.v1.CreateRoleResponse.
+ * Use `create(CreateRoleResponseSchema)` to create a new message.
+ */
+export const CreateRoleResponseSchema: GenMessage<CreateRoleResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 23);
+
+/**
+ * @generated from message identity.v1.GetRoleRequest
+ */
+export type GetRoleRequest = Message<"identity.v1.GetRoleRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * A role id or a name.
+   *
+   * @generated from field: string role = 2;
+   */
+  role: string;
+};
+
+/**
+ * Describes the message identity.v1.GetRoleRequest.
+ * Use `create(GetRoleRequestSchema)` to create a new message.
+ */
+export const GetRoleRequestSchema: GenMessage<GetRoleRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 24);
+
+/**
+ * @generated from message identity.v1.GetRoleResponse
+ */
+export type GetRoleResponse = Message<"identity.v1.GetRoleResponse"> & {
+  /**
+   * @generated from field: identity.v1.Role role = 1;
+   */
+  role?: Role | undefined;
+};
+
+/**
+ * Describes the message identity.v1.GetRoleResponse.
+ * Use `create(GetRoleResponseSchema)` to create a new message.
+ */
+export const GetRoleResponseSchema: GenMessage<GetRoleResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 25);
+
+/**
+ * @generated from message identity.v1.DeleteRoleRequest
+ */
+export type DeleteRoleRequest = Message<"identity.v1.DeleteRoleRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * A role id or a name.
+   *
+   * @generated from field: string role = 2;
+   */
+  role: string;
+};
+
+/**
+ * Describes the message identity.v1.DeleteRoleRequest.
+ * Use `create(DeleteRoleRequestSchema)` to create a new message.
+ */
+export const DeleteRoleRequestSchema: GenMessage<DeleteRoleRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 26);
+
+/**
+ * @generated from message identity.v1.DeleteRoleResponse
+ */
+export type DeleteRoleResponse = Message<"identity.v1.DeleteRoleResponse"> & {
+};
+
+/**
+ * Describes the message identity.v1.DeleteRoleResponse.
+ * Use `create(DeleteRoleResponseSchema)` to create a new message.
+ */
+export const DeleteRoleResponseSchema: GenMessage<DeleteRoleResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 27);
+
+/**
+ * @generated from message identity.v1.ListRolesRequest
+ */
+export type ListRolesRequest = Message<"identity.v1.ListRolesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * limit 0 means the default, 100.
+   *
+   * @generated from field: common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+
+  /**
+   * Case-insensitive substring of the id, name or description; empty matches all.
+   *
+   * @generated from field: string search = 3;
+   */
+  search: string;
+};
+
+/**
+ * Describes the message identity.v1.ListRolesRequest.
+ * Use `create(ListRolesRequestSchema)` to create a new message.
+ */
+export const ListRolesRequestSchema: GenMessage<ListRolesRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 28);
+
+/**
+ * @generated from message identity.v1.ListRolesResponse
+ */
+export type ListRolesResponse = Message<"identity.v1.ListRolesResponse"> & {
+  /**
+   * @generated from field: repeated identity.v1.Role roles = 1;
+   */
+  roles: Role[];
+
+  /**
+   * @generated from field: common.v1.PageResponse page = 2;
+   */
+  page?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message identity.v1.ListRolesResponse.
+ * Use `create(ListRolesResponseSchema)` to create a new message.
+ */
+export const ListRolesResponseSchema: GenMessage<ListRolesResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 29);
+
+/**
+ * @generated from message identity.v1.SetRolePermissionsRequest
+ */
+export type SetRolePermissionsRequest = Message<"identity.v1.SetRolePermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * A role id (the public roleId) or a name.
+   *
+   * @generated from field: string role = 2;
+   */
+  role: string;
+
+  /**
+   * The complete set of slugs; empty clears it. Missing ones are created when
+   * the caller holds rbac.*.create_permission.
+   *
+   * @generated from field: repeated string permissions = 3;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message identity.v1.SetRolePermissionsRequest.
+ * Use `create(SetRolePermissionsRequestSchema)` to create a new message.
+ */
+export const SetRolePermissionsRequestSchema: GenMessage<SetRolePermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 30);
+
+/**
+ * @generated from message identity.v1.SetRolePermissionsResponse
+ */
+export type SetRolePermissionsResponse = Message<"identity.v1.SetRolePermissionsResponse"> & {
+  /**
+   * The role's permissions now, ordered by slug.
+   *
+   * @generated from field: repeated identity.v1.Permission permissions = 1;
+   */
+  permissions: Permission[];
+};
+
+/**
+ * Describes the message identity.v1.SetRolePermissionsResponse.
+ * Use `create(SetRolePermissionsResponseSchema)` to create a new message.
+ */
+export const SetRolePermissionsResponseSchema: GenMessage<SetRolePermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 31);
+
+/**
+ * @generated from message identity.v1.EnsureIdentityRequest
+ */
+export type EnsureIdentityRequest = Message<"identity.v1.EnsureIdentityRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string external_id = 2;
+   */
+  externalId: string;
+};
+
+/**
+ * Describes the message identity.v1.EnsureIdentityRequest.
+ * Use `create(EnsureIdentityRequestSchema)` to create a new message.
+ */
+export const EnsureIdentityRequestSchema: GenMessage<EnsureIdentityRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 32);
+
+/**
+ * @generated from message identity.v1.EnsureIdentityResponse
+ */
+export type EnsureIdentityResponse = Message<"identity.v1.EnsureIdentityResponse"> & {
+  /**
+   * @generated from field: identity.v1.Identity identity = 1;
+   */
+  identity?: Identity | undefined;
+
+  /**
+   * True when this call created it.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message identity.v1.EnsureIdentityResponse.
+ * Use `create(EnsureIdentityResponseSchema)` to create a new message.
+ */
+export const EnsureIdentityResponseSchema: GenMessage<EnsureIdentityResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 33);
+
+/**
+ * @generated from message identity.v1.GetIdentitiesRequest
+ */
+export type GetIdentitiesRequest = Message<"identity.v1.GetIdentitiesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: repeated string identity_ids = 2;
+   */
+  identityIds: string[];
+};
+
+/**
+ * Describes the message identity.v1.GetIdentitiesRequest.
+ * Use `create(GetIdentitiesRequestSchema)` to create a new message.
+ */
+export const GetIdentitiesRequestSchema: GenMessage<GetIdentitiesRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 34);
+
+/**
+ * @generated from message identity.v1.GetIdentitiesResponse
+ */
+export type GetIdentitiesResponse = Message<"identity.v1.GetIdentitiesResponse"> & {
+  /**
+   * The identities found, in no particular order.
+   *
+   * @generated from field: repeated identity.v1.Identity identities = 1;
+   */
+  identities: Identity[];
+};
+
+/**
+ * Describes the message identity.v1.GetIdentitiesResponse.
+ * Use `create(GetIdentitiesResponseSchema)` to create a new message.
+ */
+export const GetIdentitiesResponseSchema: GenMessage<GetIdentitiesResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 35);
+
+/**
+ * @generated from message identity.v1.ResolveRolesRequest
+ */
+export type ResolveRolesRequest = Message<"identity.v1.ResolveRolesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * Role names (not ids).
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names: string[];
+};
+
+/**
+ * Describes the message identity.v1.ResolveRolesRequest.
+ * Use `create(ResolveRolesRequestSchema)` to create a new message.
+ */
+export const ResolveRolesRequestSchema: GenMessage<ResolveRolesRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 36);
+
+/**
+ * @generated from message identity.v1.ResolveRolesResponse
+ */
+export type ResolveRolesResponse = Message<"identity.v1.ResolveRolesResponse"> & {
+  /**
+   * The roles found, each once, in the order first named.
+   *
+   * @generated from field: repeated identity.v1.Role roles = 1;
+   */
+  roles: Role[];
+
+  /**
+   * Names that name no role, each once, in the order named.
+   *
+   * @generated from field: repeated string missing = 2;
+   */
+  missing: string[];
+};
+
+/**
+ * Describes the message identity.v1.ResolveRolesResponse.
+ * Use `create(ResolveRolesResponseSchema)` to create a new message.
+ */
+export const ResolveRolesResponseSchema: GenMessage<ResolveRolesResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 37);
+
+/**
+ * @generated from message identity.v1.ResolvePermissionsRequest
+ */
+export type ResolvePermissionsRequest = Message<"identity.v1.ResolvePermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: repeated string slugs = 2;
+   */
+  slugs: string[];
+
+  /**
+   * Create the missing slugs (name = slug). Needs rbac.*.create_permission when
+   * any is missing: otherwise INSUFFICIENT_PERMISSIONS naming it.
+   *
+   * @generated from field: bool create_missing = 3;
+   */
+  createMissing: boolean;
+};
+
+/**
+ * Describes the message identity.v1.ResolvePermissionsRequest.
+ * Use `create(ResolvePermissionsRequestSchema)` to create a new message.
+ */
+export const ResolvePermissionsRequestSchema: GenMessage<ResolvePermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 38);
+
+/**
+ * @generated from message identity.v1.ResolvePermissionsResponse
+ */
+export type ResolvePermissionsResponse = Message<"identity.v1.ResolvePermissionsResponse"> & {
+  /**
+   * The permissions found or created, each once, in the order first named.
+   *
+   * @generated from field: repeated identity.v1.Permission permissions = 1;
+   */
+  permissions: Permission[];
+
+  /**
+   * Slugs that name no permission (only when create_missing is false).
+   *
+   * @generated from field: repeated string missing = 2;
+   */
+  missing: string[];
+};
+
+/**
+ * Describes the message identity.v1.ResolvePermissionsResponse.
+ * Use `create(ResolvePermissionsResponseSchema)` to create a new message.
+ */
+export const ResolvePermissionsResponseSchema: GenMessage<ResolvePermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 39);
+
+/**
+ * Identities, permissions and roles of one workspace.
+ *
+ * The public operations (identities.*, permissions.*) check the root-key
+ * permissions the reference names for them. The lookups the keys service makes
+ * while creating, updating and verifying keys (EnsureIdentity, GetIdentities,
+ * ResolveRoles, ResolvePermissions) check none of their own: the keys service
+ * has already authorized the key operation they serve. Every request is
+ * confined to caller.workspace_id; another workspace's resource is not found.
  *
  * @generated from service identity.v1.IdentityService
  */
 export const IdentityService: GenService<{
   /**
+   * identities.*
+   *
    * @generated from rpc identity.v1.IdentityService.CreateIdentity
    */
   createIdentity: {
@@ -157,6 +1033,145 @@ export const IdentityService: GenService<{
     methodKind: "unary";
     input: typeof GetIdentityRequestSchema;
     output: typeof GetIdentityResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.ListIdentities
+   */
+  listIdentities: {
+    methodKind: "unary";
+    input: typeof ListIdentitiesRequestSchema;
+    output: typeof ListIdentitiesResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.UpdateIdentity
+   */
+  updateIdentity: {
+    methodKind: "unary";
+    input: typeof UpdateIdentityRequestSchema;
+    output: typeof UpdateIdentityResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.DeleteIdentity
+   */
+  deleteIdentity: {
+    methodKind: "unary";
+    input: typeof DeleteIdentityRequestSchema;
+    output: typeof DeleteIdentityResponseSchema;
+  },
+  /**
+   * permissions.*
+   *
+   * @generated from rpc identity.v1.IdentityService.CreatePermission
+   */
+  createPermission: {
+    methodKind: "unary";
+    input: typeof CreatePermissionRequestSchema;
+    output: typeof CreatePermissionResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.GetPermission
+   */
+  getPermission: {
+    methodKind: "unary";
+    input: typeof GetPermissionRequestSchema;
+    output: typeof GetPermissionResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.DeletePermission
+   */
+  deletePermission: {
+    methodKind: "unary";
+    input: typeof DeletePermissionRequestSchema;
+    output: typeof DeletePermissionResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.ListPermissions
+   */
+  listPermissions: {
+    methodKind: "unary";
+    input: typeof ListPermissionsRequestSchema;
+    output: typeof ListPermissionsResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.CreateRole
+   */
+  createRole: {
+    methodKind: "unary";
+    input: typeof CreateRoleRequestSchema;
+    output: typeof CreateRoleResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.GetRole
+   */
+  getRole: {
+    methodKind: "unary";
+    input: typeof GetRoleRequestSchema;
+    output: typeof GetRoleResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.DeleteRole
+   */
+  deleteRole: {
+    methodKind: "unary";
+    input: typeof DeleteRoleRequestSchema;
+    output: typeof DeleteRoleResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.ListRoles
+   */
+  listRoles: {
+    methodKind: "unary";
+    input: typeof ListRolesRequestSchema;
+    output: typeof ListRolesResponseSchema;
+  },
+  /**
+   * @generated from rpc identity.v1.IdentityService.SetRolePermissions
+   */
+  setRolePermissions: {
+    methodKind: "unary";
+    input: typeof SetRolePermissionsRequestSchema;
+    output: typeof SetRolePermissionsResponseSchema;
+  },
+  /**
+   * For the keys service.
+   * The identity with this externalId, created (without meta or limits) when missing.
+   *
+   * @generated from rpc identity.v1.IdentityService.EnsureIdentity
+   */
+  ensureIdentity: {
+    methodKind: "unary";
+    input: typeof EnsureIdentityRequestSchema;
+    output: typeof EnsureIdentityResponseSchema;
+  },
+  /**
+   * Identities by id, batched for verification; ids not found are left out.
+   *
+   * @generated from rpc identity.v1.IdentityService.GetIdentities
+   */
+  getIdentities: {
+    methodKind: "unary";
+    input: typeof GetIdentitiesRequestSchema;
+    output: typeof GetIdentitiesResponseSchema;
+  },
+  /**
+   * Roles by name with their permission slugs, batched for verification.
+   *
+   * @generated from rpc identity.v1.IdentityService.ResolveRoles
+   */
+  resolveRoles: {
+    methodKind: "unary";
+    input: typeof ResolveRolesRequestSchema;
+    output: typeof ResolveRolesResponseSchema;
+  },
+  /**
+   * Permissions by slug, optionally creating the missing ones (keys.addPermissions, keys.setPermissions).
+   *
+   * @generated from rpc identity.v1.IdentityService.ResolvePermissions
+   */
+  resolvePermissions: {
+    methodKind: "unary";
+    input: typeof ResolvePermissionsRequestSchema;
+    output: typeof ResolvePermissionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_identity_v1_identity, 0);
