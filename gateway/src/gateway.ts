@@ -1,0 +1,319 @@
+import { randomFillSync } from "node:crypto";
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import { ErrorDetailSchema } from "@latchkey/proto/common/v1/common_pb";
+import {
+  type BatchError,
+  KeysService,
+  type VerifyKeyBatchResult,
+  type VerifyKeyRequest,
+} from "@latchkey/proto/keys/v1/keys_pb";
+import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import {
+  Batcher,
+  type Bus,
+  type Clock,
+  type Logger,
+  type Probe,
+  requirePermissions,
+} from "@latchkey/runtime";
+import { RootKeyAuth } from "./auth.ts";
+import { Problem, problemBody, problemOf, problems } from "./problem.ts";
+import type { Route, Services } from "./route.ts";
+import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
+import { compile, type Validate } from "./schema.ts";
+
+export interface GatewayDeps {
+  /** KeysService: APIs, keys, verification and root keys. */
+  keys: Transport;
+  /** RatelimitService: standalone limits and overrides. */
+  ratelimit: Transport;
+  /** Where the cause of a 5xx is written, once, with its requestId. */
+  log: Logger;
+  /** Time for the root-key cache. */
+  clock: Clock;
+  /** events.keys.changed: drops a cached root key the moment it changes. */
+  bus?: Bus;
+  /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000). */
+  rootKeyCacheTtlMs?: number;
+  /** Largest request body accepted; larger answers 413. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Answers /readyz; without it the gateway is ready once it listens. */
+  probe?: Probe;
+}
+
+export interface Gateway {
+  /** A node:http request listener, so tests and the all-in-one process can mount the gateway. */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  close(): Promise<void>;
+}
+
+interface Served {
+  operation: Operation;
+  route: Route;
+  validate: Validate<unknown>;
+}
+
+const JSON_TYPE = "application/json";
+
+export function createGateway(deps: GatewayDeps): Gateway {
+  const keys = createClient(KeysService, deps.keys);
+  const ratelimit = createClient(RatelimitService, deps.ratelimit);
+  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs: deps.rootKeyCacheTtlMs ?? 5_000 }, deps.bus);
+  const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
+  const verifications = verifyKeyBatcher(keys);
+  const services: Services = {
+    keys,
+    ratelimit,
+    verifyKey: (caller, request) => verifications(caller, request),
+  };
+
+  // Schemas are compiled once, here, never per request.
+  const table = new Map<string, Served>();
+  for (const operation of OPERATIONS) {
+    const route: Route = routes[operation];
+    table.set(`/v2/${operation}`, { operation, route, validate: compile(route.schema, route.refused) });
+  }
+
+  function serve(served: Served, req: IncomingMessage, res: ServerResponse, requestId: string, raw: Buffer) {
+    let caller: Caller | undefined;
+    const fail = (err: unknown) => {
+      const p = problemOf(err, (cause) =>
+        deps.log.error(
+          { err: cause, requestId, operation: served.operation, workspaceId: caller?.workspaceId },
+          "request failed",
+        ),
+      );
+      sendProblem(req, res, requestId, p);
+    };
+    const body = parseJson(raw);
+    if (body instanceof Problem) return fail(body);
+    const input = served.validate(body);
+    if (!input.ok) {
+      return fail(
+        problems.invalidInput(
+          `POST request body for '/v2/${served.operation}' failed to validate schema: ${input.violations[0]?.message ?? "invalid"}`,
+          input.violations,
+        ),
+      );
+    }
+    auth
+      .authenticate(req.headers.authorization)
+      .then((c) => {
+        caller = c;
+        if (served.route.permissions) requirePermissions(c, served.route.permissions(input.value));
+        return served.route.handle(input.value, { caller: c, requestId, services });
+      })
+      .then((reply) => {
+        const out =
+          reply.pagination === undefined
+            ? { meta: { requestId }, data: reply.data }
+            : { meta: { requestId }, data: reply.data, pagination: reply.pagination };
+        send(res, 200, JSON_TYPE, JSON.stringify(out));
+      })
+      .catch(fail);
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const requestId = newRequestId();
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    const served = table.get(path);
+    if (served === undefined) {
+      probe(req, res, requestId, path);
+      return;
+    }
+    if (req.method !== "POST") {
+      res.setHeader("allow", "POST");
+      sendProblem(req, res, requestId, problems.methodNotAllowed(req.method ?? "?", path));
+      return;
+    }
+    readBody(req, maxBody).then(
+      (raw) => serve(served, req, res, requestId, raw),
+      (err: unknown) => {
+        res.setHeader("connection", "close");
+        sendProblem(
+          req,
+          res,
+          requestId,
+          problemOf(err, () => {}),
+        );
+      },
+    );
+  }
+
+  function probe(req: IncomingMessage, res: ServerResponse, requestId: string, path: string) {
+    const isGet = req.method === "GET" || req.method === "HEAD";
+    if (path === "/v2/liveness" || path === "/healthz" || path === "/readyz") {
+      if (!isGet) {
+        res.setHeader("allow", "GET, HEAD");
+        return sendProblem(req, res, requestId, problems.methodNotAllowed(req.method ?? "?", path));
+      }
+      if (path === "/v2/liveness") {
+        return send(res, 200, JSON_TYPE, JSON.stringify({ meta: { requestId }, data: { message: "OK" } }));
+      }
+      if (path === "/healthz" || !deps.probe) return send(res, 200, JSON_TYPE, '{"status":"ok"}');
+      deps.probe.ready().then(
+        (ok) => send(res, ok ? 200 : 503, JSON_TYPE, JSON.stringify({ status: ok ? "ready" : "not ready" })),
+        () => send(res, 503, JSON_TYPE, '{"status":"not ready"}'),
+      );
+      return;
+    }
+    sendProblem(req, res, requestId, problems.routeNotFound(path));
+  }
+
+  return {
+    handle,
+    async close() {
+      auth.close();
+    },
+  };
+}
+
+/** Serves a gateway on a port (0 picks a free one); for main.ts, the all-in-one process and tests. */
+export async function listen(
+  gateway: Gateway,
+  port: number,
+  host = "0.0.0.0",
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, resolve);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }).then(() => gateway.close()),
+  };
+}
+
+/**
+ * Concurrent verifications travel in one VerifyKeyBatch call (PERFORMANCE.md:
+ * batching is what amortises the cost of a call). Each distinct caller crosses
+ * the wire once per batch; items name theirs by index.
+ */
+function verifyKeyBatcher(keys: ReturnType<typeof createClient<typeof KeysService>>) {
+  const batcher = new Batcher<{ caller: Caller; request: VerifyKeyRequest }, VerifyKeyBatchResult>(
+    async (items) => {
+      const callers: Caller[] = [];
+      const indexOf = new Map<Caller, number>();
+      const batch = items.map(({ caller, request }) => {
+        let callerIndex = indexOf.get(caller);
+        if (callerIndex === undefined) {
+          callerIndex = callers.length;
+          callers.push(caller);
+          indexOf.set(caller, callerIndex);
+        }
+        return { callerIndex, request };
+      });
+      const res = await keys.verifyKeyBatch({ callers, items: batch });
+      return res.results;
+    },
+  );
+  return async (caller: Caller, request: VerifyKeyRequest) => {
+    const r = await batcher.call({ caller, request });
+    if (r.result.case === "response") return r.result.value;
+    if (r.result.case === "error") throw batchError(r.result.value);
+    throw new Error("VerifyKeyBatch answered an empty result");
+  };
+}
+
+/** A per-item batch failure as the unary call would have raised it, so problem.ts maps it the same way. */
+function batchError(e: BatchError): ConnectError {
+  return new ConnectError(
+    e.message,
+    e.code as Code,
+    undefined,
+    e.detail ? [{ desc: ErrorDetailSchema, value: e.detail }] : undefined,
+  );
+}
+
+function parseJson(raw: Buffer): unknown {
+  if (raw.length === 0) {
+    return problems.invalidInput("The request body is empty.", [
+      { location: "/body", message: "The body is required.", fix: "Send a JSON body." },
+    ]);
+  }
+  try {
+    return JSON.parse(raw.toString("utf8"));
+  } catch (err) {
+    return problems.invalidInput("The request body is not valid JSON.", [
+      {
+        location: "/body",
+        message: `The body is not valid JSON: ${(err as Error).message}`,
+        fix: "Send a JSON document with Content-Type: application/json.",
+      },
+    ]);
+  }
+}
+
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (declared > max) {
+      req.resume();
+      return reject(problems.tooLarge(max));
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on("data", (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > max) {
+        done = true;
+        return reject(problems.tooLarge(max));
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.on("error", (err) => {
+      if (done) return;
+      done = true;
+      reject(err);
+    });
+  });
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string) {
+  res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function sendProblem(req: IncomingMessage, res: ServerResponse, requestId: string, p: Problem) {
+  // As Unkey: problem+json only for clients that ask for it (notes c.1).
+  const accept = req.headers.accept;
+  const type = accept?.includes("application/problem+json") ? "application/problem+json" : JSON_TYPE;
+  send(res, p.status, type, problemBody(requestId, p));
+}
+
+// Request ids as Unkey's: "req_" and random letters and digits, drawn from a
+// refilled pool so an id costs no system call.
+const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+function newRequestId(): string {
+  let id = "req_";
+  while (id.length < 20) {
+    if (poolAt === pool.length) {
+      randomFillSync(pool);
+      poolAt = 0;
+    }
+    const b = pool[poolAt++]!;
+    // 248 = 62 * 4: rejecting the rest keeps every character equally likely.
+    if (b < 248) id += ALNUM[b % 62];
+  }
+  return id;
+}

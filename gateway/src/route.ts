@@ -1,0 +1,43 @@
+import type { Client } from "@connectrpc/connect";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { KeysService, VerifyKeyRequest, VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
+import type { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { Violation } from "@latchkey/runtime";
+import type { Static, TSchema } from "@sinclair/typebox";
+
+/** The services a route may call, built once per gateway. */
+export interface Services {
+  keys: Client<typeof KeysService>;
+  ratelimit: Client<typeof RatelimitService>;
+  /** keys.verifyKey through the batcher: concurrent verifications share one VerifyKeyBatch call. */
+  verifyKey(caller: Caller, request: VerifyKeyRequest): Promise<VerifyKeyResponse>;
+}
+
+export interface RouteContext {
+  caller: Caller;
+  requestId: string;
+  services: Services;
+}
+
+/** What a route answers: `data`, and for the reference's list operations `pagination` beside it. */
+export interface Reply {
+  data: unknown;
+  pagination?: { cursor?: string; hasMore: boolean };
+}
+
+/**
+ * One public operation. Every route has the same shape: the gateway
+ * validates the body against `schema`, authenticates, checks `permissions`,
+ * then `handle` calls one RPC and maps its answer. No business rules here.
+ */
+export interface Route<S extends TSchema = TSchema> {
+  schema: S;
+  /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */
+  refused?: Record<string, Omit<Violation, "location">>;
+  /** Permissions needed whatever the resource's state, checked before any call (403 when lacking). */
+  permissions?(input: Static<S>): string[];
+  handle(input: Static<S>, ctx: RouteContext): Promise<Reply>;
+}
+
+/** Keeps each route's input type tied to its schema. */
+export const route = <S extends TSchema>(r: Route<S>): Route<S> => r;

@@ -1,0 +1,129 @@
+import type { Violation } from "@latchkey/runtime";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { Ajv, type ErrorObject } from "ajv";
+
+/**
+ * Request schemas are written with TypeBox (static types for free) and
+ * compiled once by Ajv when the gateway starts. Limits come from the
+ * contract's section 8, else from the reference spec's field constraints.
+ */
+const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+
+/** The largest integer JSON.parse keeps exactly; int64 fields above it would be silently rounded. */
+const MAX_INT = Number.MAX_SAFE_INTEGER;
+
+export const Int = (options: { minimum?: number; maximum?: number } = {}) =>
+  Type.Integer({ minimum: options.minimum ?? 0, maximum: options.maximum ?? MAX_INT });
+
+export const Str = (minLength: number, maxLength: number, pattern?: string) =>
+  Type.String(pattern === undefined ? { minLength, maxLength } : { minLength, maxLength, pattern });
+
+/** Arbitrary JSON object attached to keys and identities (reference: at most 100 properties). */
+export const Meta = () => Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
+
+/** A string enum as one `enum` keyword (a union of literals would report one error per member). */
+export const Enum = <const T extends readonly string[]>(values: T) =>
+  Type.Unsafe<T[number]>({ type: "string", enum: [...values] });
+
+export const Closed = <P extends Parameters<typeof Type.Object>[0]>(properties: P) =>
+  Type.Object(properties, { additionalProperties: false });
+
+export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
+export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
+
+export type Validate<T> = (body: unknown) => { ok: true; value: T } | { ok: false; violations: Violation[] };
+
+/** At most this many violations are reported, so a huge bad array cannot make a huge answer. */
+const MAX_VIOLATIONS = 50;
+
+/**
+ * Compiles a schema once. `refused` gives fields the operation refuses on
+ * purpose a message of their own (verifyKey's apiId), instead of "unknown field".
+ */
+export function compile<S extends TSchema>(
+  schema: S,
+  refused: Record<string, Omit<Violation, "location">> = {},
+): Validate<Static<S>> {
+  const check = ajv.compile(schema);
+  return (body) => {
+    if (check(body)) return { ok: true, value: body as Static<S> };
+    const seen = new Set<string>();
+    const violations: Violation[] = [];
+    for (const e of check.errors ?? []) {
+      const v = violationOf(e, refused);
+      const id = `${v.location} ${v.message}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      violations.push(v);
+      if (violations.length === MAX_VIOLATIONS) break;
+    }
+    return { ok: false, violations };
+  };
+}
+
+/** "/body/credits/remaining" reads as "credits.remaining"; array items as "ratelimits[0].name". */
+function fieldName(location: string): string {
+  const parts = location.split("/").slice(2);
+  if (parts.length === 0) return "the body";
+  let out = "";
+  for (const raw of parts) {
+    const p = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    out += /^\d+$/.test(p) ? `[${p}]` : out === "" ? p : `.${p}`;
+  }
+  return out;
+}
+
+function violationOf(e: ErrorObject, refused: Record<string, Omit<Violation, "location">>): Violation {
+  const at = `/body${e.instancePath}`;
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case "required": {
+      const location = `${at}/${String(p["missingProperty"])}`;
+      return { location, message: `${fieldName(location)} is required.` };
+    }
+    case "additionalProperties": {
+      const name = String(p["additionalProperty"]);
+      const location = `${at}/${name}`;
+      const special = e.instancePath === "" ? refused[name] : undefined;
+      if (special) return { location, ...special };
+      return {
+        location,
+        message: `${fieldName(location)} is not a field of this operation.`,
+        fix: `Remove '${name}' or check its spelling.`,
+      };
+    }
+    default:
+      return { location: at, message: `${fieldName(at)} ${describe(e, p)}.` };
+  }
+}
+
+function describe(e: ErrorObject, p: Record<string, unknown>): string {
+  switch (e.keyword) {
+    case "type": {
+      const t = String(p["type"]);
+      return `must be ${t === "object" || t === "array" || t === "integer" ? "an" : "a"} ${t}`;
+    }
+    case "minLength":
+      return `must be at least ${p["limit"]} character${p["limit"] === 1 ? "" : "s"} long`;
+    case "maxLength":
+      return `must be at most ${p["limit"]} characters long`;
+    case "minimum":
+      return `must be at least ${p["limit"]}`;
+    case "maximum":
+      return `must be at most ${p["limit"]}`;
+    case "minItems":
+      return `must hold at least ${p["limit"]} item${p["limit"] === 1 ? "" : "s"}`;
+    case "maxItems":
+      return `must hold at most ${p["limit"]} items`;
+    case "maxProperties":
+      return `must have at most ${p["limit"]} properties`;
+    case "pattern":
+      return `must match the pattern ${String(p["pattern"])}`;
+    case "enum":
+      return `must be one of ${(p["allowedValues"] as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`;
+    case "const":
+      return `must be ${JSON.stringify(p["allowedValue"])}`;
+    default:
+      return e.message ?? "is invalid";
+  }
+}

@@ -1,0 +1,236 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import { createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
+import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import {
+  type Bus,
+  createLogger,
+  domainError,
+  ErrorReason,
+  hashKey,
+  newId,
+  TestClock,
+} from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { createGateway, type Gateway } from "./gateway.ts";
+import type { Operation } from "./routes/index.ts";
+
+export interface Answer {
+  status: number;
+  headers: Record<string, string | number | string[]>;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+  body: any;
+}
+
+export interface HarnessOptions {
+  keys?: Partial<ServiceImpl<typeof KeysService>>;
+  ratelimit?: Partial<ServiceImpl<typeof RatelimitService>>;
+  bus?: Bus;
+  maxBodyBytes?: number;
+}
+
+/** The workspace every test root key belongs to. */
+export const WORKSPACE = "ws_test";
+
+/**
+ * A gateway in memory, over fake services mounted with createRouterTransport.
+ * Requests go through the real `handle` with in-memory request and response
+ * objects, so no socket is opened. The fake KeysService knows the root keys
+ * made with `rootKey(...)`; pass `keys`/`ratelimit` to fake the RPCs a test needs.
+ */
+export function harness(options: HarnessOptions = {}) {
+  const rootKeys = new Map<string, Caller>();
+  const calls = { authenticateRootKey: 0 };
+  const clock = new TestClock();
+  const keys = createRouterTransport((router) =>
+    router.service(KeysService, {
+      authenticateRootKey(req) {
+        calls.authenticateRootKey++;
+        const caller = rootKeys.get(req.hash);
+        if (!caller) throw domainError(ErrorReason.UNAUTHENTICATED, "unknown root key");
+        return { caller };
+      },
+      ...options.keys,
+    }),
+  );
+  const ratelimit = createRouterTransport((router) =>
+    router.service(RatelimitService, options.ratelimit ?? {}),
+  );
+  const gateway: Gateway = createGateway({
+    keys,
+    ratelimit,
+    log: createLogger("gateway-test", "silent"),
+    clock,
+    bus: options.bus,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  });
+
+  /** A root key of the test workspace holding `permissions`; returns its plaintext. */
+  function rootKey(...permissions: string[]): string {
+    const plaintext = `root_${newId("t")}`;
+    rootKeys.set(
+      hashKey(plaintext),
+      create(CallerSchema, { workspaceId: WORKSPACE, rootKeyId: newId("rk"), permissions }),
+    );
+    return plaintext;
+  }
+
+  const all = rootKey("*");
+
+  function request(
+    method: string,
+    path: string,
+    body: string | Buffer | undefined,
+    headers: Record<string, string>,
+  ): Promise<Answer> {
+    const chunks = body === undefined ? [] : [Buffer.isBuffer(body) ? body : Buffer.from(body)];
+    const req = Object.assign(Readable.from(chunks), {
+      method,
+      url: path,
+      headers,
+    }) as unknown as IncomingMessage;
+    return new Promise((resolve) => {
+      const out: Record<string, string | number | string[]> = {};
+      let status = 0;
+      const res = {
+        setHeader(name: string, value: string) {
+          out[name.toLowerCase()] = value;
+        },
+        writeHead(s: number, h: Record<string, string | number>) {
+          status = s;
+          for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
+        },
+        end(text: string) {
+          resolve({ status, headers: out, body: text === "" ? undefined : JSON.parse(text) });
+        },
+      } as unknown as ServerResponse;
+      gateway.handle(req, res);
+    });
+  }
+
+  return {
+    gateway,
+    clock,
+    calls,
+    rootKeys,
+    rootKey,
+    /** POST /v2/<operation> with a JSON body, authenticated with a `*` root key unless `auth` says otherwise. */
+    post(
+      operation: string,
+      body: unknown,
+      opts: { key?: string; authorization?: string | null; raw?: string | Buffer; accept?: string } = {},
+    ): Promise<Answer> {
+      const headers: Record<string, string> = { "content-type": "application/json" };
+      if (opts.accept) headers["accept"] = opts.accept;
+      if (opts.authorization !== null) {
+        headers["authorization"] = opts.authorization ?? `Bearer ${opts.key ?? all}`;
+      }
+      return request("POST", `/v2/${operation}`, opts.raw ?? JSON.stringify(body), headers);
+    },
+    get(path: string): Promise<Answer> {
+      return request("GET", path, undefined, {});
+    },
+    request,
+    close: () => gateway.close(),
+  };
+}
+
+export type Harness = ReturnType<typeof harness>;
+
+export const DOCS = "https://unkey.com/docs/errors/";
+
+/** A body each operation accepts, so suites that are about something else get past validation. */
+export const VALID_BODIES = {
+  "apis.createApi": { name: "payments" },
+  "apis.getApi": { apiId: "api_123" },
+  "keys.createKey": { apiId: "api_123" },
+  "keys.getKey": { keyId: "key_123" },
+  "keys.verifyKey": { key: "sk_123" },
+  "ratelimits.limit": { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
+  "ratelimits.multiLimit": [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
+  "ratelimits.setOverride": { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 },
+  "ratelimits.getOverride": { namespace: "email", identifier: "user_1" },
+  "ratelimits.listOverrides": { namespace: "email" },
+  "ratelimits.deleteOverride": { namespace: "email", identifier: "user_1" },
+  "ratelimit.limit": { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
+  "ratelimit.multiLimit": [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
+  "ratelimit.setOverride": { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 },
+  "ratelimit.getOverride": { namespace: "email", identifier: "user_1" },
+  "ratelimit.listOverrides": { namespace: "email" },
+  "ratelimit.deleteOverride": { namespace: "email", identifier: "user_1" },
+} satisfies Record<Operation, unknown>;
+
+/**
+ * The 401 suite every operation runs: a missing header, a malformed one and
+ * an unknown root key are refused before any service is asked for anything
+ * but the root key.
+ */
+export function describeUnauthenticated(...operations: Operation[]) {
+  for (const operation of operations) {
+    describe(`${operation} without a valid root key`, () => {
+      const served: string[] = [];
+      const count =
+        (name: string) =>
+        (..._args: unknown[]): never => {
+          served.push(name);
+          throw new Error(`${name} must not be called`);
+        };
+      const h = harness({
+        keys: {
+          createApi: count("createApi"),
+          getApi: count("getApi"),
+          createKey: count("createKey"),
+          getKey: count("getKey"),
+          verifyKey: count("verifyKey"),
+          verifyKeyBatch: count("verifyKeyBatch"),
+        },
+        ratelimit: {
+          limit: count("limit"),
+          multiLimit: count("multiLimit"),
+          setOverride: count("setOverride"),
+          getOverride: count("getOverride"),
+          listOverrides: count("listOverrides"),
+          deleteOverride: count("deleteOverride"),
+        },
+      });
+      const body = VALID_BODIES[operation];
+
+      it("answers 401 authentication/missing without an Authorization header", async () => {
+        const res = await h.post(operation, body, { authorization: null });
+        expect(res.status).toBe(401);
+        expect(res.body.error.type).toBe(`${DOCS}unkey/authentication/missing`);
+        expect(res.body.meta.requestId).toMatch(/^req_[a-zA-Z0-9]{16}$/);
+      });
+
+      it.each([
+        ["Basic dXNlcjpwYXNz"],
+        ["Bearer"],
+        ["Bearer "],
+        ["Bearer two words"],
+        ["root_key_without_scheme"],
+      ])("answers 401 authentication/malformed for the header '%s'", async (authorization) => {
+        const res = await h.post(operation, body, { authorization });
+        expect(res.status).toBe(401);
+        expect(res.body.error.type).toBe(`${DOCS}unkey/authentication/malformed`);
+      });
+
+      it("answers 401 authentication/key_not_found for an unknown root key", async () => {
+        const res = await h.post(operation, body, { key: "root_nobody_has_this" });
+        expect(res.status).toBe(401);
+        expect(res.body.error).toEqual({
+          title: "Unauthorized",
+          detail: "The provided root key is invalid. We could not find the requested key.",
+          status: 401,
+          type: `${DOCS}unkey/authentication/key_not_found`,
+        });
+      });
+
+      it("calls no operation RPC", () => {
+        expect(served).toEqual([]);
+      });
+    });
+  }
+}
