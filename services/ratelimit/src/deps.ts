@@ -1,0 +1,79 @@
+import {
+  type Bus,
+  type Clock,
+  createLogger,
+  type Logger,
+  MemoryBus,
+  type Sql,
+  systemClock,
+} from "@latchkey/runtime";
+import { type RatelimitEvents, ratelimitEvents } from "./events.ts";
+import { type Limiter, LocalLimiter } from "./limiter/limiter.ts";
+import { type PeerConfig, PeerLimiter } from "./limiter/peer-limiter.ts";
+import { SlidingWindows } from "./limiter/sliding-windows.ts";
+import { NamespaceCache } from "./namespaces.ts";
+import { OverrideCache } from "./overrides.ts";
+import { MemoryRatelimitStore } from "./store/memory-ratelimit-store.ts";
+import { PostgresRatelimitStore } from "./store/postgres-ratelimit-store.ts";
+import type { RatelimitStore } from "./store/ratelimit-store.ts";
+
+export interface RatelimitDeps {
+  store: RatelimitStore; // namespaces and overrides: PostgreSQL, or memory in unit tests
+  namespaces: NamespaceCache; // namespaces by name or id, cached (they are never renamed or deleted)
+  overrides: OverrideCache; // overrides per namespace, cached until events.ratelimit.overrides_changed
+  windows: SlidingWindows; // the counters this replica owns, in memory
+  limiter: Limiter; // counts checks: here, or at the owning replica when peers are configured
+  events: RatelimitEvents; // checked and overrides_changed, on the bus
+  clock: Clock; // decides the windows; tests move it
+  log: Logger; // causes of internal errors, peer outages
+  close(): Promise<void>; // drops bus subscriptions; the bus and the database belong to whoever passed them
+}
+
+export interface RatelimitDepsOptions {
+  sql: Sql;
+  bus: Bus;
+  clock?: Clock;
+  log?: Logger;
+  /** Several replicas sharing one budget (RATELIMIT_PEERS / RATELIMIT_SELF); omitted, counters are local. */
+  peers?: PeerConfig;
+  /** Bound on counters held in memory. */
+  maxCounters?: number;
+}
+
+/** Production wiring on PostgreSQL; migrations are the caller's (main.ts runs them at start). */
+export function createRatelimitDeps(options: RatelimitDepsOptions): RatelimitDeps {
+  return buildDeps(new PostgresRatelimitStore(options.sql), options);
+}
+
+/** Everything in memory, for unit tests and embedding; pass a shared bus or store to model several replicas. */
+export function createMemoryRatelimitDeps(
+  options: Partial<Omit<RatelimitDepsOptions, "sql">> & { store?: RatelimitStore } = {},
+): RatelimitDeps {
+  return buildDeps(options.store ?? new MemoryRatelimitStore(), {
+    ...options,
+    bus: options.bus ?? new MemoryBus(),
+    log: options.log ?? createLogger("ratelimit", "silent"),
+  });
+}
+
+function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "sql">): RatelimitDeps {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? createLogger("ratelimit");
+  const windows = new SlidingWindows(clock, options.maxCounters);
+  const overrides = new OverrideCache(store, options.bus);
+  const limiter = options.peers ? new PeerLimiter(options.peers, windows, log) : new LocalLimiter(windows);
+  return {
+    store,
+    namespaces: new NamespaceCache(store),
+    overrides,
+    windows,
+    limiter,
+    events: ratelimitEvents(options.bus),
+    clock,
+    log,
+    async close() {
+      overrides.close();
+      await limiter.close();
+    },
+  };
+}

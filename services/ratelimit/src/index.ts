@@ -1,0 +1,12 @@
+export {
+  createMemoryRatelimitDeps,
+  createRatelimitDeps,
+  type RatelimitDeps,
+  type RatelimitDepsOptions,
+} from "./deps.ts";
+export type { Limiter } from "./limiter/limiter.ts";
+export type { PeerConfig } from "./limiter/peer-limiter.ts";
+export type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
+export { ratelimitMigrations } from "./migrations.ts";
+export { checkNamedLimits, type NamedLimitCheck } from "./named-limits.ts";
+export { ratelimitRoutes } from "./routes.ts";

@@ -1,0 +1,50 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  type Counter,
+  type CounterGroup,
+  type CounterGroupResult,
+  CounterGroupResultSchema,
+  CounterGroupSchema,
+  CounterResultSchema,
+  CounterSchema,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { CounterCheck, CounterOutcome } from "./sliding-windows.ts";
+
+/** Counter operations on the wire between replicas: protobuf int64 is bigint, counters are numbers. */
+export const toCounter = (c: CounterCheck): Counter =>
+  create(CounterSchema, {
+    key: c.key,
+    limit: BigInt(c.limit),
+    duration: BigInt(c.duration),
+    cost: BigInt(c.cost),
+  });
+
+export const fromCounter = (c: Counter): CounterCheck => ({
+  key: c.key,
+  limit: Number(c.limit),
+  duration: Number(c.duration),
+  cost: Number(c.cost),
+});
+
+export const toGroup = (g: readonly CounterCheck[]): CounterGroup =>
+  create(CounterGroupSchema, { counters: g.map(toCounter) });
+
+export const toGroupResult = (outcomes: readonly CounterOutcome[]): CounterGroupResult =>
+  create(CounterGroupResultSchema, {
+    results: outcomes.map((o) =>
+      create(CounterResultSchema, {
+        success: o.success,
+        limit: BigInt(o.limit),
+        remaining: BigInt(o.remaining),
+        reset: BigInt(o.reset),
+      }),
+    ),
+  });
+
+export const fromGroupResult = (r: CounterGroupResult): CounterOutcome[] =>
+  r.results.map((o) => ({
+    success: o.success,
+    limit: Number(o.limit),
+    remaining: Number(o.remaining),
+    reset: Number(o.reset),
+  }));

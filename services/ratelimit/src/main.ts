@@ -1,0 +1,57 @@
+import {
+  type Bus,
+  connect,
+  createLogger,
+  env,
+  MemoryBus,
+  migrate,
+  NatsBus,
+  serveRpc,
+} from "@latchkey/runtime";
+import { createRatelimitDeps } from "./deps.ts";
+import type { PeerConfig } from "./limiter/peer-limiter.ts";
+import { ratelimitMigrations } from "./migrations.ts";
+import { ratelimitRoutes } from "./routes.ts";
+
+const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
+const port = env.int("PORT", 7072);
+const sql = connect(env.required("DATABASE_URL"));
+await migrate(sql, "ratelimit", ratelimitMigrations);
+
+const natsUrl = env.string("NATS_URL");
+const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : new MemoryBus();
+
+// Several replicas share one budget when each knows them all (itself included) and which one it is.
+const peerList = env.string("RATELIMIT_PEERS");
+const peers: PeerConfig | undefined = peerList
+  ? {
+      self: env.required("RATELIMIT_SELF"),
+      peers: peerList
+        .split(",")
+        .map((p) => p.trim())
+        .filter(Boolean),
+    }
+  : undefined;
+if (peers && !natsUrl) {
+  log.warn(
+    "RATELIMIT_PEERS without NATS_URL: override changes reach the other replicas only after their restart",
+  );
+}
+
+const deps = createRatelimitDeps({ sql, bus, log, ...(peers ? { peers } : {}) });
+const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() });
+log.info({ port, replicas: peers?.peers.length ?? 1 }, "ratelimit service listening");
+
+let stopping = false;
+async function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, "ratelimit service stopping");
+  await served.close();
+  await deps.close();
+  await bus.close();
+  await sql.end({ timeout: 5 });
+  process.exit(0);
+}
+process.once("SIGTERM", () => void stop("SIGTERM"));
+process.once("SIGINT", () => void stop("SIGINT"));

@@ -1,0 +1,29 @@
+import type { Migration } from "@latchkey/runtime";
+
+/** Applied at start by `migrate(sql, "ratelimit", ratelimitMigrations)`; valid on PostgreSQL 15 and PGlite. */
+export const ratelimitMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: "namespaces and overrides",
+    sql: `
+      CREATE TABLE ratelimit_namespaces (
+        id text PRIMARY KEY,
+        workspace_id text NOT NULL,
+        name text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (workspace_id, name)
+      );
+      CREATE TABLE ratelimit_overrides (
+        id text PRIMARY KEY,
+        namespace_id text NOT NULL REFERENCES ratelimit_namespaces (id) ON DELETE CASCADE,
+        identifier text NOT NULL,
+        "limit" bigint NOT NULL CHECK ("limit" >= 0),
+        duration bigint NOT NULL CHECK (duration > 0),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (namespace_id, identifier)
+      );
+      CREATE INDEX ratelimit_overrides_page ON ratelimit_overrides (namespace_id, id COLLATE "C");
+    `,
+  },
+];

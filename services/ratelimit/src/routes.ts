@@ -1,0 +1,12 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { RatelimitPeerService, RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { RatelimitDeps } from "./deps.ts";
+import { peerService, service } from "./service.ts";
+
+/** One seam for serveRpc in production, createRouterTransport in tests and the all-in-one process. */
+export function ratelimitRoutes(deps: RatelimitDeps) {
+  return (router: ConnectRouter) => {
+    router.service(RatelimitService, service(deps));
+    router.service(RatelimitPeerService, peerService(deps));
+  };
+}

@@ -1,0 +1,26 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  type DeleteOverrideRequest,
+  type DeleteOverrideResponse,
+  DeleteOverrideResponseSchema,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { domainError, ErrorReason } from "@latchkey/runtime";
+import type { RatelimitDeps } from "../deps.ts";
+import { authorizedNamespace } from "../namespaces.ts";
+import { text, validCaller } from "../validate.ts";
+
+/** ratelimits.deleteOverride: the next check of a matching identifier uses its own limit again. */
+export function deleteOverride(deps: RatelimitDeps) {
+  return async (req: DeleteOverrideRequest): Promise<DeleteOverrideResponse> => {
+    const caller = validCaller(req.caller);
+    const namespace = text(req.namespace, "/namespace");
+    const identifier = text(req.identifier, "/identifier");
+    const ns = await authorizedNamespace(deps.namespaces, caller, namespace, "delete_override");
+    if (!(await deps.store.deleteOverride(ns.id, identifier))) {
+      throw domainError(ErrorReason.OVERRIDE_NOT_FOUND, `No override for '${identifier}' in this namespace.`);
+    }
+    deps.overrides.invalidate(ns.id);
+    deps.events.overridesChanged(ns.workspaceId, ns.id);
+    return create(DeleteOverrideResponseSchema, {});
+  };
+}

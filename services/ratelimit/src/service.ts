@@ -1,0 +1,28 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { RatelimitPeerService, RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { RatelimitDeps } from "./deps.ts";
+import { apply } from "./rpc/apply.ts";
+import { deleteOverride } from "./rpc/deleteOverride.ts";
+import { getOverride } from "./rpc/getOverride.ts";
+import { limit } from "./rpc/limit.ts";
+import { limitBatch } from "./rpc/limitBatch.ts";
+import { listOverrides } from "./rpc/listOverrides.ts";
+import { multiLimit } from "./rpc/multiLimit.ts";
+import { setOverride } from "./rpc/setOverride.ts";
+
+export function service(deps: RatelimitDeps): ServiceImpl<typeof RatelimitService> {
+  return {
+    limit: limit(deps),
+    multiLimit: multiLimit(deps),
+    setOverride: setOverride(deps),
+    getOverride: getOverride(deps),
+    listOverrides: listOverrides(deps),
+    deleteOverride: deleteOverride(deps),
+    limitBatch: limitBatch(deps),
+  };
+}
+
+/** Served beside the public service so replicas can forward the checks they do not own. */
+export function peerService(deps: RatelimitDeps): ServiceImpl<typeof RatelimitPeerService> {
+  return { apply: apply(deps) };
+}

@@ -1,0 +1,20 @@
+import { migrate } from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll } from "vitest";
+import { ratelimitMigrations } from "../migrations.ts";
+import { PostgresRatelimitStore } from "./postgres-ratelimit-store.ts";
+import { ratelimitStoreContract } from "./ratelimit-store.contract.ts";
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "ratelimit", ratelimitMigrations);
+});
+
+afterAll(async () => {
+  await db.drop();
+});
+
+// Each test makes its own namespaces, so one database serves them all.
+ratelimitStoreContract("postgres", () => new PostgresRatelimitStore(db.sql));

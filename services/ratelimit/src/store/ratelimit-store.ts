@@ -1,0 +1,42 @@
+/** A rate-limit namespace of one workspace, created on first use. */
+export interface Namespace {
+  id: string;
+  workspaceId: string;
+  name: string;
+}
+
+/** Replaces limit and duration for identifiers matching `identifier` (which may contain `*`). */
+export interface Override {
+  id: string;
+  namespaceId: string;
+  identifier: string;
+  limit: number;
+  duration: number;
+}
+
+export interface OverridePage {
+  overrides: Override[];
+  /** Set when another page exists: the id to continue after. */
+  next?: string;
+}
+
+/** Namespaces and overrides. Counters are not stored: they live in memory (see limiter/). */
+export interface RatelimitStore {
+  namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined>;
+  namespaceByName(workspaceId: string, name: string): Promise<Namespace | undefined>;
+  /** Creates the namespace, or answers the one a concurrent call created with the same name. */
+  createNamespace(workspaceId: string, name: string): Promise<Namespace>;
+
+  /** Inserts, or updates limit and duration keeping the id of the override with the same identifier. */
+  setOverride(input: Omit<Override, "id">): Promise<Override>;
+  getOverride(namespaceId: string, identifier: string): Promise<Override | undefined>;
+  /** Ordered by id; `after` is the previous page's `next`. */
+  listOverrides(namespaceId: string, page: { limit: number; after?: string }): Promise<OverridePage>;
+  /** Every override of a namespace, for the matcher. */
+  allOverrides(namespaceId: string): Promise<Override[]>;
+  /** True when there was one to delete. */
+  deleteOverride(namespaceId: string, identifier: string): Promise<boolean>;
+
+  /** True when the storage answers (readiness). */
+  ping(): Promise<boolean>;
+}
