@@ -1,0 +1,89 @@
+import { TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { KeyCache } from "./key-cache.ts";
+import type { VerifiableKey } from "./store/keys-store.ts";
+
+const keyWithHash = (hash: string) => ({ id: `key_${hash}`, hash }) as VerifiableKey;
+
+function counting(found: (hash: string) => VerifiableKey | undefined) {
+  const calls: string[] = [];
+  let release: () => void = () => {};
+  let gate: Promise<void> | undefined;
+  return {
+    calls,
+    hold() {
+      gate = new Promise((r) => {
+        release = r;
+      });
+    },
+    release: () => release(),
+    load: async (hash: string) => {
+      calls.push(hash);
+      if (gate) await gate;
+      return found(hash);
+    },
+  };
+}
+
+describe("KeyCache", () => {
+  it("remembers misses as well as hits", async () => {
+    const store = counting((h) => (h === "known" ? keyWithHash(h) : undefined));
+    const cache = new KeyCache(store.load, new TestClock());
+    expect((await cache.get("known"))?.id).toBe("key_known");
+    expect(await cache.get("unknown")).toBeNull();
+    expect((await cache.get("known"))?.id).toBe("key_known");
+    expect(await cache.get("unknown")).toBeNull();
+    expect(store.calls).toEqual(["known", "unknown"]);
+  });
+
+  it("loads once for concurrent lookups of the same hash", async () => {
+    const store = counting(keyWithHash);
+    const cache = new KeyCache(store.load, new TestClock());
+    await Promise.all([cache.get("a"), cache.get("a"), cache.get("a")]);
+    expect(store.calls).toEqual(["a"]);
+  });
+
+  it("evicts the least recently used entry beyond its bound", async () => {
+    const store = counting(keyWithHash);
+    const cache = new KeyCache(store.load, new TestClock(), { max: 2 });
+    await cache.get("a");
+    await cache.get("b");
+    await cache.get("a");
+    await cache.get("c");
+    expect(cache.size).toBe(2);
+    expect(cache.peek("b")).toBeUndefined();
+    expect(cache.peek("a")?.id).toBe("key_a");
+  });
+
+  it("drops one hash, or everything when invalidated without one", async () => {
+    const store = counting(keyWithHash);
+    const cache = new KeyCache(store.load, new TestClock());
+    await cache.get("a");
+    await cache.get("b");
+    cache.invalidate("a");
+    expect(cache.peek("a")).toBeUndefined();
+    expect(cache.peek("b")?.id).toBe("key_b");
+    cache.invalidate();
+    expect(cache.size).toBe(0);
+  });
+
+  it("does not cache a load that an invalidation overtook", async () => {
+    const store = counting(keyWithHash);
+    const cache = new KeyCache(store.load, new TestClock());
+    store.hold();
+    const pending = cache.get("a");
+    cache.invalidate("a");
+    store.release();
+    await pending;
+    expect(cache.peek("a")).toBeUndefined();
+  });
+
+  it("forgets an entry older than its TTL", async () => {
+    const clock = new TestClock();
+    const store = counting(keyWithHash);
+    const cache = new KeyCache(store.load, clock, { ttlMs: 1000 });
+    await cache.get("a");
+    clock.advance(1001);
+    expect(cache.peek("a")).toBeUndefined();
+  });
+});

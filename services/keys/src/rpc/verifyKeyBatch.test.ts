@@ -1,0 +1,62 @@
+import { Code } from "@connectrpc/connect";
+import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { ErrorReason } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys } from "../test-kit.ts";
+
+describe("verifyKeyBatch", () => {
+  it("answers one result per item, in order, each as verifyKey would", async () => {
+    const { client, seed } = memoryKeys();
+    const apiId = await seed.api();
+    const limited = await seed.key({ apiId, credits: 1 });
+    const open = await seed.key({ apiId });
+    const theirs = await seed.key({ apiId: await seed.api("ws_2"), workspaceId: "ws_2" });
+    const res = await client.verifyKeyBatch({
+      callers: [callerOf("ws_1", "api.*.verify_key"), callerOf("ws_2", "api.*.verify_key")],
+      items: [
+        { callerIndex: 0, request: { key: limited.key } },
+        { callerIndex: 0, request: { key: limited.key } },
+        { callerIndex: 0, request: { key: open.key } },
+        { callerIndex: 0, request: { key: theirs.key } },
+        { callerIndex: 1, request: { key: theirs.key } },
+      ],
+    });
+    const codes = res.results.map((r) => (r.result.case === "response" ? r.result.value.code : undefined));
+    // The two spends of one credit race; exactly one wins.
+    expect(codes.slice(0, 2).sort()).toEqual([VerifyCode.VALID, VerifyCode.USAGE_EXCEEDED]);
+    expect(codes.slice(2)).toEqual([VerifyCode.VALID, VerifyCode.NOT_FOUND, VerifyCode.VALID]);
+    const third = res.results[2]?.result;
+    expect(third?.case === "response" && third.value.keyId).toBe(open.keyId);
+  });
+
+  it("turns an item's domain error into its BatchError without failing the others", async () => {
+    const { client, seed } = memoryKeys();
+    const apiId = await seed.api();
+    const { key, keyId } = await seed.key({ apiId });
+    const res = await client.verifyKeyBatch({
+      callers: [callerOf("ws_1", "api.*.verify_key")],
+      items: [
+        { callerIndex: 0, request: { key, ratelimits: [{ name: "missing" }] } },
+        { callerIndex: 0, request: { key } },
+        { callerIndex: 7, request: { key } },
+      ],
+    });
+    expect(res.results).toHaveLength(3);
+    const [first, second, third] = res.results.map((r) => r.result);
+    expect(first?.case).toBe("error");
+    if (first?.case === "error") {
+      expect(first.value.code).toBe(Code.FailedPrecondition);
+      expect(first.value.message).toBe(
+        `ratelimit 'missing' was requested but does not exist for key '${keyId}'`,
+      );
+      expect(first.value.detail?.reason).toBe(ErrorReason.PRECONDITION_FAILED);
+    }
+    expect(second?.case === "response" && second.value.code).toBe(VerifyCode.VALID);
+    expect(third?.case === "error" && third.value.detail?.reason).toBe(ErrorReason.INVALID_INPUT);
+  });
+
+  it("answers an empty batch with no results", async () => {
+    const { client } = memoryKeys();
+    expect((await client.verifyKeyBatch({ callers: [], items: [] })).results).toEqual([]);
+  });
+});
