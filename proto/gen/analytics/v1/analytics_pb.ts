@@ -6,13 +6,14 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Caller } from "../../common/v1/common_pb.js";
 import { file_common_v1_common } from "../../common/v1/common_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file analytics/v1/analytics.proto.
  */
 export const file_analytics_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("ChxhbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEgxhbmFseXRpY3MudjEiowIKF0dldFZlcmlmaWNhdGlvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFc3RhcnQYAiABKAMSCwoDZW5kGAMgASgDEhMKBmFwaV9pZBgEIAEoCUgAiAEBEhMKBmtleV9pZBgFIAEoCUgBiAEBEhUKCGlkZW50aXR5GAYgASgJSAKIAQESDAoEdGFncxgHIAMoCRIuCgtncmFudWxhcml0eRgIIAEoDjIZLmFuYWx5dGljcy52MS5HcmFudWxhcml0eRInCghncm91cF9ieRgJIAEoDjIVLmFuYWx5dGljcy52MS5Hcm91cEJ5QgkKB19hcGlfaWRCCQoHX2tleV9pZEILCglfaWRlbnRpdHkiwgEKElZlcmlmaWNhdGlvbkJ1Y2tldBIMCgR0aW1lGAEgASgDEhIKBWdyb3VwGAIgASgJSACIAQESQAoIb3V0Y29tZXMYAyADKAsyLi5hbmFseXRpY3MudjEuVmVyaWZpY2F0aW9uQnVja2V0Lk91dGNvbWVzRW50cnkSDQoFdG90YWwYBCABKAMaLwoNT3V0Y29tZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBQggKBl9ncm91cCJNChhHZXRWZXJpZmljYXRpb25zUmVzcG9uc2USMQoHYnVja2V0cxgBIAMoCzIgLmFuYWx5dGljcy52MS5WZXJpZmljYXRpb25CdWNrZXQqbAoLR3JhbnVsYXJpdHkSGwoXR1JBTlVMQVJJVFlfVU5TUEVDSUZJRUQQABIUChBHUkFOVUxBUklUWV9IT1VSEAESEwoPR1JBTlVMQVJJVFlfREFZEAISFQoRR1JBTlVMQVJJVFlfTU9OVEgQAyp0CgdHcm91cEJ5EhgKFEdST1VQX0JZX1VOU1BFQ0lGSUVEEAASEAoMR1JPVVBfQllfS0VZEAESFQoRR1JPVVBfQllfSURFTlRJVFkQAhIQCgxHUk9VUF9CWV9UQUcQAxIUChBHUk9VUF9CWV9PVVRDT01FEAQydQoQQW5hbHl0aWNzU2VydmljZRJhChBHZXRWZXJpZmljYXRpb25zEiUuYW5hbHl0aWNzLnYxLkdldFZlcmlmaWNhdGlvbnNSZXF1ZXN0GiYuYW5hbHl0aWNzLnYxLkdldFZlcmlmaWNhdGlvbnNSZXNwb25zZWIGcHJvdG8z", [file_common_v1_common]);
+  fileDesc("ChxhbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEgxhbmFseXRpY3MudjEiwQIKF0dldFZlcmlmaWNhdGlvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFc3RhcnQYAiABKAMSCwoDZW5kGAMgASgDEhMKBmFwaV9pZBgEIAEoCUgAiAEBEhMKBmtleV9pZBgFIAEoCUgBiAEBEhUKCGlkZW50aXR5GAYgASgJSAKIAQESDAoEdGFncxgHIAMoCRIuCgtncmFudWxhcml0eRgIIAEoDjIZLmFuYWx5dGljcy52MS5HcmFudWxhcml0eRInCghncm91cF9ieRgJIAEoDjIVLmFuYWx5dGljcy52MS5Hcm91cEJ5EhIKBXF1ZXJ5GAogASgJSAOIAQFCCQoHX2FwaV9pZEIJCgdfa2V5X2lkQgsKCV9pZGVudGl0eUIICgZfcXVlcnkiuAIKElZlcmlmaWNhdGlvbkJ1Y2tldBIMCgR0aW1lGAEgASgDEhIKBWdyb3VwGAIgASgJSACIAQESDQoFdG90YWwYAyABKAMSDQoFdmFsaWQYBCABKAMSFAoMcmF0ZV9saW1pdGVkGAUgASgDEhYKDnVzYWdlX2V4Y2VlZGVkGAYgASgDEhAKCGRpc2FibGVkGAcgASgDEg8KB2V4cGlyZWQYCCABKAMSEQoJbm90X2ZvdW5kGAkgASgDEhEKCWZvcmJpZGRlbhgKIAEoAxIgChhpbnN1ZmZpY2llbnRfcGVybWlzc2lvbnMYCyABKAMSFQoNc3BlbnRfY3JlZGl0cxgMIAEoAxIYCgtleHRlcm5hbF9pZBgNIAEoCUgBiAEBQggKBl9ncm91cEIOCgxfZXh0ZXJuYWxfaWQidAoYR2V0VmVyaWZpY2F0aW9uc1Jlc3BvbnNlEjEKB2J1Y2tldHMYASADKAsyIC5hbmFseXRpY3MudjEuVmVyaWZpY2F0aW9uQnVja2V0EiUKBHJvd3MYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0KmwKC0dyYW51bGFyaXR5EhsKF0dSQU5VTEFSSVRZX1VOU1BFQ0lGSUVEEAASFAoQR1JBTlVMQVJJVFlfSE9VUhABEhMKD0dSQU5VTEFSSVRZX0RBWRACEhUKEUdSQU5VTEFSSVRZX01PTlRIEAMqdAoHR3JvdXBCeRIYChRHUk9VUF9CWV9VTlNQRUNJRklFRBAAEhAKDEdST1VQX0JZX0tFWRABEhUKEUdST1VQX0JZX0lERU5USVRZEAISEAoMR1JPVVBfQllfVEFHEAMSFAoQR1JPVVBfQllfT1VUQ09NRRAEMnUKEEFuYWx5dGljc1NlcnZpY2USYQoQR2V0VmVyaWZpY2F0aW9ucxIlLmFuYWx5dGljcy52MS5HZXRWZXJpZmljYXRpb25zUmVxdWVzdBomLmFuYWx5dGljcy52MS5HZXRWZXJpZmljYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common, file_google_protobuf_struct]);
 
 /**
  * @generated from message analytics.v1.GetVerificationsRequest
@@ -24,11 +25,15 @@ export type GetVerificationsRequest = Message<"analytics.v1.GetVerificationsRequ
   caller?: Caller | undefined;
 
   /**
+   * Unix ms, inclusive.
+   *
    * @generated from field: int64 start = 2;
    */
   start: bigint;
 
   /**
+   * Unix ms, exclusive.
+   *
    * @generated from field: int64 end = 3;
    */
   end: bigint;
@@ -44,16 +49,22 @@ export type GetVerificationsRequest = Message<"analytics.v1.GetVerificationsRequ
   keyId?: string | undefined;
 
   /**
+   * An identity id or an external id.
+   *
    * @generated from field: optional string identity = 6;
    */
   identity?: string | undefined;
 
   /**
+   * A verification matches when it carries every one of these tags.
+   *
    * @generated from field: repeated string tags = 7;
    */
   tags: string[];
 
   /**
+   * Unspecified means day.
+   *
    * @generated from field: analytics.v1.Granularity granularity = 8;
    */
   granularity: Granularity;
@@ -62,6 +73,14 @@ export type GetVerificationsRequest = Message<"analytics.v1.GetVerificationsRequ
    * @generated from field: analytics.v1.GroupBy group_by = 9;
    */
   groupBy: GroupBy;
+
+  /**
+   * The reference's raw form: one ClickHouse SELECT over the aliases
+   * key_verifications_v1 and key_verifications_per_{hour,day,month}_v1.
+   *
+   * @generated from field: optional string query = 10;
+   */
+  query?: string | undefined;
 };
 
 /**
@@ -76,26 +95,75 @@ export const GetVerificationsRequestSchema: GenMessage<GetVerificationsRequest> 
  */
 export type VerificationBucket = Message<"analytics.v1.VerificationBucket"> & {
   /**
+   * Start of the bucket, unix ms (UTC hour, day or month).
+   *
    * @generated from field: int64 time = 1;
    */
   time: bigint;
 
   /**
+   * The key id, identity id, tag or outcome code when grouped; unset otherwise.
+   *
    * @generated from field: optional string group = 2;
    */
   group?: string | undefined;
 
   /**
-   * Count per outcome code ("VALID", "RATE_LIMITED", ...).
-   *
-   * @generated from field: map<string, int64> outcomes = 3;
-   */
-  outcomes: { [key: string]: bigint };
-
-  /**
-   * @generated from field: int64 total = 4;
+   * @generated from field: int64 total = 3;
    */
   total: bigint;
+
+  /**
+   * @generated from field: int64 valid = 4;
+   */
+  valid: bigint;
+
+  /**
+   * @generated from field: int64 rate_limited = 5;
+   */
+  rateLimited: bigint;
+
+  /**
+   * @generated from field: int64 usage_exceeded = 6;
+   */
+  usageExceeded: bigint;
+
+  /**
+   * @generated from field: int64 disabled = 7;
+   */
+  disabled: bigint;
+
+  /**
+   * @generated from field: int64 expired = 8;
+   */
+  expired: bigint;
+
+  /**
+   * @generated from field: int64 not_found = 9;
+   */
+  notFound: bigint;
+
+  /**
+   * @generated from field: int64 forbidden = 10;
+   */
+  forbidden: bigint;
+
+  /**
+   * @generated from field: int64 insufficient_permissions = 11;
+   */
+  insufficientPermissions: bigint;
+
+  /**
+   * @generated from field: int64 spent_credits = 12;
+   */
+  spentCredits: bigint;
+
+  /**
+   * With GROUP_BY_IDENTITY: the identity's external id.
+   *
+   * @generated from field: optional string external_id = 13;
+   */
+  externalId?: string | undefined;
 };
 
 /**
@@ -110,9 +178,18 @@ export const VerificationBucketSchema: GenMessage<VerificationBucket> = /*@__PUR
  */
 export type GetVerificationsResponse = Message<"analytics.v1.GetVerificationsResponse"> & {
   /**
+   * The structured form's answer, ordered by time, then group.
+   *
    * @generated from field: repeated analytics.v1.VerificationBucket buckets = 1;
    */
   buckets: VerificationBucket[];
+
+  /**
+   * The raw form's answer: one object per row, as the reference returns them.
+   *
+   * @generated from field: repeated google.protobuf.Struct rows = 2;
+   */
+  rows: JsonObject[];
 };
 
 /**
@@ -196,6 +273,10 @@ export const GroupBySchema: GenEnum<GroupBy> = /*@__PURE__*/
  */
 export const AnalyticsService: GenService<{
   /**
+   * Either the structured form (start, end, filters, granularity, group_by:
+   * answered with buckets) or the reference's raw form (query: answered with
+   * rows), never both.
+   *
    * @generated from rpc analytics.v1.AnalyticsService.GetVerifications
    */
   getVerifications: {
