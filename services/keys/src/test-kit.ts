@@ -1,7 +1,7 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
-import { type CreateKeyRequest, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { type CreateKeyRequestSchema, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { type Bus, errorDetailOf, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { createMemoryKeysDeps } from "./deps.ts";
 import { keysRoutes } from "./routes.ts";
@@ -27,7 +27,7 @@ export function memoryKeys(options: { bus?: Bus } = {}) {
     },
     /** A key with the given createKey fields; `credits` is shorthand for a plain balance. */
     async key(
-      fields: Partial<Omit<CreateKeyRequest, "credits">> & {
+      fields: Omit<MessageInitShape<typeof CreateKeyRequestSchema>, "credits" | "caller" | "$typeName"> & {
         apiId: string;
         credits?: number;
         workspaceId?: string;
