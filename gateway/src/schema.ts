@@ -47,13 +47,13 @@ export function compile<S extends TSchema>(
   const check = ajv.compile(schema);
   return (body) => {
     if (check(body)) return { ok: true, value: body as Static<S> };
+    // One violation per field: the first problem found is the one to fix first.
     const seen = new Set<string>();
     const violations: Violation[] = [];
     for (const e of check.errors ?? []) {
       const v = violationOf(e, refused);
-      const id = `${v.location} ${v.message}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
+      if (seen.has(v.location)) continue;
+      seen.add(v.location);
       violations.push(v);
       if (violations.length === MAX_VIOLATIONS) break;
     }
