@@ -1,0 +1,18 @@
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { bundle, repoRoot } from "./bundle.ts";
+import { components } from "./components.ts";
+
+// `pnpm build`: dist/<component>.mjs for every component, as the image runs them.
+const outdir = join(repoRoot, "dist");
+rmSync(outdir, { recursive: true, force: true });
+
+const missing = components.filter((c) => !existsSync(join(repoRoot, c.entry)));
+if (missing.length > 0) {
+  console.error(`cannot build: no entrypoint ${missing.map((c) => c.entry).join(", ")}`);
+  process.exit(1);
+}
+for (const component of components) {
+  const { outfile } = await bundle(component, outdir);
+  process.stdout.write(`${component.name}: ${outfile}\n`);
+}

@@ -1,0 +1,27 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+export interface EnvReads {
+  /** Every variable the sources read, by env.string/env.int/env.required or process.env. */
+  read: Set<string>;
+  /** The ones read with env.required: the process refuses to start without them. */
+  required: Set<string>;
+}
+
+const call = /\benv\.(string|int|required)\(\s*["'`]([A-Z][A-Z0-9_]*)["'`]/g;
+const direct = /\bprocess\.env(?:\[\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*\]|\.([A-Z][A-Z0-9_]*))/g;
+
+/** The environment variables that `sources` (paths relative to `root`) read, found by their spelling. */
+export function envReads(root: string, sources: readonly string[]): EnvReads {
+  const read = new Set<string>();
+  const required = new Set<string>();
+  for (const source of sources) {
+    const text = readFileSync(join(root, source), "utf8");
+    for (const [, how, name] of text.matchAll(call)) {
+      read.add(name!);
+      if (how === "required") required.add(name!);
+    }
+    for (const [, bracketed, dotted] of text.matchAll(direct)) read.add((bracketed ?? dotted)!);
+  }
+  return { read, required };
+}
