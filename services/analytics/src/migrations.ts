@@ -1,0 +1,145 @@
+import type { ClickHouseClient } from "@clickhouse/client";
+
+export interface ClickHouseMigration {
+  /** Increasing version; append new ones, never edit an applied one. */
+  version: number;
+  name: string;
+  /** One statement each (the HTTP interface runs one per request); each idempotent, so racing replicas are harmless. */
+  statements: string[];
+}
+
+const monthPartition = "PARTITION BY toYYYYMM(toDateTime(intDiv(time, 1000), 'UTC'))";
+
+/** A verification rollup kept by a materialized view: one row per bucket and dimensions, summed on merge. */
+const verificationRollup = (name: string, bucketMs: number): string[] => [
+  `CREATE TABLE IF NOT EXISTS key_verifications_per_${name} (
+  time Int64,
+  workspace_id String,
+  api_id String,
+  key_id String,
+  identity_id String,
+  external_id String,
+  outcome String,
+  tags Array(String),
+  count UInt64,
+  spent_credits Int64
+) ENGINE = SummingMergeTree((count, spent_credits))
+${monthPartition}
+ORDER BY (workspace_id, time, api_id, key_id, identity_id, external_id, outcome, tags)`,
+  `CREATE MATERIALIZED VIEW IF NOT EXISTS key_verifications_per_${name}_mv TO key_verifications_per_${name} AS
+SELECT
+  intDiv(time, ${bucketMs}) * ${bucketMs} AS time,
+  workspace_id, api_id, key_id, identity_id, external_id, outcome,
+  arraySort(tags) AS tags,
+  count() AS count,
+  sum(spent_credits) AS spent_credits
+FROM key_verifications_raw
+GROUP BY time, workspace_id, api_id, key_id, identity_id, external_id, outcome, tags`,
+];
+
+const ratelimitRollup = (name: string, bucketMs: number): string[] => [
+  `CREATE TABLE IF NOT EXISTS ratelimits_per_${name} (
+  time Int64,
+  workspace_id String,
+  namespace_id String,
+  identifier String,
+  passed UInt8,
+  count UInt64,
+  cost Int64
+) ENGINE = SummingMergeTree((count, cost))
+${monthPartition}
+ORDER BY (workspace_id, time, namespace_id, identifier, passed)`,
+  `CREATE MATERIALIZED VIEW IF NOT EXISTS ratelimits_per_${name}_mv TO ratelimits_per_${name} AS
+SELECT
+  intDiv(time, ${bucketMs}) * ${bucketMs} AS time,
+  workspace_id, namespace_id, identifier, passed,
+  count() AS count,
+  sum(cost) AS cost
+FROM ratelimits_raw
+GROUP BY time, workspace_id, namespace_id, identifier, passed`,
+];
+
+/**
+ * The analytics tables in ClickHouse. Time is Int64 unix ms (18.16 has no
+ * DateTime64); the SQL runs on 18.16 and on current ClickHouse alike.
+ *
+ * Counting each event once: the consumer inserts only request ids not stored
+ * yet (ClickHouseAnalyticsStore.insertVerifications), so the raw table and the
+ * rollups the materialized views feed from it agree. The raw tables are also
+ * ReplacingMergeTree keyed by request id, so a duplicate that slipped past that
+ * check (two replicas racing) disappears from the raw table on merge.
+ */
+export const analyticsMigrations: ClickHouseMigration[] = [
+  {
+    version: 1,
+    name: "raw verifications and rate-limit checks, hourly and daily rollups",
+    statements: [
+      `CREATE TABLE IF NOT EXISTS key_verifications_raw (
+  request_id String,
+  time Int64,
+  workspace_id String,
+  api_id String,
+  key_id String,
+  identity_id String,
+  external_id String,
+  outcome String,
+  tags Array(String),
+  spent_credits Int64,
+  latency Float64
+) ENGINE = ReplacingMergeTree
+${monthPartition}
+ORDER BY (workspace_id, time, request_id)`,
+      ...verificationRollup("hour", 3_600_000),
+      ...verificationRollup("day", 86_400_000),
+      `CREATE TABLE IF NOT EXISTS ratelimits_raw (
+  request_id String,
+  time Int64,
+  workspace_id String,
+  namespace_id String,
+  identifier String,
+  passed UInt8,
+  \`limit\` Int64,
+  remaining Int64,
+  reset_at Int64,
+  cost Int64,
+  override_id String,
+  latency Float64
+) ENGINE = ReplacingMergeTree
+${monthPartition}
+ORDER BY (workspace_id, time, request_id)`,
+      ...ratelimitRollup("hour", 3_600_000),
+      ...ratelimitRollup("day", 86_400_000),
+    ],
+  },
+];
+
+/** Applies each migration not yet recorded in this database's schema_migrations, in version order. */
+export async function migrateClickHouse(
+  client: ClickHouseClient,
+  migrations: readonly ClickHouseMigration[] = analyticsMigrations,
+): Promise<number[]> {
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS schema_migrations (
+  version UInt32,
+  name String,
+  applied_at DateTime DEFAULT now()
+) ENGINE = ReplacingMergeTree ORDER BY version`,
+  });
+  const rs = await client.query({
+    query: "SELECT DISTINCT version FROM schema_migrations",
+    format: "JSONEachRow",
+  });
+  const done = new Set((await rs.json<{ version: number | string }>()).map((r) => Number(r.version)));
+  const applied: number[] = [];
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (done.has(m.version)) continue;
+    for (const statement of m.statements) await client.command({ query: statement });
+    await client.insert({
+      table: "schema_migrations",
+      values: [{ version: m.version, name: m.name }],
+      format: "JSONEachRow",
+    });
+    applied.push(m.version);
+  }
+  return applied;
+}

@@ -1,0 +1,114 @@
+/** One verification as analytics keeps it (from keys.v1.KeyVerified). */
+export interface Verification {
+  requestId: string;
+  /** Unix ms. */
+  time: number;
+  workspaceId: string;
+  apiId: string;
+  keyId: string;
+  /** Empty when the key has no identity. */
+  identityId: string;
+  externalId: string;
+  /** The public code: VALID, RATE_LIMITED, USAGE_EXCEEDED, ... */
+  outcome: string;
+  tags: string[];
+  spentCredits: number;
+  /** Milliseconds spent verifying. */
+  latency: number;
+}
+
+/** One standalone rate-limit check (from ratelimit.v1.RatelimitChecked). */
+export interface RatelimitCheck {
+  requestId: string;
+  time: number;
+  workspaceId: string;
+  namespaceId: string;
+  identifier: string;
+  passed: boolean;
+  limit: number;
+  remaining: number;
+  reset: number;
+  cost: number;
+  overrideId: string;
+  latency: number;
+}
+
+export type Granularity = "hour" | "day" | "month";
+export type Grouping = "none" | "key" | "identity" | "tag" | "outcome";
+
+/** A checked structured query: every field is present, the workspace always. */
+export interface VerificationQuery {
+  workspaceId: string;
+  /** [start, end) in unix ms. */
+  start: number;
+  end: number;
+  /** The APIs the caller may see; undefined means every API of the workspace. */
+  apiIds: string[] | undefined;
+  keyId: string | undefined;
+  /** Matches the identity id or the external id. */
+  identity: string | undefined;
+  /** A verification matches when it carries every one of these. */
+  tags: string[];
+  granularity: Granularity;
+  groupBy: Grouping;
+}
+
+/** Verifications of one outcome in one bucket (and one group). */
+export interface VerificationCount {
+  /** Bucket start, unix ms (UTC). */
+  time: number;
+  /** Key id, identity id, tag or outcome; "" when not grouped. */
+  group: string;
+  /** With groupBy identity: the external id seen with that identity. */
+  externalId: string;
+  outcome: string;
+  count: number;
+  spentCredits: number;
+}
+
+/** A raw-SQL query that passed checkRawQuery: safe to run as it is. */
+export interface CheckedRawQuery {
+  /** The rewritten SQL, every table alias replaced by a workspace-filtered subquery. */
+  sql: string;
+  /** Most rows answered. */
+  maxRows: number;
+}
+
+/**
+ * Where verification and rate-limit events are kept and counted: ClickHouse in
+ * production, memory for tests and the embedded default. Both pass
+ * analytics-store.contract.ts.
+ */
+export interface AnalyticsStore {
+  /** Stores the verifications not stored yet (by requestId); answers how many were new. */
+  insertVerifications(rows: readonly Verification[]): Promise<number>;
+  /** Stores the rate-limit checks not stored yet (by requestId); answers how many were new. */
+  insertRatelimits(rows: readonly RatelimitCheck[]): Promise<number>;
+  /** Counts per bucket, group and outcome; buckets without verifications are absent. */
+  verifications(query: VerificationQuery): Promise<VerificationCount[]>;
+  /** Runs a checked raw query; undefined when this store cannot run SQL. */
+  rawQuery?(query: CheckedRawQuery): Promise<Record<string, unknown>[]>;
+  /** Answers true when the store answers. */
+  ping(): Promise<boolean>;
+}
+
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
+
+/** The UTC start of the bucket holding `time`. */
+export function bucketOf(time: number, granularity: Granularity): number {
+  switch (granularity) {
+    case "hour":
+      return Math.floor(time / HOUR) * HOUR;
+    case "day":
+      return Math.floor(time / DAY) * DAY;
+    case "month": {
+      const d = new Date(time);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    }
+    default: {
+      const never: never = granularity;
+      throw new Error(`unknown granularity ${never}`);
+    }
+  }
+}

@@ -1,0 +1,252 @@
+import type { ClickHouseClient } from "@clickhouse/client";
+import { int, quote, quoteList } from "../clickhouse.ts";
+import {
+  type AnalyticsStore,
+  type CheckedRawQuery,
+  DAY,
+  type Granularity,
+  HOUR,
+  type RatelimitCheck,
+  type Verification,
+  type VerificationCount,
+  type VerificationQuery,
+} from "./analytics-store.ts";
+
+/** Request ids per dedupe query: keeps each query well under the server's limits. */
+const DEDUPE_CHUNK = 5_000;
+
+type Source = "raw" | "hour" | "day";
+
+interface Segment {
+  source: Source;
+  from: number;
+  to: number;
+}
+
+/**
+ * Analytics in ClickHouse (tables in migrations.ts). Long ranges read the
+ * daily and hourly rollups for the whole days and hours inside them and the
+ * raw table only for the ragged edges.
+ */
+export class ClickHouseAnalyticsStore implements AnalyticsStore {
+  constructor(private readonly ch: ClickHouseClient) {}
+
+  async insertVerifications(rows: readonly Verification[]): Promise<number> {
+    const fresh = await this.unseen("key_verifications_raw", rows);
+    if (fresh.length === 0) return 0;
+    await this.ch.insert({
+      table: "key_verifications_raw",
+      format: "JSONEachRow",
+      values: fresh.map((v) => ({
+        request_id: v.requestId,
+        time: v.time,
+        workspace_id: v.workspaceId,
+        api_id: v.apiId,
+        key_id: v.keyId,
+        identity_id: v.identityId,
+        external_id: v.externalId,
+        outcome: v.outcome,
+        tags: [...new Set(v.tags)],
+        spent_credits: v.spentCredits,
+        latency: v.latency,
+      })),
+    });
+    return fresh.length;
+  }
+
+  async insertRatelimits(rows: readonly RatelimitCheck[]): Promise<number> {
+    const fresh = await this.unseen("ratelimits_raw", rows);
+    if (fresh.length === 0) return 0;
+    await this.ch.insert({
+      table: "ratelimits_raw",
+      format: "JSONEachRow",
+      values: fresh.map((r) => ({
+        request_id: r.requestId,
+        time: r.time,
+        workspace_id: r.workspaceId,
+        namespace_id: r.namespaceId,
+        identifier: r.identifier,
+        passed: r.passed ? 1 : 0,
+        limit: r.limit,
+        remaining: r.remaining,
+        reset_at: r.reset,
+        cost: r.cost,
+        override_id: r.overrideId,
+        latency: r.latency,
+      })),
+    });
+    return fresh.length;
+  }
+
+  /**
+   * The rows whose request id is neither repeated earlier in the batch nor
+   * stored already. Redelivered events are dropped here, before the insert,
+   * so the rollups the materialized views feed never count them twice. The
+   * lookup is cheap: the table is ordered by (workspace_id, time, request_id)
+   * and a batch spans a narrow time range.
+   */
+  private async unseen<T extends { requestId: string; time: number; workspaceId: string }>(
+    table: string,
+    rows: readonly T[],
+  ): Promise<T[]> {
+    const byId = new Map<string, T>();
+    for (const row of rows) if (!byId.has(row.requestId)) byId.set(row.requestId, row);
+    const unique = [...byId.values()];
+    const stored = new Set<string>();
+    for (let i = 0; i < unique.length; i += DEDUPE_CHUNK) {
+      const chunk = unique.slice(i, i + DEDUPE_CHUNK);
+      let min = Number.POSITIVE_INFINITY;
+      let max = Number.NEGATIVE_INFINITY;
+      for (const r of chunk) {
+        min = Math.min(min, r.time);
+        max = Math.max(max, r.time);
+      }
+      const workspaces = [...new Set(chunk.map((r) => r.workspaceId))];
+      const rs = await this.ch.query({
+        query: `SELECT request_id FROM ${table}
+WHERE workspace_id IN ${tuple(workspaces)} AND time >= ${int(min)} AND time <= ${int(max)}
+  AND request_id IN ${tuple(chunk.map((r) => r.requestId))}`,
+        format: "JSONEachRow",
+      });
+      for (const r of await rs.json<{ request_id: string }>()) stored.add(r.request_id);
+    }
+    return unique.filter((r) => !stored.has(r.requestId));
+  }
+
+  async verifications(q: VerificationQuery): Promise<VerificationCount[]> {
+    if (q.apiIds?.length === 0 || q.end <= q.start) return [];
+    const parts = await Promise.all(
+      segments(q.start, q.end, q.granularity).map((s) => this.countSegment(q, s)),
+    );
+    // A bucket split between the raw table and a rollup comes back in pieces: add them up.
+    const merged = new Map<string, VerificationCount>();
+    for (const rows of parts) {
+      for (const r of rows) {
+        const id = `${r.time}\u0000${r.group}\u0000${r.externalId}\u0000${r.outcome}`;
+        const m = merged.get(id);
+        if (m) {
+          m.count += r.count;
+          m.spentCredits += r.spentCredits;
+        } else merged.set(id, { ...r });
+      }
+    }
+    return [...merged.values()];
+  }
+
+  private async countSegment(q: VerificationQuery, s: Segment): Promise<VerificationCount[]> {
+    const table = s.source === "raw" ? "key_verifications_raw" : `key_verifications_per_${s.source}`;
+    const where = [
+      `workspace_id = ${quote(q.workspaceId)}`,
+      `time >= ${int(s.from)}`,
+      `time < ${int(s.to)}`,
+      ...(q.apiIds ? [`api_id IN ${tuple(q.apiIds)}`] : []),
+      ...(q.keyId !== undefined ? [`key_id = ${quote(q.keyId)}`] : []),
+      ...(q.identity !== undefined
+        ? [`(identity_id = ${quote(q.identity)} OR external_id = ${quote(q.identity)})`]
+        : []),
+      ...(q.tags.length > 0 ? [`hasAll(tags, ${quoteList(q.tags)})`] : []),
+    ];
+    const group = {
+      none: "''",
+      key: "key_id",
+      identity: "identity_id",
+      tag: "arrayJoin(tags)",
+      outcome: "outcome",
+    }[q.groupBy];
+    const externalId = q.groupBy === "identity" ? "external_id" : "''";
+    const rs = await this.ch.query({
+      query: `SELECT ${bucketSql(q.granularity)} AS bucket, ${group} AS grp, ${externalId} AS ext, outcome,
+  ${s.source === "raw" ? "count()" : "sum(count)"} AS n, sum(spent_credits) AS credits
+FROM ${table}
+WHERE ${where.join("\n  AND ")}
+GROUP BY bucket, grp, ext, outcome`,
+      format: "JSONEachRow",
+    });
+    const rows = await rs.json<{
+      bucket: number;
+      grp: string;
+      ext: string;
+      outcome: string;
+      n: number;
+      credits: number;
+    }>();
+    return rows.map((r) => ({
+      time: q.granularity === "month" ? monthStart(Number(r.bucket)) : Number(r.bucket),
+      group: r.grp,
+      externalId: r.ext,
+      outcome: r.outcome,
+      count: Number(r.n),
+      spentCredits: Number(r.credits),
+    }));
+  }
+
+  async rawQuery(query: CheckedRawQuery): Promise<Record<string, unknown>[]> {
+    const rs = await this.ch.query({
+      query: query.sql,
+      format: "JSONEachRow",
+      clickhouse_settings: {
+        // readonly=2: no writes and no DDL, while this request may still set the limits below.
+        readonly: "2",
+        max_execution_time: 30,
+        max_result_rows: String(query.maxRows),
+        result_overflow_mode: "break",
+        max_memory_usage: "1000000000",
+      },
+    });
+    return rs.json<Record<string, unknown>>();
+  }
+
+  async ping(): Promise<boolean> {
+    return (await this.ch.ping()).success;
+  }
+}
+
+/** A ClickHouse tuple of strings for IN. */
+const tuple = (values: readonly string[]) => `(${values.map(quote).join(", ")})`;
+
+function bucketSql(granularity: Granularity): string {
+  switch (granularity) {
+    case "hour":
+      return `intDiv(time, ${HOUR}) * ${HOUR}`;
+    case "day":
+      return `intDiv(time, ${DAY}) * ${DAY}`;
+    case "month":
+      // YYYYMM, turned into the month's first ms in monthStart: no time zone is involved.
+      return "toYYYYMM(toDateTime(intDiv(time, 1000), 'UTC'))";
+    default: {
+      const never: never = granularity;
+      throw new Error(`unknown granularity ${never}`);
+    }
+  }
+}
+
+const monthStart = (yyyymm: number) => Date.UTC(Math.floor(yyyymm / 100), (yyyymm % 100) - 1, 1);
+
+/**
+ * Splits [start, end) into the coarsest pieces the requested granularity
+ * allows: whole days from the daily rollup (day and month granularity),
+ * whole hours from the hourly rollup, the ragged edges from the raw table.
+ */
+export function segments(start: number, end: number, granularity: Granularity): Segment[] {
+  const levels: { source: Source; size: number }[] =
+    granularity === "hour"
+      ? [{ source: "hour", size: HOUR }]
+      : [
+          { source: "hour", size: HOUR },
+          { source: "day", size: DAY },
+        ];
+  const split = (from: number, to: number, level: number): Segment[] => {
+    if (from >= to) return [];
+    const l = levels[level];
+    if (!l) return [{ source: "raw", from, to }];
+    const lo = Math.ceil(from / l.size) * l.size;
+    const hi = Math.floor(to / l.size) * l.size;
+    if (lo >= hi) return split(from, to, level - 1);
+    return [
+      ...split(from, lo, level - 1),
+      { source: l.source, from: lo, to: hi },
+      ...split(hi, to, level - 1),
+    ];
+  };
+  return split(start, end, levels.length - 1);
+}

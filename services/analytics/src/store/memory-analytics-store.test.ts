@@ -1,0 +1,14 @@
+import { describe, expect, it } from "vitest";
+import { analyticsStoreContract, query, verification } from "./analytics-store.contract.ts";
+import { MemoryAnalyticsStore } from "./memory-analytics-store.ts";
+
+analyticsStoreContract("MemoryAnalyticsStore", async () => new MemoryAnalyticsStore());
+
+describe("MemoryAnalyticsStore", () => {
+  it("forgets the oldest verifications past its bound", async () => {
+    const store = new MemoryAnalyticsStore(2);
+    await store.insertVerifications([verification(), verification(), verification()]);
+    const rows = await store.verifications(query());
+    expect(rows.reduce((n, r) => n + r.count, 0)).toBe(2);
+  });
+});
