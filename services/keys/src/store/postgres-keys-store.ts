@@ -64,7 +64,7 @@ export class PostgresKeysStore implements KeysStore {
       await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
           permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, created_at)
         VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
-          ${key.metaJson}::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
+          ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
           ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
           ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.createdAt})`;
       for (const r of key.ratelimits) {
