@@ -112,6 +112,7 @@ export class SlidingWindows {
   }
 
   private add(id: string, now: number, duration: number, cost: number): void {
+    if (++this.writes % 64 === 0) this.sweep(now);
     const seq = Math.floor(now / duration);
     const e = this.counters.get(id);
     if (e !== undefined && e.seq >= seq) {
@@ -122,7 +123,6 @@ export class SlidingWindows {
     // Re-inserting on every roll keeps the map ordered by last roll, which the sweep and the bound rely on.
     if (e !== undefined) this.counters.delete(id);
     this.counters.set(id, { seq, current: cost, previous, expires: (seq + 2) * duration });
-    if (++this.writes % 64 === 0) this.sweep(now);
     while (this.counters.size > this.maxCounters) {
       const oldest = this.counters.keys().next().value as string;
       this.counters.delete(oldest);

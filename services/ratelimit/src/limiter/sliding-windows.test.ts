@@ -1,0 +1,121 @@
+import { TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
+
+const SECOND = 1000;
+const start = Date.UTC(2026, 0, 1); // a multiple of every duration used here
+const check = (over: Partial<CounterCheck> = {}): CounterCheck => ({
+  key: "ws\u001fns\u001fuser",
+  limit: 10,
+  duration: SECOND,
+  cost: 1,
+  ...over,
+});
+
+describe("sliding windows", () => {
+  it("counts up to the limit in one window, then denies with remaining 0 and reset at the window's end", () => {
+    const clock = new TestClock(start + 100);
+    const w = new SlidingWindows(clock);
+    const outcomes = Array.from({ length: 4 }, () => w.apply([check({ limit: 3 })])[0]!);
+    expect(outcomes.map((o) => o.success)).toEqual([true, true, true, false]);
+    expect(outcomes.map((o) => o.remaining)).toEqual([2, 1, 0, 0]);
+    expect(outcomes[3]).toEqual({ success: false, limit: 3, remaining: 0, reset: start + SECOND });
+  });
+
+  it("weights the previous window by the part of it still inside the sliding window", () => {
+    const clock = new TestClock(start + 100);
+    const w = new SlidingWindows(clock);
+    for (let i = 0; i < 10; i++) expect(w.apply([check()])[0]!.success).toBe(true);
+    // 25% into the next window: floor(10 × 0.75) = 7 still count, so 3 more fit.
+    clock.set(start + SECOND + 250);
+    const next = Array.from({ length: 4 }, () => w.apply([check()])[0]!);
+    expect(next.map((o) => o.success)).toEqual([true, true, true, false]);
+    expect(next[0]!.remaining).toBe(2);
+    // 75% in: floor(10 × 0.25) = 2 from before plus the 3 counted now leave 5.
+    clock.set(start + SECOND + 750);
+    expect(w.apply([check({ cost: 0 })])[0]).toMatchObject({ success: true, remaining: 5 });
+  });
+
+  it("forgets windows older than the previous one", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock);
+    for (let i = 0; i < 10; i++) w.apply([check()]);
+    clock.set(start + 2 * SECOND);
+    expect(w.apply([check({ cost: 0 })])[0]).toMatchObject({ success: true, remaining: 10 });
+  });
+
+  it("checks without consuming at cost 0, and passes at cost 0 exactly at the limit", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    for (let i = 0; i < 10; i++) w.apply([check()]);
+    expect(w.apply([check({ cost: 0 })])[0]).toMatchObject({ success: true, remaining: 0 });
+    expect(w.apply([check({ cost: 0 })])[0]).toMatchObject({ success: true, remaining: 0 });
+    expect(w.apply([check()])[0]).toMatchObject({ success: false, remaining: 0 });
+  });
+
+  it("denies a cost larger than what remains and counts nothing for it", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    w.apply([check({ cost: 8 })]);
+    expect(w.apply([check({ cost: 3 })])[0]!.success).toBe(false);
+    expect(w.apply([check({ cost: 2 })])[0]).toMatchObject({ success: true, remaining: 0 });
+  });
+
+  it("always denies a limit of 0, even a check that costs nothing", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    expect(w.apply([check({ limit: 0 })])[0]).toEqual({
+      success: false,
+      limit: 0,
+      remaining: 0,
+      reset: start + SECOND,
+    });
+    expect(w.apply([check({ limit: 0, cost: 0 })])[0]!.success).toBe(false);
+  });
+
+  it("keeps one counter per duration, whatever the limit", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    for (let i = 0; i < 5; i++) w.apply([check({ limit: 5 })]);
+    // Same key and duration, another limit: the same 5 are counted.
+    expect(w.apply([check({ limit: 6, cost: 0 })])[0]!.remaining).toBe(1);
+    // Another duration is another counter.
+    expect(w.apply([check({ limit: 5, duration: 60 * SECOND, cost: 0 })])[0]!.remaining).toBe(5);
+  });
+
+  it("counts a group all or nothing, each check reporting its own outcome", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    const a = check({ key: "a", limit: 5 });
+    const b = check({ key: "b", limit: 1 });
+    expect(w.apply([a, b]).map((o) => o.success)).toEqual([true, true]);
+    expect(w.apply([a, b]).map((o) => o.success)).toEqual([true, false]);
+    // The failed group counted nothing on a: 4 remain after this single check.
+    expect(w.apply([a])[0]!.remaining).toBe(3);
+  });
+
+  it("sees the earlier cost when a group names one counter twice", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    const outcomes = w.apply([check({ limit: 1 }), check({ limit: 1 })]);
+    expect(outcomes.map((o) => o.success)).toEqual([true, false]);
+    expect(w.apply([check({ limit: 1, cost: 0 })])[0]!.remaining).toBe(1);
+  });
+
+  it("gives back a cost counted in the current or the previous window", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock);
+    const o = w.apply([check({ cost: 4 })])[0]!;
+    w.undo(check({ cost: 4 }), o.reset);
+    expect(w.apply([check({ cost: 0 })])[0]!.remaining).toBe(10);
+    const p = w.apply([check({ cost: 4 })])[0]!;
+    clock.set(start + SECOND); // elapsed 0: the previous window still weighs fully
+    w.apply([check({ cost: 1 })]);
+    w.undo(check({ cost: 4 }), p.reset);
+    expect(w.apply([check({ cost: 0 })])[0]!.remaining).toBe(9);
+  });
+
+  it("stays within its bound and sweeps counters whose windows have passed", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock, 100);
+    for (let i = 0; i < 500; i++) w.apply([check({ key: `k${i}` })]);
+    expect(w.size).toBe(100);
+    clock.set(start + 10 * SECOND);
+    for (let i = 0; i < 640; i++) w.apply([check({ key: `fresh${i % 10}` })]);
+    expect(w.size).toBeLessThan(100);
+  });
+});

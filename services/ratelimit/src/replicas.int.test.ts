@@ -1,0 +1,162 @@
+import net from "node:net";
+import { type Client, createClient } from "@connectrpc/connect";
+import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import {
+  createLogger,
+  internalTransport,
+  MemoryBus,
+  migrate,
+  type ServedRpc,
+  serveRpc,
+  TestClock,
+} from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { counterKey } from "./checks.ts";
+import { createRatelimitDeps, type RatelimitDeps } from "./deps.ts";
+import { PeerLimiter } from "./limiter/peer-limiter.ts";
+import { Rendezvous } from "./limiter/rendezvous.ts";
+import { SlidingWindows } from "./limiter/sliding-windows.ts";
+import { ratelimitMigrations } from "./migrations.ts";
+import { ratelimitRoutes } from "./routes.ts";
+import { caller, LIMITER } from "./test-kit.ts";
+
+/** Two replicas in this process, each serving over real HTTP, sharing one database and one bus. */
+let db: TestDatabase;
+const replicas: {
+  url: string;
+  deps: RatelimitDeps;
+  served: ServedRpc;
+  client: Client<typeof RatelimitService>;
+}[] = [];
+const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5));
+const c = caller("ws_1", ...LIMITER);
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "ratelimit", ratelimitMigrations);
+  const bus = new MemoryBus();
+  const ports = [await freePort(), await freePort()];
+  const urls = ports.map((p) => `http://127.0.0.1:${p}`);
+  for (const [i, url] of urls.entries()) {
+    const deps = createRatelimitDeps({
+      sql: db.sql,
+      bus,
+      clock,
+      log: createLogger("ratelimit", "silent"),
+      peers: { self: url, peers: urls },
+    });
+    const served = await serveRpc(ratelimitRoutes(deps), ports[i]!, undefined, "127.0.0.1");
+    replicas.push({ url, deps, served, client: createClient(RatelimitService, internalTransport(url)) });
+  }
+});
+
+afterAll(async () => {
+  for (const r of replicas) {
+    await r.served.close();
+    await r.deps.close();
+  }
+  await db?.drop();
+});
+
+/** Identifiers owned by each replica, so both the local and the forwarded path are exercised. */
+async function identifiersByOwner(namespace: string, perOwner: number): Promise<string[][]> {
+  await replicas[0]!.client.limit({
+    caller: c,
+    check: { namespace, identifier: "setup", limit: 1n, duration: 60_000n },
+  });
+  const ns = (await replicas[0]!.deps.store.namespaceByName("ws_1", namespace))!;
+  const ring = new Rendezvous(replicas.map((r) => r.url));
+  return replicas.map((r) => {
+    const mine: string[] = [];
+    for (let i = 0; mine.length < perOwner; i++) {
+      if (ring.owner(counterKey("ws_1", ns.id, `user_${i}`)) === r.url) mine.push(`user_${i}`);
+    }
+    return mine;
+  });
+}
+
+describe("two replicas sharing one budget", () => {
+  it("lets exactly L of N > L concurrent checks through, split evenly across both replicas, for identifiers owned by each (L=100, N=500)", async () => {
+    const owned = await identifiersByOwner("shared", 2);
+    for (const identifier of owned.flat()) {
+      const answers = await Promise.all(
+        Array.from({ length: 500 }, (_, i) =>
+          replicas[i % 2]!.client.limit({
+            caller: c,
+            check: { namespace: "shared", identifier, limit: 100n, duration: 60_000n },
+          }),
+        ),
+      );
+      // Split budgets would admit up to 200; one shared budget admits exactly 100.
+      expect(answers.filter((a) => a.result?.success).length, identifier).toBe(100);
+    }
+  });
+
+  it("counts a multiLimit spanning both owners all or nothing, giving back what the passing part counted", async () => {
+    const [first, second] = await identifiersByOwner("multi", 1);
+    const a = first![0]!;
+    const b = second![0]!;
+    const check = (identifier: string, limit: bigint, cost = 1n) => ({
+      namespace: "multi",
+      identifier,
+      limit,
+      duration: 60_000n,
+      cost,
+    });
+    await replicas[0]!.client.limit({ caller: c, check: check(b, 1n) }); // b is full
+    const res = await replicas[0]!.client.multiLimit({ caller: c, checks: [check(a, 5n), check(b, 1n)] });
+    expect(res.passed).toBe(false);
+    expect(res.results.map((r) => r.success)).toEqual([true, false]);
+    // a's owner counted it for a moment and gave it back (locally here: a is owned by replica 0).
+    const after = await replicas[1]!.client.limit({ caller: c, check: check(a, 5n, 0n) });
+    expect(after.result?.remaining).toBe(5n);
+  });
+
+  it("applies an override set through one replica to checks answered by the other", async () => {
+    const all = caller("ws_1", ...LIMITER, "ratelimit.*.set_override");
+    await replicas[0]!.client.limit({
+      caller: all,
+      check: { namespace: "ovr", identifier: "vip", limit: 1n, duration: 60_000n },
+    });
+    await replicas[1]!.client.setOverride({
+      caller: all,
+      namespace: "ovr",
+      identifier: "vip",
+      limit: 1000n,
+      duration: 60_000n,
+    });
+    const res = await replicas[0]!.client.limit({
+      caller: all,
+      check: { namespace: "ovr", identifier: "vip", limit: 1n, duration: 60_000n },
+    });
+    expect(res.result).toMatchObject({ success: true, limit: 1000n });
+  });
+});
+
+describe("a replica whose peer is down", () => {
+  it("counts the peer's checks itself rather than failing them", async () => {
+    const self = replicas[0]!.url;
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const windows = new SlidingWindows(clock);
+    const limiter = new PeerLimiter(
+      { self, peers: [self, dead] },
+      windows,
+      createLogger("ratelimit", "silent"),
+    );
+    const ring = new Rendezvous([self, dead]);
+    let key = "";
+    for (let i = 0; ring.owner(key) !== dead; i++) key = `ws_1\u001frlns_x\u001fu${i}`;
+    const check = { key, limit: 1, duration: 60_000, cost: 1 };
+    expect((await limiter.apply([[check]]))[0]![0]!.success).toBe(true);
+    expect((await limiter.apply([[check]]))[0]![0]!.success).toBe(false);
+  });
+});

@@ -1,0 +1,56 @@
+import { Code } from "@connectrpc/connect";
+import { ErrorReason } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { caller, harness, LIMITER } from "../test-kit.ts";
+
+const check = (identifier: string) => ({ namespace: "api.requests", identifier, limit: 2n, duration: 1000n });
+
+describe("LimitBatch", () => {
+  it("answers each item as the unary call would, errors included, in order", async () => {
+    const { client } = harness();
+    const res = await client.limitBatch({
+      callers: [caller("ws_1", ...LIMITER), caller("ws_1", "ratelimit.*.limit")],
+      items: [
+        { callerIndex: 0, request: { check: check("a") } },
+        { callerIndex: 0, request: { check: check("a") } },
+        { callerIndex: 0, request: { check: check("a") } },
+        { callerIndex: 1, request: { check: { ...check("a"), namespace: "new" } } },
+        { callerIndex: 0, request: { check: { ...check("a"), duration: 1n } } },
+      ],
+    });
+    const r = res.results.map((x) => x.result);
+    expect(r.slice(0, 3).map((x) => x.case === "response" && x.value.result?.success)).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    expect(r[3]).toMatchObject({
+      case: "error",
+      value: { code: Code.PermissionDenied, detail: { reason: ErrorReason.INSUFFICIENT_PERMISSIONS } },
+    });
+    expect(r[4]).toMatchObject({
+      case: "error",
+      value: { code: Code.InvalidArgument, detail: { reason: ErrorReason.INVALID_INPUT } },
+    });
+  });
+
+  it("counts exactly L of N concurrent items across batches", async () => {
+    const { client } = harness();
+    const c = caller("ws_1", ...LIMITER);
+    const batches = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        client.limitBatch({
+          callers: [c],
+          items: Array.from({ length: 100 }, () => ({
+            callerIndex: 0,
+            request: { check: { ...check("hot"), limit: 100n, duration: 60_000n } },
+          })),
+        }),
+      ),
+    );
+    const passed = batches
+      .flatMap((b) => b.results)
+      .filter((x) => x.result.case === "response" && x.result.value.result?.success).length;
+    expect(passed).toBe(100);
+  });
+});
