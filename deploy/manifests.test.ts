@@ -1,0 +1,419 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ConfigMap, Namespace, Secret, Service } from "kubernetes-models/v1";
+import { beforeAll, describe, expect, it } from "vitest";
+import { bundle, repoRoot } from "./bundle.ts";
+import { type Component, components } from "./components.ts";
+import { type EnvReads, envReads } from "./env-reads.ts";
+import {
+  hasKubectl,
+  type K8sObject,
+  k8sRoot,
+  readKustomization,
+  readYaml,
+  render,
+  resolveEntry,
+  resourcesOf,
+  yamlFiles,
+} from "./k8s-files.ts";
+
+// The manifests against the Kubernetes schemas and against the code: the env
+// variables a workload sets are the ones its entrypoint's bundle reads, and its
+// ports are the component's port. The overlays are checked as `kubectl
+// kustomize` renders them (skipped where no kubectl is installed); the base is
+// checked from its files alone.
+
+const models: Record<string, new (data: any) => { validate(): void }> = {
+  "v1/Namespace": Namespace,
+  "v1/ConfigMap": ConfigMap,
+  "v1/Secret": Secret,
+  "v1/Service": Service,
+  "apps/v1/Deployment": Deployment,
+  "apps/v1/StatefulSet": StatefulSet,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
+};
+
+const PART_OF = "app.kubernetes.io/part-of";
+const COMPONENT = "app.kubernetes.io/component";
+const kubectl = hasKubectl();
+const written = new Set(components.filter((c) => existsSync(join(repoRoot, c.entry))).map((c) => c.name));
+
+const id = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
+
+function schemaProblems(objects: readonly K8sObject[]): string[] {
+  return objects.flatMap((o) => {
+    const Model = models[`${o.apiVersion}/${o.kind}`];
+    if (Model === undefined) return [`${id(o)}: no schema here for ${o.apiVersion} ${o.kind}`];
+    try {
+      new Model(o).validate();
+      return [];
+    } catch (err) {
+      return [`${id(o)}: ${(err as Error).message}`];
+    }
+  });
+}
+
+// ---- reading the objects
+
+interface ManifestSet {
+  name: string;
+  objects: K8sObject[];
+  /** The Secrets the workloads read: the set's own, or the base's template when the overlay leaves it out. */
+  secrets: K8sObject[];
+}
+
+function manifestSet(name: string, objects: K8sObject[]): ManifestSet {
+  const own = objects.filter((o) => o.kind === "Secret");
+  const template = resourcesOf("base/kustomization.yaml").filter((o) => o.kind === "Secret");
+  return { name, objects, secrets: [...own, ...template.filter((t) => !own.some((s) => same(s, t)))] };
+}
+
+const same = (a: K8sObject, b: K8sObject) => a.kind === b.kind && a.metadata.name === b.metadata.name;
+const isWorkload = (o: K8sObject) => o.kind === "Deployment" || o.kind === "StatefulSet";
+const latchkeyWorkloads = (set: ManifestSet) =>
+  set.objects.filter((o) => isWorkload(o) && o.metadata.labels?.[PART_OF] === "latchkey") as any[];
+const find = (set: ManifestSet, kind: string, name: string) =>
+  set.objects.find((o) => o.kind === kind && o.metadata.name === name) as any;
+const podLabels = (w: any): Record<string, string> => w.spec.template.metadata.labels ?? {};
+
+function workloadOf(set: ManifestSet, component: Component): any {
+  const found = latchkeyWorkloads(set).filter((w) => podLabels(w)[COMPONENT] === component.name);
+  expect(found.map(id), `${set.name}: one workload for ${component.name}`).toEqual([
+    expect.stringMatching(new RegExp(`/${component.name}$`)),
+  ]);
+  return found[0];
+}
+
+function matches(selector: any, labels: Record<string, string>): boolean {
+  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector?.matchExpressions ?? []) {
+    const has = e.key in labels;
+    const ok =
+      e.operator === "In"
+        ? has && e.values.includes(labels[e.key])
+        : e.operator === "NotIn"
+          ? !has || !e.values.includes(labels[e.key])
+          : e.operator === "Exists"
+            ? has
+            : !has;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/** Every variable a container's environment gets, with its value where the manifests know it. */
+function environment(set: ManifestSet, container: any): Map<string, string | undefined> {
+  const vars = new Map<string, string | undefined>();
+  const dataOf = (kind: string, name: string): Record<string, string> => {
+    const pool = kind === "Secret" ? set.secrets : set.objects;
+    const o = pool.find((x) => x.kind === kind && x.metadata.name === name) as any;
+    if (o === undefined) throw new Error(`${kind}/${name} is referenced but not defined in ${set.name}`);
+    return { ...(o.data ?? {}), ...(o.stringData ?? {}) };
+  };
+  for (const from of container.envFrom ?? []) {
+    const data = from.configMapRef
+      ? dataOf("ConfigMap", from.configMapRef.name)
+      : dataOf("Secret", from.secretRef.name);
+    for (const [k, v] of Object.entries(data)) vars.set(`${from.prefix ?? ""}${k}`, v);
+  }
+  for (const e of container.env ?? []) {
+    const ref = e.valueFrom?.configMapKeyRef ?? e.valueFrom?.secretKeyRef;
+    if (ref) {
+      const data = dataOf(e.valueFrom.configMapKeyRef ? "ConfigMap" : "Secret", ref.name);
+      if (!(ref.key in data)) throw new Error(`${e.name}: ${ref.name} has no key ${ref.key} in ${set.name}`);
+      vars.set(e.name, data[ref.key]);
+    } else {
+      vars.set(e.name, e.value);
+    }
+  }
+  return vars;
+}
+
+/** Names used only to build other values, as in `http://$(POD_NAME).ratelimit-peers:7072`. */
+function expansionOnly(vars: Map<string, string | undefined>): Set<string> {
+  const used = new Set<string>();
+  for (const v of vars.values())
+    for (const [, name] of (v ?? "").matchAll(/\$\(([A-Z0-9_]+)\)/g)) used.add(name!);
+  return used;
+}
+
+function resolvePort(container: any, port: number | string): number | undefined {
+  if (typeof port === "number") return port;
+  return container.ports?.find((p: any) => p.name === port)?.containerPort;
+}
+
+// ---- the sets checked
+
+const base = manifestSet("base", resourcesOf("base/kustomization.yaml"));
+const overlays = kubectl
+  ? [
+      manifestSet("overlays/dev", render("overlays/dev")),
+      manifestSet("overlays/prod", render("overlays/prod")),
+    ]
+  : [];
+
+const reads = new Map<string, EnvReads>();
+beforeAll(async () => {
+  for (const c of components) {
+    if (written.has(c.name)) reads.set(c.name, envReads(repoRoot, (await bundle(c)).sources));
+  }
+}, 60_000);
+
+describe("the YAML files under deploy/k8s", () => {
+  it.each(yamlFiles())("%s parses", (file) => {
+    expect(readYaml(file).length).toBeGreaterThan(0);
+  });
+
+  it("name only files that exist in their kustomizations", () => {
+    const kustomizations = yamlFiles().filter((f) => f.endsWith("kustomization.yaml"));
+    expect(kustomizations.sort()).toEqual([
+      "base/kustomization.yaml",
+      "deps/kustomization.yaml",
+      "overlays/dev/kustomization.yaml",
+      "overlays/prod/kustomization.yaml",
+    ]);
+    const missing = kustomizations.flatMap((file) => {
+      const k = readKustomization(file);
+      return [...k.resources, ...k.patchFiles]
+        .map((entry) => resolveEntry(k, entry))
+        .filter((target) => !existsSync(join(k8sRoot, target)))
+        .map((target) => `${file} -> ${target}`);
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("are each used by a kustomization, as a resource or a patch", () => {
+    const used = new Set<string>();
+    for (const file of yamlFiles().filter((f) => f.endsWith("kustomization.yaml"))) {
+      used.add(file);
+      const k = readKustomization(file);
+      for (const entry of [...k.resources, ...k.patchFiles]) used.add(resolveEntry(k, entry));
+    }
+    expect(yamlFiles().filter((f) => !used.has(f))).toEqual([]);
+  });
+
+  it("hold objects that the Kubernetes schemas accept (base and deps, as written)", () => {
+    const objects = [...resourcesOf("base/kustomization.yaml"), ...resourcesOf("deps/kustomization.yaml")];
+    expect(objects.length).toBeGreaterThan(20);
+    expect(schemaProblems(objects)).toEqual([]);
+  });
+
+  it("are checked by a schema validation that rejects a port given as a string", () => {
+    const keys = structuredClone(find(base, "Deployment", "keys"));
+    keys.spec.template.spec.containers[0].ports[0].containerPort = "7071";
+    expect(schemaProblems([keys])).toEqual([expect.stringContaining("containerPort must be integer")]);
+  });
+});
+
+describe.skipIf(!kubectl)("the overlays as kubectl kustomize renders them", () => {
+  it.each(overlays.map((s) => [s.name, s] as const))("%s passes the Kubernetes schemas", (_, set) => {
+    expect(schemaProblems(set.objects)).toEqual([]);
+  });
+
+  it("dev runs one replica of every Latchkey workload, beside PostgreSQL, NATS and ClickHouse", () => {
+    const dev = overlays.find((s) => s.name === "overlays/dev")!;
+    for (const w of latchkeyWorkloads(dev)) {
+      if (w.kind === "StatefulSet") expect(w.spec.replicas, id(w)).toBe(1);
+      else expect(hpaFor(dev, w)?.spec.maxReplicas, id(w)).toBe(1);
+    }
+    for (const dep of ["postgres", "nats", "clickhouse"]) {
+      expect(find(dev, "StatefulSet", dep)?.spec.replicas, dep).toBe(1);
+      expect(find(dev, "Service", dep), dep).toBeDefined();
+    }
+    expect(find(dev, "Secret", "latchkey").stringData.DATABASE_URL).toMatch(/^postgres:\/\//);
+  });
+
+  it("prod runs at least two replicas of everything, with more room than the base, and leaves the Secret alone", () => {
+    const prod = overlays.find((s) => s.name === "overlays/prod")!;
+    expect(find(prod, "Secret", "latchkey")).toBeUndefined();
+    expect(prod.objects.filter((o) => o.metadata.labels?.[PART_OF] === "latchkey-deps")).toEqual([]);
+    for (const w of latchkeyWorkloads(prod)) {
+      if (w.kind === "StatefulSet") expect(w.spec.replicas, id(w)).toBeGreaterThanOrEqual(2);
+      else expect(hpaFor(prod, w)?.spec.minReplicas, id(w)).toBeGreaterThanOrEqual(2);
+      const baseline = find(base, w.kind, w.metadata.name).spec.template.spec.containers[0].resources;
+      const resources = w.spec.template.spec.containers[0].resources;
+      expect(mebibytes(resources.limits.memory), id(w)).toBeGreaterThan(mebibytes(baseline.limits.memory));
+    }
+  });
+});
+
+function hpaFor(set: ManifestSet, w: any): any {
+  return set.objects.find(
+    (o: any) =>
+      o.kind === "HorizontalPodAutoscaler" &&
+      o.spec.scaleTargetRef.kind === w.kind &&
+      o.spec.scaleTargetRef.name === w.metadata.name,
+  );
+}
+
+function mebibytes(quantity: string): number {
+  const m = /^(\d+)(Mi|Gi)$/.exec(quantity);
+  if (!m) throw new Error(`unexpected memory quantity ${quantity}`);
+  return Number(m[1]) * (m[2] === "Gi" ? 1024 : 1);
+}
+
+describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, set) => {
+  describe.each(components.map((c) => [c.name, c] as const))("%s", (name, component) => {
+    it.skipIf(!written.has(name))(
+      "sets only env variables its code reads, every one it requires and every URL it reads",
+      () => {
+        const w = workloadOf(set, component);
+        const vars = environment(set, w.spec.template.spec.containers[0]);
+        const code = reads.get(name)!;
+        const helpers = expansionOnly(vars);
+        const unread = [...vars.keys()].filter((v) => !code.read.has(v) && !helpers.has(v));
+        // A URL's default points at localhost, which is never right in a cluster.
+        const needed = [...code.read].filter((v) => code.required.has(v) || v.endsWith("_URL"));
+        const unset = needed.filter((v) => !vars.has(v));
+        expect({ unread, unset }).toEqual({ unread: [], unset: [] });
+      },
+    );
+
+    it("runs its own bundle and listens, is probed and is served on its port", () => {
+      const w = workloadOf(set, component);
+      const container = w.spec.template.spec.containers[0];
+      expect(w.spec.template.spec.containers).toHaveLength(1);
+      expect(container.args).toEqual([`dist/${name}.mjs`]);
+      expect(environment(set, container).get("PORT")).toBe(String(component.port));
+      expect(container.ports.map((p: any) => p.containerPort)).toEqual([component.port]);
+      expect(container.livenessProbe.httpGet.path).toBe("/healthz");
+      expect(container.startupProbe.httpGet.path).toBe("/healthz");
+      expect(container.readinessProbe.httpGet.path).toBe("/readyz");
+      for (const probe of [container.livenessProbe, container.startupProbe, container.readinessProbe]) {
+        expect(resolvePort(container, probe.httpGet.port)).toBe(component.port);
+      }
+      const services = set.objects.filter(
+        (o: any) => o.kind === "Service" && matches({ matchLabels: o.spec.selector }, podLabels(w)),
+      ) as any[];
+      expect(services.map((s) => s.metadata.name)).toContain(name);
+      for (const s of services) {
+        for (const p of s.spec.ports)
+          expect(resolvePort(container, p.targetPort), id(s)).toBe(component.port);
+      }
+    });
+
+    it("runs as non-root on a read-only root filesystem, with requests and limits", () => {
+      const w = workloadOf(set, component);
+      const pod = w.spec.template.spec;
+      const container = pod.containers[0];
+      expect(pod.securityContext.runAsNonRoot).toBe(true);
+      expect(pod.securityContext.runAsUser).toBeGreaterThan(0);
+      expect(pod.automountServiceAccountToken).toBe(false);
+      expect(container.securityContext).toMatchObject({
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ["ALL"] },
+      });
+      for (const kind of ["requests", "limits"]) {
+        expect(Object.keys(container.resources[kind]).sort(), kind).toEqual(["cpu", "memory"]);
+      }
+    });
+
+    it("has a PodDisruptionBudget, and an autoscaler that owns the count when it is stateless", () => {
+      const w = workloadOf(set, component);
+      const pdbs = set.objects.filter(
+        (o: any) => o.kind === "PodDisruptionBudget" && matches(o.spec.selector, podLabels(w)),
+      );
+      expect(pdbs).toHaveLength(1);
+      if (w.kind === "Deployment") {
+        expect(hpaFor(set, w), "autoscaler").toBeDefined();
+        expect(w.spec.replicas, "replicas left to the autoscaler").toBeUndefined();
+      } else {
+        expect(hpaFor(set, w), "a StatefulSet's peer list is fixed: no autoscaler").toBeUndefined();
+      }
+    });
+  });
+
+  it("gives ratelimit a peer list naming each of its replicas once, itself among them", () => {
+    const sts = workloadOf(set, components.find((c) => c.name === "ratelimit")!);
+    const vars = environment(set, sts.spec.template.spec.containers[0]);
+    const peers = vars.get("RATELIMIT_PEERS")!.split(",");
+    const pods = Array.from({ length: sts.spec.replicas }, (_, i) => `${sts.metadata.name}-${i}`);
+    expect(peers).toEqual(pods.map((pod) => `http://${pod}.${sts.spec.serviceName}:7072`));
+    expect(vars.get("RATELIMIT_SELF")).toBe(`http://$(POD_NAME).${sts.spec.serviceName}:7072`);
+    expect(sts.spec.template.spec.containers[0].env[0]).toEqual({
+      name: "POD_NAME",
+      valueFrom: { fieldRef: { fieldPath: "metadata.name" } },
+    });
+  });
+
+  it("selects an existing workload's pods with every Service", () => {
+    const workloads = set.objects.filter(isWorkload) as any[];
+    const orphans = set.objects
+      .filter((o: any) => o.kind === "Service")
+      .filter(
+        (s: any) =>
+          Object.keys(s.spec.selector ?? {}).length === 0 ||
+          !workloads.some((w) => matches({ matchLabels: s.spec.selector }, podLabels(w))),
+      );
+    expect(orphans.map(id)).toEqual([]);
+  });
+
+  it("points every URL a workload is given at a Service and port that exist", () => {
+    const problems: string[] = [];
+    for (const w of latchkeyWorkloads(set)) {
+      for (const [name, value] of environment(set, w.spec.template.spec.containers[0])) {
+        for (const url of (value ?? "").split(",")) {
+          const m = /^[a-z]+:\/\/(?:[^@/]*@)?([^:/@]+):(\d+)/.exec(url.trim());
+          if (!m || url.includes("$(")) continue;
+          const problem = serviceProblem(set, m[1]!, Number(m[2]));
+          if (problem) problems.push(`${id(w)} ${name}=${url}: ${problem}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("lets only the gateway be reached from outside, and each service from the gateway", () => {
+    const policies = set.objects.filter((o) => o.kind === "NetworkPolicy") as any[];
+    const gateway = podLabels(workloadOf(set, components.find((c) => c.name === "gateway")!));
+    for (const w of latchkeyWorkloads(set)) {
+      const labels = podLabels(w);
+      const guarding = policies.filter(
+        (p) => matches(p.spec.podSelector, labels) && p.spec.policyTypes.includes("Ingress"),
+      );
+      expect(guarding.length, `${id(w)} is guarded`).toBeGreaterThan(0);
+      const rules = guarding.flatMap((p) => p.spec.ingress ?? []);
+      const open = rules.filter(
+        (r: any) =>
+          r.from === undefined ||
+          r.from.some((f: any) => f.ipBlock !== undefined || f.namespaceSelector !== undefined),
+      );
+      const component = components.find((c) => c.name === labels[COMPONENT])!;
+      expect(open.length > 0, `${id(w)} open to outside`).toBe(component.name === "gateway");
+      const fromGateway = rules.some(
+        (r: any) =>
+          (r.from === undefined || r.from.some((f: any) => matches(f.podSelector, gateway))) &&
+          r.ports.some((p: any) => p.port === component.port),
+      );
+      expect(fromGateway, `${id(w)} reachable from the gateway on ${component.port}`).toBe(true);
+    }
+  });
+});
+
+/** Why host:port names no Service of the set, if it does not (hosts with a domain are outside and not checked). */
+function serviceProblem(set: ManifestSet, host: string, port: number): string | undefined {
+  const parts = host.split(".");
+  if (parts.length > 2) return undefined;
+  const service = find(set, "Service", parts.at(-1)!);
+  if (service === undefined) return `no Service ${parts.at(-1)}`;
+  if (!service.spec.ports.some((p: any) => p.port === port)) return `Service ${host} has no port ${port}`;
+  if (parts.length === 2) {
+    // <statefulset>-<ordinal>.<headless service>: a pod that exists
+    const sts = set.objects.find(
+      (o: any) => o.kind === "StatefulSet" && o.spec.serviceName === parts[1],
+    ) as any;
+    const m = /^(.*)-(\d+)$/.exec(parts[0]!);
+    if (service.spec.clusterIP !== "None") return `Service ${parts[1]} is not headless`;
+    if (!sts || !m || m[1] !== sts.metadata.name || Number(m[2]) >= (sts.spec.replicas ?? 1)) {
+      return `no pod ${parts[0]} behind ${parts[1]}`;
+    }
+  }
+  return undefined;
+}
