@@ -56,9 +56,9 @@ export class NamespaceCache {
   }
 
   private remember(ns: Namespace): void {
-    if (this.found.size >= this.max) {
-      for (const k of [...this.found.keys()].slice(0, 2)) this.found.delete(k);
-    }
+    // Each namespace takes two entries (id and name); drop the two oldest.
+    const keys = this.found.keys();
+    for (let i = 0; i < 2 && this.found.size >= this.max; i++) this.found.delete(keys.next().value as string);
     this.found.set(ns.workspaceId + "\u001f" + ns.id, ns);
     this.found.set(ns.workspaceId + "\u001f" + ns.name, ns);
   }
