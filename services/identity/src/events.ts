@@ -1,0 +1,58 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type IdentityChanged, IdentityChangedSchema } from "@latchkey/proto/identity/v1/events_pb";
+import type { Bus } from "@latchkey/runtime";
+import type { IdentityDeps } from "./deps.ts";
+
+/** Every event the identity context emits, one function each. */
+
+export const IDENTITY_CHANGED = "events.identity.changed";
+
+export interface IdentityChange {
+  workspaceId: string;
+  identityId?: string;
+  externalId?: string;
+  roleId?: string;
+  roleName?: string;
+  permissionId?: string;
+  permissionSlug?: string;
+}
+
+/**
+ * An identity, a role or a permission was created, changed or deleted: every
+ * instance caching it (the keys service, for verification) drops it before
+ * its next use.
+ */
+export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: IdentityChange): void {
+  deps.bus.publish(
+    IDENTITY_CHANGED,
+    toBinary(
+      IdentityChangedSchema,
+      create(IdentityChangedSchema, {
+        workspaceId: change.workspaceId,
+        identityId: change.identityId ?? "",
+        externalId: change.externalId ?? "",
+        roleId: change.roleId ?? "",
+        roleName: change.roleName ?? "",
+        permissionId: change.permissionId ?? "",
+        permissionSlug: change.permissionSlug ?? "",
+      }),
+    ),
+  );
+}
+
+/**
+ * For consumers: calls `handler` with every IdentityChanged; returns the
+ * unsubscribe function. An unreadable message arrives as an empty change
+ * (no workspace), meaning "drop everything", since something did change.
+ */
+export function onIdentityChanged(bus: Bus, handler: (change: IdentityChanged) => void): () => void {
+  return bus.subscribe(IDENTITY_CHANGED, (data) => {
+    let change: IdentityChanged;
+    try {
+      change = fromBinary(IdentityChangedSchema, data);
+    } catch {
+      change = create(IdentityChangedSchema, {});
+    }
+    handler(change);
+  });
+}

@@ -1,0 +1,50 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  CreateIdentityRequest,
+  CreateIdentityResponseSchema,
+} from "@latchkey/proto/identity/v1/identity_pb";
+import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
+import { callerOf } from "../access.ts";
+import type { IdentityDeps } from "../deps.ts";
+import { identityChanged } from "../events.ts";
+import { externalIdOf, metaOf, ratelimitsOf } from "../validation.ts";
+
+export function createIdentity(deps: IdentityDeps) {
+  return async (
+    req: CreateIdentityRequest,
+  ): Promise<MessageInitShape<typeof CreateIdentityResponseSchema>> => {
+    const input = validCreateIdentity(req);
+    const caller = callerOf(req);
+    requirePermissions(caller, ["identity.*.create_identity"]);
+    const now = deps.clock.now();
+    const { created, identity } = await deps.store.insertIdentity({
+      id: newId("id"),
+      workspaceId: caller.workspaceId,
+      externalId: input.externalId,
+      meta: input.meta,
+      ratelimits: input.ratelimits,
+      createdAt: now,
+      updatedAt: now,
+    });
+    if (!created) {
+      throw domainError(
+        ErrorReason.IDENTITY_ALREADY_EXISTS,
+        `An identity with externalId '${input.externalId}' already exists in this workspace.`,
+      );
+    }
+    identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
+    return { identityId: identity.id };
+  };
+}
+
+function validCreateIdentity(req: CreateIdentityRequest) {
+  return {
+    externalId: externalIdOf(req.externalId),
+    meta: req.metaJson === undefined ? null : metaOf(req.metaJson),
+    ratelimits: ratelimitsOf(req.ratelimits),
+  };
+}

@@ -1,0 +1,29 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  DeleteIdentityRequest,
+  DeleteIdentityResponseSchema,
+} from "@latchkey/proto/identity/v1/identity_pb";
+import { requirePermissions } from "@latchkey/runtime";
+import { callerOf, identityNotFound, visibleIdentity } from "../access.ts";
+import type { IdentityDeps } from "../deps.ts";
+import { identityChanged } from "../events.ts";
+import { referenceOf } from "../validation.ts";
+
+/** Permanent: the identity and its limits go; keys linked to it keep working without the shared limits. */
+export function deleteIdentity(deps: IdentityDeps) {
+  return async (
+    req: DeleteIdentityRequest,
+  ): Promise<MessageInitShape<typeof DeleteIdentityResponseSchema>> => {
+    const ref = referenceOf(req.identity, "/identity");
+    const caller = callerOf(req);
+    requirePermissions(caller, ["identity.*.delete_identity"]);
+    const identity = await visibleIdentity(deps, caller, ref);
+    if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id))) throw identityNotFound(ref);
+    identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
+    return {};
+  };
+}

@@ -1,0 +1,20 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { DeleteRoleRequest, DeleteRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
+import { requirePermissions } from "@latchkey/runtime";
+import { callerOf, roleNotFound, visibleRole } from "../access.ts";
+import type { IdentityDeps } from "../deps.ts";
+import { identityChanged } from "../events.ts";
+import { referenceOf } from "../validation.ts";
+
+/** Deletes the role; its permissions stay. */
+export function deleteRole(deps: IdentityDeps) {
+  return async (req: DeleteRoleRequest): Promise<MessageInitShape<typeof DeleteRoleResponseSchema>> => {
+    const ref = referenceOf(req.role, "/role");
+    const caller = callerOf(req);
+    requirePermissions(caller, ["rbac.*.delete_role"]);
+    const role = await visibleRole(deps, caller, ref);
+    if (!(await deps.store.deleteRole(caller.workspaceId, role.id))) throw roleNotFound(ref);
+    identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
+    return {};
+  };
+}

@@ -1,0 +1,109 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import type {
+  CallerSchema,
+  RatelimitConfigSchema,
+  ErrorReason as Reason,
+} from "@latchkey/proto/common/v1/common_pb";
+import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { createLogger, ErrorReason, errorDetailOf, MemoryBus, TestClock } from "@latchkey/runtime";
+import { expect } from "vitest";
+import { createMemoryIdentityDeps } from "../deps.ts";
+import { onIdentityChanged } from "../events.ts";
+import { identityRoutes } from "../routes.ts";
+
+type Caller = MessageInitShape<typeof CallerSchema>;
+type Ratelimit = MessageInitShape<typeof RatelimitConfigSchema>;
+
+export const WS = "ws_test";
+export const OTHER_WS = "ws_other";
+
+/** A caller of the test workspace holding `permissions`, as the gateway resolves it from a root key. */
+export const root = (...permissions: string[]) => ({ workspaceId: WS, rootKeyId: "rk_test", permissions });
+/** The same, in another workspace. */
+export const otherRoot = (...permissions: string[]) => ({
+  workspaceId: OTHER_WS,
+  rootKeyId: "rk_other",
+  permissions,
+});
+
+/** The service in memory behind createRouterTransport, with its store, clock and every event it published. */
+export function harness() {
+  const clock = new TestClock();
+  const bus = new MemoryBus();
+  const deps = createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") });
+  const client: Client<typeof IdentityService> = createClient(
+    IdentityService,
+    createRouterTransport(identityRoutes(deps)),
+  );
+  const events: IdentityChanged[] = [];
+  onIdentityChanged(bus, (e) => events.push(e));
+
+  const all = root("*");
+  const seed = {
+    identity: async (
+      externalId: string,
+      over: { metaJson?: string; ratelimits?: Ratelimit[]; caller?: Caller } = {},
+    ) => {
+      const { identityId } = await client.createIdentity({
+        caller: over.caller ?? all,
+        externalId,
+        ...(over.metaJson !== undefined ? { metaJson: over.metaJson } : {}),
+        ratelimits: over.ratelimits ?? [],
+      });
+      return identityId;
+    },
+    permission: async (slug: string, over: { name?: string; description?: string; caller?: Caller } = {}) => {
+      const { permissionId } = await client.createPermission({
+        caller: over.caller ?? all,
+        slug,
+        name: over.name ?? slug,
+        ...(over.description !== undefined ? { description: over.description } : {}),
+      });
+      return permissionId;
+    },
+    role: async (
+      name: string,
+      permissions: string[] = [],
+      over: { description?: string; caller?: Caller } = {},
+    ) => {
+      const { roleId } = await client.createRole({
+        caller: over.caller ?? all,
+        name,
+        permissions,
+        ...(over.description !== undefined ? { description: over.description } : {}),
+      });
+      return roleId;
+    },
+  };
+  return { deps, client, clock, events, seed };
+}
+
+/** Asserts the call fails with `reason`, and with the message and field location given. */
+export async function expectReason(
+  call: Promise<unknown>,
+  reason: Reason,
+  expected: { message?: string | RegExp; location?: string } = {},
+): Promise<ConnectError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err, "the call should have failed").toBeInstanceOf(ConnectError);
+  const connectError = err as ConnectError;
+  expect(ErrorReason[errorDetailOf(connectError)?.reason ?? ErrorReason.UNSPECIFIED]).toBe(
+    ErrorReason[reason],
+  );
+  if (expected.message !== undefined) {
+    if (typeof expected.message === "string") expect(connectError.rawMessage).toBe(expected.message);
+    else expect(connectError.rawMessage).toMatch(expected.message);
+  }
+  if (expected.location !== undefined) {
+    expect(errorDetailOf(connectError)?.violations.map((v) => v.location)).toEqual([expected.location]);
+  }
+  return connectError;
+}
+
+/** The message requirePermissions gives when `permission` is missing. */
+export const lacks = (permission: string) => `The root key lacks the permission '${permission}'.`;

@@ -1,0 +1,45 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import type { IdentityDeps } from "./deps.ts";
+import { createIdentity } from "./rpc/createIdentity.ts";
+import { createPermission } from "./rpc/createPermission.ts";
+import { createRole } from "./rpc/createRole.ts";
+import { deleteIdentity } from "./rpc/deleteIdentity.ts";
+import { deletePermission } from "./rpc/deletePermission.ts";
+import { deleteRole } from "./rpc/deleteRole.ts";
+import { ensureIdentity } from "./rpc/ensureIdentity.ts";
+import { getIdentities } from "./rpc/getIdentities.ts";
+import { getIdentity } from "./rpc/getIdentity.ts";
+import { getPermission } from "./rpc/getPermission.ts";
+import { getRole } from "./rpc/getRole.ts";
+import { listIdentities } from "./rpc/listIdentities.ts";
+import { listPermissions } from "./rpc/listPermissions.ts";
+import { listRoles } from "./rpc/listRoles.ts";
+import { resolvePermissions } from "./rpc/resolvePermissions.ts";
+import { resolveRoles } from "./rpc/resolveRoles.ts";
+import { setRolePermissions } from "./rpc/setRolePermissions.ts";
+import { updateIdentity } from "./rpc/updateIdentity.ts";
+
+/** Every RPC of IdentityService; a missing one fails to compile. */
+export function service(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
+  return {
+    createIdentity: createIdentity(deps),
+    getIdentity: getIdentity(deps),
+    listIdentities: listIdentities(deps),
+    updateIdentity: updateIdentity(deps),
+    deleteIdentity: deleteIdentity(deps),
+    createPermission: createPermission(deps),
+    getPermission: getPermission(deps),
+    deletePermission: deletePermission(deps),
+    listPermissions: listPermissions(deps),
+    createRole: createRole(deps),
+    getRole: getRole(deps),
+    deleteRole: deleteRole(deps),
+    listRoles: listRoles(deps),
+    setRolePermissions: setRolePermissions(deps),
+    ensureIdentity: ensureIdentity(deps),
+    getIdentities: getIdentities(deps),
+    resolveRoles: resolveRoles(deps),
+    resolvePermissions: resolvePermissions(deps),
+  };
+}
