@@ -5,7 +5,7 @@ import { createRouterTransport } from "@connectrpc/connect";
 import { createGateway } from "@latchkey/gateway";
 import { createKeysDeps, createRootKey, ensureRootKey, keysRoutes } from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
-import { type Bus, createLogger, env, MemoryBus, NatsBus } from "@latchkey/runtime";
+import { type Bus, createLogger, env, MemoryBus, NatsBus, systemClock } from "@latchkey/runtime";
 import { dataDir, openDatabase } from "./database.ts";
 
 /**
@@ -29,6 +29,8 @@ async function main() {
     keys: createRouterTransport(keysRoutes(keys)),
     ratelimit: createRouterTransport(ratelimitRoutes(ratelimit)),
     log: log.child({ service: "gateway" }),
+    clock: systemClock,
+    bus,
   });
 
   const rootKey = await bootstrapRootKey(db.sql);

@@ -5,13 +5,24 @@ import { createConnectTransport } from "@connectrpc/connect-node";
  * The transport between Latchkey's own processes: Connect protocol, binary
  * protobuf, HTTP/1.1 keep-alive and no compression (measured fastest for
  * batched calls on loopback; see PERFORMANCE.md).
+ *
+ * `baseUrls` may list several instances, comma-separated: calls go to them in
+ * turn (a Kubernetes Service does the same with one URL).
  */
-export function internalTransport(baseUrl: string): Transport {
-  return createConnectTransport({
-    baseUrl,
-    httpVersion: "1.1",
-    useBinaryFormat: true,
-    acceptCompression: [],
-    sendCompression: undefined,
-  });
+export function internalTransport(baseUrls: string): Transport {
+  const transports = baseUrls
+    .split(",")
+    .map((u) => u.trim())
+    .filter(Boolean)
+    .map((baseUrl) =>
+      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
+    );
+  if (transports.length === 0) throw new Error("internalTransport needs at least one URL");
+  if (transports.length === 1) return transports[0]!;
+  let next = 0;
+  const pick = () => transports[next++ % transports.length]!;
+  return {
+    unary: (...args) => pick().unary(...args),
+    stream: (...args) => pick().stream(...args),
+  };
 }
