@@ -2,12 +2,13 @@ import {
   type Bus,
   type Clock,
   createLogger,
+  type EventSink,
   type Logger,
   MemoryBus,
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
-import { invalidateOnKeyChanges } from "./events.ts";
+import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { KeyCache } from "./key-cache.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
@@ -18,6 +19,8 @@ export interface KeysDeps {
   store: KeysStore;
   /** Carries KeyChanged between instances so each drops what it cached (events.ts). */
   bus: Bus;
+  /** Where each verification is recorded for analytics (KeyVerified); off the request path. */
+  events: EventSink;
   /** Keys by hash for verification, invalidated through the bus. */
   keyCache: KeyCache;
   /** Time for expiry and timestamps, injected so tests control it. */
@@ -31,6 +34,8 @@ export interface KeysDeps {
 export interface KeysDepsOptions {
   sql: Sql;
   bus: Bus;
+  /** Default: no events are recorded. */
+  events?: EventSink;
   clock?: Clock;
   log?: Logger;
   /** Most keys held in the verification cache. */
@@ -44,7 +49,7 @@ export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
 
 /** In-memory dependencies for unit tests; the store is exposed for seeding. */
 export function createMemoryKeysDeps(
-  options: { bus?: Bus; clock?: Clock; log?: Logger } = {},
+  options: { bus?: Bus; events?: EventSink; clock?: Clock; log?: Logger } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
   return { ...assemble(store, { bus: options.bus ?? new MemoryBus(), ...options }), store };
@@ -52,7 +57,7 @@ export function createMemoryKeysDeps(
 
 function assemble(
   store: KeysStore,
-  options: { bus: Bus; clock?: Clock; log?: Logger; cacheSize?: number },
+  options: { bus: Bus; events?: EventSink; clock?: Clock; log?: Logger; cacheSize?: number },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
   const keyCache = new KeyCache((hash) => store.findKeyByHash(hash), clock, {
@@ -62,6 +67,7 @@ function assemble(
   return {
     store,
     bus: options.bus,
+    events: options.events ?? noEvents,
     keyCache,
     clock,
     log: options.log ?? createLogger("keys"),

@@ -1,4 +1,15 @@
-import { connect, createLogger, env, MemoryBus, migrate, NatsBus, serveRpc } from "@latchkey/runtime";
+import {
+  connect,
+  createLogger,
+  type EventSink,
+  ensureEventsStream,
+  env,
+  JetStreamEventSink,
+  MemoryBus,
+  migrate,
+  NatsBus,
+  serveRpc,
+} from "@latchkey/runtime";
 import { ensureRootKey } from "./admin.ts";
 import { createKeysDeps } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
@@ -17,8 +28,15 @@ if (rootKey) {
 
 const natsUrl = env.string("NATS_URL");
 // Without NATS, caches are invalidated only within this process: run one replica.
-const bus = natsUrl ? await NatsBus.connect(natsUrl, log, "keys") : new MemoryBus();
-const deps = createKeysDeps({ sql, bus, log });
+const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "keys") : undefined;
+const bus = nats ?? new MemoryBus();
+// Verifications reach analytics through JetStream; without NATS none are recorded.
+let events: JetStreamEventSink | undefined;
+if (nats) {
+  await ensureEventsStream(nats.nc);
+  events = new JetStreamEventSink(nats.nc, log);
+}
+const deps = createKeysDeps({ sql, bus, log, ...(events ? { events: events as EventSink } : {}) });
 const server = await serveRpc(keysRoutes(deps), env.int("PORT", 7071), {
   ready: async () => {
     await sql`SELECT 1`;
@@ -34,6 +52,8 @@ async function stop(signal: string) {
   log.info({ signal }, "keys service stopping");
   await server.close();
   deps.close();
+  await events?.flush(5_000);
+  events?.close();
   await bus.close();
   await sql.end({ timeout: 5 });
   process.exit(0);

@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { type CreateKeyRequestSchema, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { type Bus, errorDetailOf, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { type Bus, type EventSink, errorDetailOf, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { createMemoryKeysDeps } from "./deps.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -11,9 +11,13 @@ export const callerOf = (workspaceId: string, ...permissions: string[]): Caller 
   create(CallerSchema, { workspaceId, rootKeyId: `rk_${workspaceId}`, permissions });
 
 /** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
-export function memoryKeys(options: { bus?: Bus } = {}) {
+export function memoryKeys(options: { bus?: Bus; events?: EventSink } = {}) {
   const clock = new TestClock();
-  const deps = createMemoryKeysDeps({ bus: options.bus ?? new MemoryBus(), clock });
+  const deps = createMemoryKeysDeps({
+    bus: options.bus ?? new MemoryBus(),
+    clock,
+    ...(options.events ? { events: options.events } : {}),
+  });
   const client: Client<typeof KeysService> = createClient(
     KeysService,
     createRouterTransport(keysRoutes(deps)),

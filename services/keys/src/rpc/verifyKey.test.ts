@@ -1,5 +1,7 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { ErrorReason, MemoryBus } from "@latchkey/runtime";
+import { DirectEventSink, ErrorReason, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { keyChanged } from "../events.ts";
 import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
@@ -275,5 +277,45 @@ describe("verifyKey", () => {
       await client.verifyKey({ caller: verifier(), key: "wrong" });
       expect(lookups).toBe(2);
     });
+  });
+});
+
+describe("verifyKey events", () => {
+  function recorded() {
+    const events: KeyVerified[] = [];
+    const sink = new DirectEventSink((subject, _id, data) => {
+      if (subject === "events.keys.verified") events.push(fromBinary(KeyVerifiedSchema, data));
+    });
+    return { events, sink };
+  }
+
+  it("records each verification with its outcome and the credits it spent", async () => {
+    const { events, sink } = recorded();
+    const { client, seed, clock } = memoryKeys({ events: sink });
+    const apiId = await seed.api();
+    const { keyId, key } = await seed.key({ apiId, credits: 1, externalId: "user_1" });
+    await client.verifyKey({ caller: verifier(), key, requestId: "req_1", tags: ["path=/a"] });
+    await client.verifyKey({ caller: verifier(), key, requestId: "req_2" });
+    expect(events.map((e) => [e.requestId, e.outcome, e.spentCredits])).toEqual([
+      ["req_1", "VALID", 1n],
+      ["req_2", "USAGE_EXCEEDED", 0n],
+    ]);
+    expect(events[0]).toMatchObject({
+      time: BigInt(clock.now()),
+      workspaceId: "ws_1",
+      apiId,
+      keyId,
+      externalId: "user_1",
+      tags: ["path=/a"],
+    });
+  });
+
+  it("records nothing of a key the caller may not see", async () => {
+    const { events, sink } = recorded();
+    const { client, seed } = memoryKeys({ events: sink });
+    const theirs = await seed.key({ apiId: await seed.api("ws_2"), workspaceId: "ws_2" });
+    await client.verifyKey({ caller: verifier(), key: theirs.key, requestId: "req_3" });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ workspaceId: "ws_1", outcome: "NOT_FOUND", apiId: "", keyId: "" });
   });
 });

@@ -8,6 +8,7 @@ import {
 import { domainError, ErrorReason, hashKey, holds, invalidInput } from "@latchkey/runtime";
 import { callerOf, keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
+import { keyVerified } from "../events.ts";
 import { type PermissionQuery, parsePermissionQuery, satisfies } from "../permission-query.ts";
 import type { VerifiableKey } from "../store/keys-store.ts";
 
@@ -19,30 +20,63 @@ export function verifyKey(deps: KeysDeps) {
   return (req: VerifyKeyRequest): Promise<VerifyKeyResult> => verify(deps, callerOf(req), req);
 }
 
-/**
- * One verification, in the reference's order (notes b.3). Outcomes are data:
- * only malformed input and a request naming an unknown rate limit raise.
- * The hot path is one cache lookup and, for keys with credits, one UPDATE.
- */
+/** One verification, recorded for analytics once judged. */
 export async function verify(
   deps: KeysDeps,
   caller: Caller,
   req: VerifyKeyRequest,
 ): Promise<VerifyKeyResult> {
+  const started = performance.now();
   const input = validVerifyKey(req);
+  const { result, key, spent } = await judge(deps, caller, input, req);
+  keyVerified(deps, {
+    requestId: req.requestId,
+    time: deps.clock.now(),
+    workspaceId: caller.workspaceId,
+    // key is null whenever the caller may not see it: nothing of it reaches the caller's analytics.
+    apiId: key?.apiId ?? "",
+    keyId: key?.id ?? "",
+    identityId: key?.identityId ?? "",
+    externalId: key?.externalId ?? "",
+    outcome: VerifyCode[result.code ?? VerifyCode.UNSPECIFIED],
+    tags: req.tags,
+    spentCredits: spent,
+    latency: performance.now() - started,
+  });
+  return result;
+}
+
+interface Judgement {
+  result: VerifyKeyResult;
+  /** The key, only when the caller may see it. */
+  key: VerifiableKey | null;
+  /** Credits actually spent. */
+  spent: number;
+}
+
+/**
+ * The reference's order (notes b.3). Outcomes are data: only malformed input
+ * and a request naming an unknown rate limit raise. The hot path is one cache
+ * lookup and, for keys with credits, one UPDATE.
+ */
+async function judge(
+  deps: KeysDeps,
+  caller: Caller,
+  input: VerifyKeyInput,
+  req: VerifyKeyRequest,
+): Promise<Judgement> {
   const hash = hashKey(input.key);
   const cached = deps.keyCache.peek(hash);
   const key = cached !== undefined ? cached : await deps.keyCache.fetch(hash);
   // Missing, deleted, under a deleted API, of another workspace, or not verifiable by this root key:
   // one answer, so the response never tells which.
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
-    return { valid: false, code: VerifyCode.NOT_FOUND };
+    return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
   }
-  if (!key.enabled) return outcome(key, VerifyCode.DISABLED, undefined);
-  if (key.expires !== null && deps.clock.now() > key.expires)
-    return outcome(key, VerifyCode.EXPIRED, undefined);
+  if (!key.enabled) return outcome(key, VerifyCode.DISABLED);
+  if (key.expires !== null && deps.clock.now() > key.expires) return outcome(key, VerifyCode.EXPIRED);
   if (input.query !== undefined && !satisfies(input.query, key.permissions)) {
-    return outcome(key, VerifyCode.INSUFFICIENT_PERMISSIONS, undefined);
+    return outcome(key, VerifyCode.INSUFFICIENT_PERMISSIONS);
   }
   for (const r of req.ratelimits) {
     // An inline limit (limit and duration given) needs no stored config.
@@ -55,19 +89,24 @@ export async function verify(
     }
   }
   // Rate limits are evaluated here once issue 4 lands; a limited verification must spend no credits.
-  if (key.remaining === null) return outcome(key, VerifyCode.VALID, undefined);
+  if (key.remaining === null) return outcome(key, VerifyCode.VALID);
   // The cached balance is never trusted: the store spends or reads the current one.
   const spend = await deps.store.spendCredits(key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate(hash);
-    return { valid: false, code: VerifyCode.NOT_FOUND };
+    return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
   }
-  if (spend.remaining === null) return outcome(key, VerifyCode.VALID, undefined);
-  return outcome(key, spend.spent ? VerifyCode.VALID : VerifyCode.USAGE_EXCEEDED, spend.remaining);
+  if (spend.remaining === null) return outcome(key, VerifyCode.VALID);
+  if (!spend.spent) return outcome(key, VerifyCode.USAGE_EXCEEDED, spend.remaining);
+  return outcome(key, VerifyCode.VALID, spend.remaining, input.cost);
 }
 
-function outcome(key: VerifiableKey, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
+function outcome(key: VerifiableKey, code: VerifyCode, credits?: number, spent = 0): Judgement {
+  return { result: response(key, code, credits), key, spent };
+}
+
+function response(key: VerifiableKey, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
   // undefined fields are left unset by create(); arrays are shared with the cached record, never copied.
   return {
     valid: code === VerifyCode.VALID,
