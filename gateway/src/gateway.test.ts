@@ -1,10 +1,25 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import { domainError, ErrorReason, hashKey, MemoryBus } from "@latchkey/runtime";
+import { domainError, ErrorReason, hashKey, type Logger, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { KEYS_CHANGED_SUBJECT } from "./auth.ts";
 import { DOCS, harness } from "./testing.ts";
+
+/** A logger that keeps what it is given, at every level. */
+function recordingLog() {
+  const lines: Record<string, unknown>[] = [];
+  const at = (level: string) => (obj: Record<string, unknown>, msg?: string) =>
+    lines.push({ level, msg, ...obj });
+  const log = {
+    error: at("error"),
+    warn: at("warn"),
+    info: at("info"),
+    debug: at("debug"),
+    trace: at("trace"),
+  };
+  return { log: log as unknown as Logger, lines };
+}
 
 describe("the gateway around every operation", () => {
   it("answers 404 in the error shape for a path that is no operation", async () => {
@@ -117,6 +132,38 @@ describe("the gateway around every operation", () => {
       status: 500,
       type: `${DOCS}unkey/application/unexpected_error`,
     });
+  });
+
+  it("logs the cause of a 500 once, with the requestId and operation, and no secret", async () => {
+    const { log, lines } = recordingLog();
+    const h = harness({
+      log,
+      keys: {
+        createApi() {
+          throw new Error('relation "apis" does not exist');
+        },
+      },
+    });
+    const key = h.rootKey("*");
+    const res = await h.post("apis.createApi", { name: "payments" }, { key });
+    expect(res.status).toBe(500);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      level: "error",
+      requestId: res.body.meta.requestId,
+      operation: "apis.createApi",
+      workspaceId: "ws_test",
+    });
+    expect(lines[0]?.["err"]).toBeInstanceOf(ConnectError);
+    expect(JSON.stringify(lines[0])).not.toContain(key);
+  });
+
+  it("logs nothing for a request that succeeds or fails on bad input", async () => {
+    const { log, lines } = recordingLog();
+    const h = harness({ log, keys: { createApi: () => ({ apiId: "api_1" }) } });
+    expect((await h.post("apis.createApi", { name: "payments" })).status).toBe(200);
+    expect((await h.post("apis.createApi", { name: "x" })).status).toBe(400);
+    expect(lines).toEqual([]);
   });
 
   it("maps a domain error raised as UNAVAILABLE to 503", async () => {

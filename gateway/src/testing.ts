@@ -11,6 +11,7 @@ import {
   domainError,
   ErrorReason,
   hashKey,
+  type Logger,
   newId,
   TestClock,
 } from "@latchkey/runtime";
@@ -30,6 +31,7 @@ export interface HarnessOptions {
   ratelimit?: Partial<ServiceImpl<typeof RatelimitService>>;
   bus?: Bus;
   maxBodyBytes?: number;
+  log?: Logger;
 }
 
 /** The workspace every test root key belongs to. */
@@ -62,7 +64,7 @@ export function harness(options: HarnessOptions = {}) {
   const gateway: Gateway = createGateway({
     keys,
     ratelimit,
-    log: createLogger("gateway-test", "silent"),
+    log: options.log ?? createLogger("gateway-test", "silent"),
     clock,
     bus: options.bus,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),

@@ -1,0 +1,132 @@
+import { createRouterTransport } from "@connectrpc/connect";
+import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// The real services, in memory, imported by path: the gateway package does not depend on them,
+// but its routes must agree with what they accept and answer.
+import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
+import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
+import { createGateway, listen } from "./gateway.ts";
+
+describe("the gateway over the real keys and ratelimit services, through a real socket", () => {
+  const clock = new TestClock(Date.UTC(2026, 0, 1));
+  const bus = new MemoryBus();
+  const keysDeps = createMemoryKeysDeps({ bus, clock, log: createLogger("keys", "silent") });
+  const rlDeps = createMemoryRatelimitDeps({ bus, clock });
+  const gateway = createGateway({
+    keys: createRouterTransport(keysRoutes(keysDeps)),
+    ratelimit: createRouterTransport(ratelimitRoutes(rlDeps)),
+    log: createLogger("gateway", "silent"),
+    clock,
+    bus,
+  });
+  const root = "lk_root_gateway_flow";
+  let server: Awaited<ReturnType<typeof listen>>;
+  const post = async (operation: string, body: unknown, key = root) => {
+    const res = await fetch(`http://127.0.0.1:${server.port}/v2/${operation}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
+    // biome-ignore lint/suspicious/noExplicitAny: the test reads arbitrary JSON answers
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  beforeAll(async () => {
+    keysDeps.store.putRootKey({
+      id: "rk_flow",
+      workspaceId: "ws_flow",
+      permissions: ["*"],
+      revokedAt: null,
+      hash: hashKey(root),
+    });
+    server = await listen(gateway, 0, "127.0.0.1");
+  });
+  afterAll(() => server.close());
+
+  it("creates an API and a key with credits, verifies it until the credits run out", async () => {
+    const api = await post("apis.createApi", { name: "payments" });
+    expect(api.status).toBe(200);
+    const { apiId } = api.body.data;
+    expect((await post("apis.getApi", { apiId })).body.data).toEqual({ id: apiId, name: "payments" });
+
+    const created = await post("keys.createKey", {
+      apiId,
+      prefix: "sk",
+      name: "Acme",
+      meta: { plan: "pro" },
+      credits: { remaining: 2 },
+    });
+    expect(created.status).toBe(200);
+    expect(created.body.data.key).toMatch(/^sk_/);
+    const { key, keyId } = created.body.data;
+
+    const first = await post("keys.verifyKey", { key });
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({
+      valid: true,
+      code: "VALID",
+      keyId,
+      name: "Acme",
+      meta: { plan: "pro" },
+      credits: 1,
+      enabled: true,
+    });
+    expect((await post("keys.verifyKey", { key })).body.data).toMatchObject({ valid: true, credits: 0 });
+    expect((await post("keys.verifyKey", { key })).body.data).toMatchObject({
+      valid: false,
+      code: "USAGE_EXCEEDED",
+      credits: 0,
+    });
+    expect((await post("keys.verifyKey", { key: "sk_nope" })).body.data).toEqual({
+      valid: false,
+      code: "NOT_FOUND",
+    });
+
+    const read = await post("keys.getKey", { keyId });
+    expect(read.status).toBe(200);
+    expect(read.body.data).toMatchObject({ keyId, name: "Acme", credits: { remaining: 0 } });
+  });
+
+  it("answers 404 api_not_found for a key on a missing API", async () => {
+    const res = await post("keys.createKey", { apiId: "api_missing" });
+    expect(res.status).toBe(404);
+    expect(res.body.error.type).toBe("https://unkey.com/docs/errors/unkey/data/api_not_found");
+  });
+
+  it("limits and overrides under both spellings of the rate-limit group", async () => {
+    const check = { namespace: "email", identifier: "user_1", limit: 2, duration: 60_000 };
+    expect((await post("ratelimits.limit", check)).body.data).toMatchObject({ success: true, remaining: 1 });
+    expect((await post("ratelimit.limit", check)).body.data).toMatchObject({ success: true, remaining: 0 });
+    expect((await post("ratelimits.limit", check)).body.data).toMatchObject({ success: false, remaining: 0 });
+
+    const set = await post("ratelimit.setOverride", { ...check, identifier: "vip_*", limit: 100 });
+    expect(set.status).toBe(200);
+    const listed = await post("ratelimit.listOverrides", { namespace: "email" });
+    expect(listed.body.data).toEqual([
+      { overrideId: set.body.data.overrideId, identifier: "vip_*", limit: 100, duration: 60_000 },
+    ]);
+    expect(listed.body.pagination).toEqual({ hasMore: false });
+    const contract = await post("ratelimits.listOverrides", { namespace: "email" });
+    expect(contract.body.data).toEqual({ overrides: listed.body.data });
+    expect((await post("ratelimits.limit", { ...check, identifier: "vip_7" })).body.data).toMatchObject({
+      success: true,
+      limit: 100,
+      overrideId: set.body.data.overrideId,
+    });
+    expect(
+      (await post("ratelimits.deleteOverride", { namespace: "email", identifier: "vip_*" })).body.data,
+    ).toEqual({});
+    expect((await post("ratelimit.getOverride", { namespace: "email", identifier: "vip_*" })).status).toBe(
+      404,
+    );
+  });
+
+  it("answers 413 over a real socket for a body above 1 MiB", async () => {
+    const res = await fetch(`http://127.0.0.1:${server.port}/v2/apis.createApi`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${root}` },
+      body: JSON.stringify({ name: "x".repeat(1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+  });
+});
