@@ -27,7 +27,6 @@ describe("the gateway over the real keys and ratelimit services, through a real 
       headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
       body: JSON.stringify(body),
     });
-    // biome-ignore lint/suspicious/noExplicitAny: the test reads arbitrary JSON answers
     return { status: res.status, body: (await res.json()) as any };
   };
 
