@@ -112,3 +112,6 @@ export function bucketOf(time: number, granularity: Granularity): number {
     }
   }
 }
+
+/** The store refused a raw query (its syntax, a limit it hit); the message says why and is safe to show. */
+export class RawQueryError extends Error {}

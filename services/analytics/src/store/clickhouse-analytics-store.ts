@@ -1,4 +1,4 @@
-import type { ClickHouseClient } from "@clickhouse/client";
+import { type ClickHouseClient, ClickHouseError } from "@clickhouse/client";
 import { int, quote, quoteList } from "../clickhouse.ts";
 import {
   type AnalyticsStore,
@@ -7,6 +7,7 @@ import {
   type Granularity,
   HOUR,
   type RatelimitCheck,
+  RawQueryError,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -181,6 +182,17 @@ GROUP BY bucket, grp, ext, outcome`,
   }
 
   async rawQuery(query: CheckedRawQuery): Promise<Record<string, unknown>[]> {
+    try {
+      return await this.runRaw(query);
+    } catch (err) {
+      // The server refused the query (syntax, unknown column, a limit): the caller's to fix.
+      if (err instanceof ClickHouseError)
+        throw new RawQueryError(`ClickHouse refused the query: ${err.message.slice(0, 500)}`);
+      throw err;
+    }
+  }
+
+  private async runRaw(query: CheckedRawQuery): Promise<Record<string, unknown>[]> {
     const rs = await this.ch.query({
       query: query.sql,
       format: "JSONEachRow",

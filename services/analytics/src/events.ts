@@ -1,0 +1,64 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
+
+/** The events analytics consumes. It emits none. */
+export const KEY_VERIFIED = "events.keys.verified";
+export const RATELIMIT_CHECKED = "events.ratelimit.checked";
+
+export type AnalyticsEvent =
+  | { kind: "verification"; row: Verification }
+  | { kind: "ratelimit"; row: RatelimitCheck }
+  | { kind: "ignored" };
+
+/**
+ * Decodes one event. `id` (the JetStream message id the publisher set) stands
+ * in for a missing request id so dedupe still works. Throws on bytes that are
+ * not the subject's message.
+ */
+export function decodeEvent(subject: string, id: string, data: Uint8Array): AnalyticsEvent {
+  switch (subject) {
+    case KEY_VERIFIED: {
+      const e = fromBinary(KeyVerifiedSchema, data);
+      return {
+        kind: "verification",
+        row: {
+          requestId: e.requestId || id,
+          time: Number(e.time),
+          workspaceId: e.workspaceId,
+          apiId: e.apiId,
+          keyId: e.keyId,
+          identityId: e.identityId,
+          externalId: e.externalId,
+          outcome: e.outcome,
+          tags: [...new Set(e.tags)],
+          spentCredits: Number(e.spentCredits),
+          latency: e.latency,
+        },
+      };
+    }
+    case RATELIMIT_CHECKED: {
+      const e = fromBinary(RatelimitCheckedSchema, data);
+      return {
+        kind: "ratelimit",
+        row: {
+          requestId: e.requestId || id,
+          time: Number(e.time),
+          workspaceId: e.workspaceId,
+          namespaceId: e.namespaceId,
+          identifier: e.identifier,
+          passed: e.passed,
+          limit: Number(e.limit),
+          remaining: Number(e.remaining),
+          reset: Number(e.reset),
+          cost: Number(e.cost),
+          overrideId: e.overrideId,
+          latency: e.latency,
+        },
+      };
+    }
+    default:
+      return { kind: "ignored" };
+  }
+}

@@ -1,0 +1,233 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import {
+  type GetVerificationsRequest,
+  type GetVerificationsResponseSchema,
+  Granularity,
+  GroupBy,
+  type VerificationBucketSchema,
+} from "@latchkey/proto/analytics/v1/analytics_pb";
+import { domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
+import { readableApis } from "../access.ts";
+import type { AnalyticsDeps } from "../deps.ts";
+import { checkRawQuery } from "../raw-query.ts";
+import {
+  type Granularity as BucketSize,
+  DAY,
+  type Grouping,
+  HOUR,
+  RawQueryError,
+  type VerificationCount,
+  type VerificationQuery,
+} from "../store/analytics-store.ts";
+
+type Response = MessageInitShape<typeof GetVerificationsResponseSchema>;
+type OutcomeField =
+  | "valid"
+  | "rateLimited"
+  | "usageExceeded"
+  | "disabled"
+  | "expired"
+  | "notFound"
+  | "forbidden"
+  | "insufficientPermissions";
+type Bucket = MessageInitShape<typeof VerificationBucketSchema> & {
+  total: bigint;
+  spentCredits: bigint;
+} & Partial<Record<OutcomeField, bigint>>;
+
+/** Latest accepted time: the contract's bound on `expires`, 2100-01-01. */
+const MAX_TIME = 4_102_444_800_000;
+/** Most buckets one answer spans (10,000 hours is about 14 months). */
+const MAX_BUCKETS = 10_000;
+const BUCKET_MS: Record<BucketSize, number> = { hour: HOUR, day: DAY, month: 28 * DAY };
+
+export function getVerifications(deps: AnalyticsDeps) {
+  return async (req: GetVerificationsRequest): Promise<Response> => {
+    if (req.query !== undefined) return rawQuery(deps, req);
+    const input = validGetVerifications(req);
+    const apiIds = readableApis(req.caller, req.apiId);
+    const counts = await answer(deps, req, () => deps.store.verifications({ ...input, apiIds }));
+    return { buckets: toBuckets(counts, input.groupBy) };
+  };
+}
+
+/** The structured form, checked: every field present, the workspace from the caller. */
+function validGetVerifications(req: GetVerificationsRequest): Omit<VerificationQuery, "apiIds"> {
+  const start = Number(req.start);
+  const end = Number(req.end);
+  if (start < 0 || start > MAX_TIME)
+    throw invalidInput("/start", "start must be a unix ms time from 0 to 4102444800000.");
+  if (end <= start || end > MAX_TIME) {
+    throw invalidInput("/end", "end must be a unix ms time after start, at most 4102444800000.");
+  }
+  const granularity = granularityOf(req.granularity);
+  if ((end - start) / BUCKET_MS[granularity] > MAX_BUCKETS) {
+    throw invalidInput(
+      "/end",
+      `The range spans more than ${MAX_BUCKETS} ${granularity} buckets.`,
+      "Shorten the range or use a coarser granularity.",
+    );
+  }
+  if (req.apiId !== undefined && (req.apiId.length < 3 || req.apiId.length > 255)) {
+    throw invalidInput("/apiId", "apiId must be 3 to 255 characters.");
+  }
+  for (const [field, value] of [
+    ["keyId", req.keyId],
+    ["identity", req.identity],
+  ] as const) {
+    if (value !== undefined && (value.length < 1 || value.length > 255)) {
+      throw invalidInput(`/${field}`, `${field} must be 1 to 255 characters.`);
+    }
+  }
+  if (req.tags.length > 10) throw invalidInput("/tags", "At most 10 tags may be given.");
+  req.tags.forEach((tag, i) => {
+    if (tag.length < 1 || tag.length > 128)
+      throw invalidInput(`/tags/${i}`, "Each tag must be 1 to 128 characters.");
+  });
+  return {
+    workspaceId: req.caller?.workspaceId ?? "",
+    start,
+    end,
+    keyId: req.keyId,
+    identity: req.identity,
+    tags: [...new Set(req.tags)],
+    granularity,
+    groupBy: groupingOf(req.groupBy),
+  };
+}
+
+function granularityOf(g: Granularity): BucketSize {
+  switch (g) {
+    case Granularity.HOUR:
+      return "hour";
+    case Granularity.UNSPECIFIED:
+    case Granularity.DAY:
+      return "day";
+    case Granularity.MONTH:
+      return "month";
+    default:
+      throw invalidInput("/granularity", "granularity must be hour, day or month.");
+  }
+}
+
+function groupingOf(g: GroupBy): Grouping {
+  switch (g) {
+    case GroupBy.UNSPECIFIED:
+      return "none";
+    case GroupBy.KEY:
+      return "key";
+    case GroupBy.IDENTITY:
+      return "identity";
+    case GroupBy.TAG:
+      return "tag";
+    case GroupBy.OUTCOME:
+      return "outcome";
+    default:
+      throw invalidInput("/groupBy", "groupBy must be key, identity, tag or outcome.");
+  }
+}
+
+/** One bucket per time and group, one count per outcome, ordered by time then group. */
+function toBuckets(counts: VerificationCount[], groupBy: Grouping): Bucket[] {
+  const buckets = new Map<string, Bucket>();
+  for (const c of counts) {
+    const id = `${c.time}\u0000${c.group}\u0000${c.externalId}`;
+    let b = buckets.get(id);
+    if (!b) {
+      b = {
+        time: BigInt(c.time),
+        ...(groupBy === "none" ? {} : { group: c.group }),
+        ...(groupBy === "identity" ? { externalId: c.externalId } : {}),
+        total: 0n,
+        spentCredits: 0n,
+      };
+      buckets.set(id, b);
+    }
+    const n = BigInt(c.count);
+    b.total += n;
+    b.spentCredits += BigInt(c.spentCredits);
+    const field = OUTCOME_FIELDS[c.outcome];
+    // An outcome this version does not know counts in total only.
+    if (field) b[field] = (b[field] ?? 0n) + n;
+  }
+  return [...buckets.values()].sort((a, b) =>
+    a.time === b.time ? (a.group ?? "").localeCompare(b.group ?? "") : Number(a.time) - Number(b.time),
+  );
+}
+
+const OUTCOME_FIELDS: Record<string, OutcomeField> = {
+  VALID: "valid",
+  RATE_LIMITED: "rateLimited",
+  USAGE_EXCEEDED: "usageExceeded",
+  DISABLED: "disabled",
+  EXPIRED: "expired",
+  NOT_FOUND: "notFound",
+  FORBIDDEN: "forbidden",
+  INSUFFICIENT_PERMISSIONS: "insufficientPermissions",
+};
+
+/** The reference's raw form: checked and rewritten by checkRawQuery, or refused. */
+async function rawQuery(deps: AnalyticsDeps, req: GetVerificationsRequest): Promise<Response> {
+  if (
+    req.start !== 0n ||
+    req.end !== 0n ||
+    req.apiId !== undefined ||
+    req.keyId !== undefined ||
+    req.tags.length
+  ) {
+    throw invalidInput(
+      "/query",
+      "query cannot be combined with the structured fields (start, end, apiId, ...).",
+    );
+  }
+  const apiIds = readableApis(req.caller, undefined);
+  const checked = checkRawQuery(req.query ?? "", { workspaceId: req.caller?.workspaceId ?? "", apiIds });
+  const run = deps.store.rawQuery?.bind(deps.store);
+  if (!run) {
+    throw domainError(
+      ErrorReason.PRECONDITION_FAILED,
+      "SQL analytics queries need ClickHouse, which this deployment does not run; use the structured form (start, end, granularity, groupBy).",
+    );
+  }
+  const rows = await answer(deps, req, () => run(checked));
+  return { rows: rows.map(toJson) };
+}
+
+/** Runs a store call; a store that cannot answer becomes UNAVAILABLE, its cause logged once. */
+async function answer<T>(
+  deps: AnalyticsDeps,
+  req: GetVerificationsRequest,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof ConnectError) throw err;
+    if (err instanceof RawQueryError) throw domainError(ErrorReason.INVALID_ANALYTICS_QUERY, err.message);
+    deps.log.error(
+      { err, workspaceId: req.caller?.workspaceId, operation: "GetVerifications" },
+      "analytics store failed",
+    );
+    throw domainError(ErrorReason.UNAVAILABLE, "Analytics are unavailable right now; retry shortly.");
+  }
+}
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** A row as google.protobuf.Struct holds it: JSON values only. */
+function toJson(row: Record<string, unknown>): { [k: string]: Json } {
+  const out: { [k: string]: Json } = {};
+  for (const [k, v] of Object.entries(row)) out[k] = jsonOf(v);
+  return out;
+}
+
+function jsonOf(v: unknown): Json {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "boolean" || typeof v === "string") return v;
+  if (typeof v === "number") return Number.isFinite(v) ? v : String(v);
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return v.map(jsonOf);
+  if (typeof v === "object") return toJson(v as Record<string, unknown>);
+  return String(v);
+}
