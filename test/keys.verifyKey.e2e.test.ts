@@ -1,5 +1,9 @@
 import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+} from "@connectrpc/connect-node";
 import { createRootKey } from "@latchkey/keys";
 import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,5 +104,20 @@ describe("create an API, issue a key, verify it (services as separate processes)
     const res = await grpc.verifyKey({ caller, key, requestId: "req_grpc" });
     expect(res.valid).toBe(true);
     expect(res.code).toBe(VerifyCode.VALID);
+  });
+
+  it("answers gRPC-Web and Connect over HTTP/1.1 and Connect over HTTP/2 on the same port", async () => {
+    const apiId = await newApi();
+    const { key } = (await stack.call("keys.createKey", { apiId })).body.data;
+    const caller = { workspaceId: "ws_default", rootKeyId: "rk_web", permissions: ["api.*.verify_key"] };
+    const baseUrl = stack.keys[0]!.url;
+    for (const transport of [
+      createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
+      createConnectTransport({ baseUrl, httpVersion: "1.1" }),
+      createConnectTransport({ baseUrl, httpVersion: "2" }),
+    ]) {
+      const res = await createClient(KeysService, transport).verifyKey({ caller, key, requestId: "req_web" });
+      expect(res.code).toBe(VerifyCode.VALID);
+    }
   });
 });

@@ -1,6 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
@@ -40,10 +41,15 @@ export async function serveRpc(
     socket.on("close", () => sockets.delete(socket));
     socket.once("data", (chunk) => {
       socket.pause();
-      socket.unshift(chunk);
-      const target = chunk.subarray(0, 3).toString("latin1") === "PRI" ? h2 : h1;
-      target.emit("connection", socket);
-      socket.resume();
+      if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
+        // An HTTP/2 session reads from the socket's native handle and would miss
+        // the bytes already read, so it gets a stream that replays them first.
+        h2.emit("connection", replaying(socket, chunk));
+      } else {
+        socket.unshift(chunk);
+        h1.emit("connection", socket);
+        socket.resume();
+      }
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -63,6 +69,27 @@ export async function serveRpc(
         if (sockets.size === 0) resolve();
       }),
   };
+}
+
+/** A duplex over `socket` whose readable side starts with `head`. */
+function replaying(socket: net.Socket, head: Buffer): Duplex {
+  const duplex = new Duplex({
+    read: () => socket.resume(),
+    write: (chunk, encoding, callback) => socket.write(chunk, encoding, callback),
+    final: (callback) => socket.end(callback),
+    destroy: (err, callback) => {
+      socket.destroy(err ?? undefined);
+      callback(err);
+    },
+  });
+  duplex.push(head);
+  socket.on("data", (data) => {
+    if (!duplex.push(data)) socket.pause();
+  });
+  socket.on("end", () => duplex.push(null));
+  socket.on("error", (err) => duplex.destroy(err));
+  socket.on("close", () => duplex.destroy());
+  return duplex;
 }
 
 function health(req: Parameters<Fallback>[0], res: Parameters<Fallback>[1], probe?: Probe) {
