@@ -1,4 +1,4 @@
-import { type ClickHouseClient, createClient } from "@clickhouse/client";
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
 
 /**
  * Settings every query runs with. 64-bit integers as JSON numbers: 18.16
@@ -29,6 +29,8 @@ export async function openClickHouse(
     url: base,
     request_timeout: options.requestTimeoutMs ?? 30_000,
     clickhouse_settings: settings,
+    // Failures are logged once by the caller, with context; the client's own error log would repeat them.
+    log: { level: ClickHouseLogLevel.OFF },
   };
   const bootstrap = createClient(common);
   try {

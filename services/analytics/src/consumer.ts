@@ -16,6 +16,8 @@ export interface ConsumerOptions {
   intervalMs?: number;
   /** Longest pause between insert retries while the store is down. */
   maxBackoffMs?: number;
+  /** Where a new durable consumer starts: the whole stream (default) or only what arrives from now on. */
+  startAt?: "all" | "new";
 }
 
 export interface ConsumerStats {
@@ -66,7 +68,7 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
   const config = {
     durable_name: durable,
     ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
+    deliver_policy: options.startAt === "new" ? DeliverPolicy.New : DeliverPolicy.All,
     ack_wait: 60_000_000_000, // ns: kept fresh with working() while an insert is retried
     max_ack_pending: Math.max(20_000, batchSize * 4),
   };

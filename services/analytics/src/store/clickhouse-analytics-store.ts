@@ -186,8 +186,10 @@ GROUP BY bucket, grp, ext, outcome`,
       return await this.runRaw(query);
     } catch (err) {
       // The server refused the query (syntax, unknown column, a limit): the caller's to fix.
-      if (err instanceof ClickHouseError)
-        throw new RawQueryError(`ClickHouse refused the query: ${err.message.slice(0, 500)}`);
+      // 18.16's error text does not parse into a ClickHouseError: it arrives as "Code: 47, e.displayText() = ...".
+      if (err instanceof ClickHouseError || /^Code: \d+/.test((err as Error).message)) {
+        throw new RawQueryError(`ClickHouse refused the query: ${(err as Error).message.slice(0, 500)}`);
+      }
       throw err;
     }
   }
