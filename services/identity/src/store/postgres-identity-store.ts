@@ -326,14 +326,16 @@ async function ensurePermissions(
   candidates: readonly PermissionRecord[],
 ): Promise<PermissionRecord[]> {
   if (candidates.length === 0) return [];
-  await db`
-    INSERT INTO permissions ${db(candidates.map((c) => permissionRow({ ...c, workspaceId })))}
-    ON CONFLICT (workspace_id, slug) DO NOTHING`;
+  // Inserting in slug order keeps two transactions ensuring overlapping sets from deadlocking.
+  const rows = [...candidates]
+    .sort((a, b) => byteOrder(a.slug, b.slug))
+    .map((c) => permissionRow({ ...c, workspaceId }));
+  await db`INSERT INTO permissions ${db(rows)} ON CONFLICT (workspace_id, slug) DO NOTHING`;
   // A fresh statement sees rows a concurrent transaction committed meanwhile, so every slug is found.
-  const rows = await db<PermissionRow[]>`
+  const found = await db<PermissionRow[]>`
     SELECT * FROM permissions
     WHERE workspace_id = ${workspaceId} AND slug = ANY(${candidates.map((c) => c.slug)}::text[])`;
-  const bySlug = new Map(rows.map((r) => [r.slug, permissionOf(r)]));
+  const bySlug = new Map(found.map((r) => [r.slug, permissionOf(r)]));
   return candidates.map((c) => {
     const found = bySlug.get(c.slug);
     if (!found) throw new Error(`permission '${c.slug}' vanished while it was being ensured`);
