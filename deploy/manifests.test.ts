@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Deployment, StatefulSet } from "kubernetes-models/apps/v1";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2";
@@ -209,6 +209,36 @@ describe("the YAML files under deploy/k8s", () => {
     keys.spec.template.spec.containers[0].ports[0].containerPort = "7071";
     expect(schemaProblems([keys])).toEqual([expect.stringContaining("containerPort must be integer")]);
   });
+});
+
+describe("deploy/README.md", () => {
+  const readme = readFileSync(join(repoRoot, "deploy", "README.md"), "utf8");
+
+  it.each(components.map((c) => [c.name, c] as const))(
+    "lists every variable %s reads, with the default its code gives",
+    (name, component) => {
+      const section = readme.split(/^### /m).find((s) => s.startsWith(`${name}\n`));
+      expect(section, `a section "### ${name}"`).toBeDefined();
+      const rows = new Map(
+        [...section!.matchAll(/^\|\s*`([A-Z0-9_]+)`\s*\|\s*([^|]+?)\s*\|/gm)].map((m) => [m[1]!, m[2]!]),
+      );
+      if (!written.has(name)) return; // documented ahead of its entrypoint
+      const code = reads.get(name)!;
+      const expected = new Map(
+        [...code.read].map((v) => {
+          const fallback = code.defaults.get(v);
+          const cell = code.required.has(v)
+            ? "required"
+            : fallback
+              ? `\`${[...fallback].join(", ")}\``
+              : "none";
+          return [v, cell] as const;
+        }),
+      );
+      expect(Object.fromEntries(rows)).toEqual(Object.fromEntries(expected));
+      expect(code.defaults.get("PORT"), "the code's default port").toEqual(new Set([String(component.port)]));
+    },
+  );
 });
 
 describe.skipIf(!kubectl)("the overlays as kubectl kustomize renders them", () => {

@@ -1,0 +1,41 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { envReads } from "./env-reads.ts";
+
+function sources(files: Record<string, string>): [string, string[]] {
+  const root = mkdtempSync(join(tmpdir(), "latchkey-env-reads-"));
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(root, name), text);
+  return [root, Object.keys(files)];
+}
+
+describe("envReads", () => {
+  it("finds env.string, env.int, env.required and process.env reads, with their literal defaults", () => {
+    const [root, files] = sources({
+      "a.ts": `const log = env.string("LOG_LEVEL", "info");\nconst port = env.int("PORT", 7_071);\n`,
+      "b.ts": `const db = env.required( 'DATABASE_URL' );\nconst n = env.string("NATS_URL");\n`,
+      "c.ts": `const x = process.env["HOME_DIR"] ?? process.env.TMP_DIR;\nconst t = env.int("TTL_MS", fallback);\n`,
+    });
+    const reads = envReads(root, files);
+    expect([...reads.read].sort()).toEqual([
+      "DATABASE_URL",
+      "HOME_DIR",
+      "LOG_LEVEL",
+      "NATS_URL",
+      "PORT",
+      "TMP_DIR",
+      "TTL_MS",
+    ]);
+    expect([...reads.required]).toEqual(["DATABASE_URL"]);
+    expect(Object.fromEntries([...reads.defaults].map(([k, v]) => [k, [...v]]))).toEqual({
+      LOG_LEVEL: ["info"],
+      PORT: ["7071"],
+    });
+  });
+
+  it("ignores names that are not upper-case constants", () => {
+    const [root, files] = sources({ "a.ts": `env.string(name);\nprocess.env[key];\nenv.string("lower");\n` });
+    expect(envReads(root, files).read.size).toBe(0);
+  });
+});
