@@ -283,6 +283,12 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
       done = true;
       reject(err);
     });
+    // A client that goes away mid-body never sends "end"; settle so nothing waits forever.
+    req.on("close", () => {
+      if (done) return;
+      done = true;
+      reject(new Error("the client closed the connection before the body ended"));
+    });
   });
 }
 
