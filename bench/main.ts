@@ -53,13 +53,13 @@ async function measure(name: string, url: string, body: string, headers: Record<
 }
 
 const row = (name: string, f: Figures, ceiling: Figures) =>
-  `| ${name.padEnd(44)} | ${Math.round(f.rps).toString().padStart(7)} | ${f.p50.toFixed(1).padStart(6)} | ${f.p99
+  `| ${name.padEnd(54)} | ${Math.round(f.rps).toString().padStart(7)} | ${f.p50.toFixed(1).padStart(6)} | ${f.p99
     .toFixed(1)
     .padStart(6)} | ${(f.rps / ceiling.rps).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(5)} |`;
 
 async function main() {
   const stack = await startStack();
-  let ceilingProc: Proc | undefined;
+  const peers: Proc[] = [];
   try {
     const api = await stack.call("apis.createApi", { name: "bench" });
     const apiId = api.body.data.apiId;
@@ -69,37 +69,57 @@ async function main() {
     ).body.data.key;
     const sample = await stack.call("keys.verifyKey", { key: unlimited });
     const size = JSON.stringify(sample.body).length;
+    const limitBody = JSON.stringify({
+      namespace: "bench",
+      identifier: "user_1",
+      limit: 1e9,
+      duration: 60_000,
+    });
+    // Creates the namespace before measuring.
+    await stack.call("ratelimits.limit", JSON.parse(limitBody));
 
-    ceilingProc = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
+    const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
+    peers.push(ceiling);
+    const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {});
+    peers.push(rlflex);
     const auth = { authorization: `Bearer ${stack.rootKey}` };
-    const verify = `${stack.gateway.url}/v2/keys.verifyKey`;
+    const gw = (op: string) => `${stack.gateway.url}/v2/${op}`;
 
     process.stderr.write(
       `measuring (${CONNECTIONS} connections, ${RUNS} x ${DURATION}s after ${WARMUP}s warm-up)\n`,
     );
-    const ceiling = await measure("ceiling", `${ceilingProc.url}/`, JSON.stringify({ key: unlimited }));
-    const results: [string, Figures][] = [
-      [
-        "keys.verifyKey, unlimited key (separate processes)",
-        await measure("unlimited", verify, JSON.stringify({ key: unlimited }), auth),
-      ],
-      [
-        "keys.verifyKey, key with credits (separate processes)",
-        await measure("credits", verify, JSON.stringify({ key: metered }), auth),
-      ],
-    ];
+    const top = await measure("ceiling", `${ceiling.url}/`, JSON.stringify({ key: unlimited }));
+    const verifyUnlimited = await measure(
+      "verify unlimited",
+      gw("keys.verifyKey"),
+      JSON.stringify({ key: unlimited }),
+      auth,
+    );
+    const verifyCredits = await measure(
+      "verify credits",
+      gw("keys.verifyKey"),
+      JSON.stringify({ key: metered }),
+      auth,
+    );
+    const limit = await measure("ratelimits.limit", gw("ratelimits.limit"), limitBody, auth);
+    const peer = await measure("rate-limiter-flexible", `${rlflex.url}/`, limitBody);
 
     const lines = [
       "",
-      `| target${" ".repeat(38)} |   req/s | p50 ms | p99 ms | ratio | errors |`,
-      `|${"-".repeat(46)}|---------|--------|--------|-------|-------|`,
-      row("ceiling: bare node:http, JSON in and out", ceiling, ceiling),
-      ...results.map(([name, f]) => row(name, f, ceiling)),
+      `| target${" ".repeat(48)} |   req/s | p50 ms | p99 ms | ratio | errors |`,
+      `|${"-".repeat(56)}|---------|--------|--------|-------|-------|`,
+      row("ceiling: bare node:http, JSON in and out", top, top),
+      row("keys.verifyKey, unlimited key (separate processes)", verifyUnlimited, top),
+      row("keys.verifyKey, key with credits (separate processes)", verifyCredits, top),
+      row("ratelimits.limit through the gateway", limit, top),
+      row("rate-limiter-flexible on Redis, bare node:http", peer, top),
+      "",
+      `ratelimits.limit / rate-limiter-flexible: ${(limit.rps / peer.rps).toFixed(2)}`,
       "",
     ];
     process.stdout.write(lines.join("\n"));
   } finally {
-    await ceilingProc?.stop();
+    await Promise.all(peers.map((p) => p.stop()));
     await stack.stop();
   }
 }
