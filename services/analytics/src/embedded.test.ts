@@ -1,0 +1,60 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
+import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { createLogger, DirectEventSink } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { createEmbeddedAnalyticsDeps } from "./deps.ts";
+import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
+import { analyticsRoutes } from "./routes.ts";
+import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
+import { callerOf } from "./test-kit.ts";
+
+const T = Date.UTC(2026, 0, 15, 12);
+
+describe("the embedded default (one process, no ClickHouse, no NATS)", () => {
+  it("counts verifications delivered through a DirectEventSink, once per request id", async () => {
+    const store = new MemoryAnalyticsStore();
+    const deps = createEmbeddedAnalyticsDeps({ store, log: createLogger("analytics", "silent") });
+    const sink = new DirectEventSink(deps.ingest);
+    const event = (requestId: string, outcome: string) =>
+      toBinary(
+        KeyVerifiedSchema,
+        create(KeyVerifiedSchema, {
+          requestId,
+          time: BigInt(T),
+          workspaceId: "ws_1",
+          apiId: "api_1",
+          outcome,
+        }),
+      );
+    sink.publish(KEY_VERIFIED, "req_1", event("req_1", "VALID"));
+    sink.publish(KEY_VERIFIED, "req_2", event("req_2", "EXPIRED"));
+    sink.publish(KEY_VERIFIED, "req_2", event("req_2", "EXPIRED"));
+    sink.publish(KEY_VERIFIED, "req_3", new Uint8Array([0xff, 0xff, 0xff]));
+    sink.publish(
+      RATELIMIT_CHECKED,
+      "req_4",
+      toBinary(
+        RatelimitCheckedSchema,
+        create(RatelimitCheckedSchema, { requestId: "req_4", workspaceId: "ws_1" }),
+      ),
+    );
+    sink.publish("events.something.else", "req_5", new Uint8Array());
+
+    const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
+    const { buckets } = await client.getVerifications({
+      caller: callerOf("ws_1", "*"),
+      start: BigInt(T - 1),
+      end: BigInt(T + 1),
+      groupBy: GroupBy.OUTCOME,
+    });
+    expect(buckets.map((b) => [b.group, b.total])).toEqual([
+      ["EXPIRED", 1n],
+      ["VALID", 1n],
+    ]);
+    expect(store.ratelimitRows.map((r) => r.requestId)).toEqual(["req_4"]);
+    expect(await deps.ready()).toBe(true);
+  });
+});
