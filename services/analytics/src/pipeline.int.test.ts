@@ -16,6 +16,7 @@ import { type RunningConsumer, startConsumer } from "./consumer.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { KEY_VERIFIED } from "./events.ts";
 import { analyticsRoutes } from "./routes.ts";
+import type { AnalyticsStore } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import {
   callerOf,
@@ -84,6 +85,7 @@ interface Pipeline {
 async function pipeline(options: {
   nats: NatsConnection;
   clickhouseUrl?: (db: TestClickHouse) => Promise<string>;
+  wrap?: (store: AnalyticsStore) => AnalyticsStore;
 }): Promise<Pipeline> {
   const db = await createTestClickHouse();
   cleanups.push(() => db.drop());
@@ -94,7 +96,7 @@ async function pipeline(options: {
   const durable = `analytics_test_${workspaceId}`;
   const consumer = await startConsumer({
     nats: options.nats,
-    store: new ClickHouseAnalyticsStore(client),
+    store: (options.wrap ?? ((s) => s))(new ClickHouseAnalyticsStore(client)),
     log,
     durable,
     batchSize: 500,
@@ -169,6 +171,32 @@ describe("the analytics pipeline: JetStream to ClickHouse to GetVerifications", 
     const key0 = await client.getVerifications({ caller, ...range, keyId: "key_0" });
     expect(sum(key0.buckets, "total")).toBe(BigInt(N / 3));
     expect(p.consumer.stats().inserted).toBe(N);
+  });
+
+  it("counts a batch once when its insert succeeded but the answer was lost", async () => {
+    const nats = await connect({ servers: testNatsUrl() });
+    cleanups.push(() => nats.close());
+    let lost = 0;
+    const p = await pipeline({
+      nats,
+      // The first insert lands in ClickHouse, then fails as if the connection dropped before the answer.
+      wrap: (store) =>
+        Object.assign(Object.create(store) as AnalyticsStore, {
+          insertVerifications: async (rows: Parameters<AnalyticsStore["insertVerifications"]>[0]) => {
+            const added = await store.insertVerifications(rows);
+            if (lost++ === 0) throw new Error("socket hang up");
+            return added;
+          },
+        }),
+    });
+    p.publish(0, 300);
+    await eventually(async () => p.consumer.stats().acked === 300);
+    expect(await stored(p.db, p.workspaceId)).toBe(300);
+    expect(p.consumer.stats()).toMatchObject({
+      failedInserts: 1,
+      inserted: 300 - p.consumer.stats().duplicates,
+    });
+    expect(p.consumer.stats().duplicates).toBeGreaterThan(0);
   });
 
   it("loses nothing when NATS restarts in the middle of a stream", async () => {
