@@ -80,3 +80,113 @@ export function render(dir: string): K8sObject[] {
   const out = execFileSync("kubectl", ["kustomize", join(k8sRoot, dir)], { encoding: "utf8" });
   return parseAllDocuments(out).map((doc) => doc.toJS() as K8sObject);
 }
+
+/**
+ * The objects a kustomization renders, for machines without kubectl: the few
+ * kustomize features these overlays use (resources, namespace, images,
+ * strategic-merge patches by kind and name including `$patch: delete`, and
+ * JSON patches with `replace` on targets by kind and label). Anything else
+ * throws rather than be rendered wrongly; the manifest test compares the
+ * result with `kubectl kustomize` wherever kubectl is installed.
+ */
+export function renderLocally(dir: string): K8sObject[] {
+  const file = join(dir, "kustomization.yaml");
+  const k = readYaml(file)[0] as KustomizationDoc;
+  const understood = ["apiVersion", "kind", "namespace", "resources", "images", "patches"];
+  const unknown = Object.keys(k).filter((key) => !understood.includes(key));
+  if (unknown.length > 0) throw new Error(`${file}: renderLocally does not understand ${unknown.join(", ")}`);
+  const kustomization = readKustomization(file);
+
+  let objects: K8sObject[] = (k.resources ?? []).flatMap((entry) => {
+    const target = resolveEntry(kustomization, entry);
+    return target.endsWith("kustomization.yaml")
+      ? renderLocally(dirname(target))
+      : structuredClone(readYaml(target) as K8sObject[]);
+  });
+
+  for (const p of k.patches ?? []) {
+    const text = p.patch ?? readFileSync(join(k8sRoot, dir, p.path ?? ""), "utf8");
+    const docs = parseAllDocuments(text).map((d) => d.toJS() as unknown);
+    if (Array.isArray(docs[0])) {
+      const targets = objects.filter((o) => targetMatches(o, p.target ?? {}));
+      if (targets.length === 0) throw new Error(`${file}: a JSON patch matches no object`);
+      for (const o of targets) for (const op of docs[0] as JsonPatchOp[]) applyJsonPatch(o, op);
+      continue;
+    }
+    for (const patch of docs as K8sObject[]) {
+      const i = objects.findIndex((o) => o.kind === patch.kind && o.metadata.name === patch.metadata.name);
+      if (i < 0) throw new Error(`${file}: no ${patch.kind}/${patch.metadata.name} to patch`);
+      if ((patch as Record<string, unknown>)["$patch"] === "delete")
+        objects = objects.filter((_, j) => j !== i);
+      else objects[i] = merge(objects[i], patch) as K8sObject;
+    }
+  }
+
+  for (const image of k.images ?? []) {
+    for (const o of objects as PodOwner[]) {
+      for (const c of o.spec?.template?.spec?.containers ?? []) {
+        if (c.image === image.name) c.image = `${image.newName ?? image.name}:${image.newTag}`;
+      }
+    }
+  }
+  const namespace = k.namespace;
+  if (namespace !== undefined) {
+    for (const o of objects) if (o.kind !== "Namespace") o.metadata.namespace = namespace;
+  }
+  return objects;
+}
+
+interface PatchTarget {
+  kind?: string;
+  name?: string;
+  labelSelector?: string;
+}
+
+interface KustomizationDoc {
+  namespace?: string;
+  resources?: string[];
+  images?: { name: string; newName?: string; newTag: string }[];
+  patches?: { path?: string; patch?: string; target?: PatchTarget }[];
+}
+
+type PodOwner = K8sObject & { spec?: { template?: { spec?: { containers?: { image: string }[] } } } };
+
+interface JsonPatchOp {
+  op: string;
+  path: string;
+  value: unknown;
+}
+
+function targetMatches(o: K8sObject, target: PatchTarget): boolean {
+  if (target.kind !== undefined && o.kind !== target.kind) return false;
+  if (target.name !== undefined && o.metadata.name !== target.name) return false;
+  if (target.labelSelector !== undefined) {
+    const m = /^([\w./-]+)=([\w.-]+)$/.exec(target.labelSelector);
+    if (!m) throw new Error(`renderLocally does not understand the label selector ${target.labelSelector}`);
+    if (o.metadata.labels?.[m[1]!] !== m[2]) return false;
+  }
+  return true;
+}
+
+function applyJsonPatch(o: K8sObject, op: JsonPatchOp): void {
+  if (op.op !== "replace") throw new Error(`renderLocally does not understand the JSON patch op ${op.op}`);
+  const keys = op.path
+    .split("/")
+    .slice(1)
+    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  let node = o as unknown as Record<string, unknown> | undefined;
+  for (const key of keys.slice(0, -1)) node = node?.[key] as Record<string, unknown> | undefined;
+  const last = keys.at(-1)!;
+  if (node === undefined || !(last in node))
+    throw new Error(`${o.kind}/${o.metadata.name} has no ${op.path}`);
+  node[last] = structuredClone(op.value);
+}
+
+/** Strategic merge as far as these patches need it: maps merge, everything else is replaced. */
+function merge(base: unknown, patch: unknown): unknown {
+  if (Array.isArray(patch)) throw new Error("renderLocally does not merge lists");
+  if (typeof base !== "object" || base === null || typeof patch !== "object" || patch === null) return patch;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [key, value] of Object.entries(patch)) out[key] = merge(out[key], value);
+  return out;
+}

@@ -16,6 +16,7 @@ import {
   readKustomization,
   readYaml,
   render,
+  renderLocally,
   resolveEntry,
   resourcesOf,
   yamlFiles,
@@ -24,8 +25,8 @@ import {
 // The manifests against the Kubernetes schemas and against the code: the env
 // variables a workload sets are the ones its entrypoint's bundle reads, and its
 // ports are the component's port. The overlays are checked as `kubectl
-// kustomize` renders them (skipped where no kubectl is installed); the base is
-// checked from its files alone.
+// kustomize` renders them (renderLocally here, compared with kubectl wherever
+// kubectl is installed); the base is checked from its files alone.
 
 const models: Record<string, new (data: any) => { validate(): void }> = {
   "v1/Namespace": Namespace,
@@ -151,12 +152,8 @@ function resolvePort(container: any, port: number | string): number | undefined 
 // ---- the sets checked
 
 const base = manifestSet("base", resourcesOf("base/kustomization.yaml"));
-const overlays = kubectl
-  ? [
-      manifestSet("overlays/dev", render("overlays/dev")),
-      manifestSet("overlays/prod", render("overlays/prod")),
-    ]
-  : [];
+const overlayDirs = ["overlays/dev", "overlays/prod"];
+const overlays = overlayDirs.map((dir) => manifestSet(dir, renderLocally(dir)));
 
 const reads = new Map<string, EnvReads>();
 beforeAll(async () => {
@@ -241,7 +238,14 @@ describe("deploy/README.md", () => {
   );
 });
 
-describe.skipIf(!kubectl)("the overlays as kubectl kustomize renders them", () => {
+describe("the overlays, rendered", () => {
+  const byId = (objects: K8sObject[]) =>
+    Object.fromEntries(objects.map((o) => [`${o.apiVersion}/${o.kind}/${o.metadata.name}`, o]));
+
+  it.skipIf(!kubectl).each(overlayDirs)("%s renders here exactly as kubectl kustomize renders it", (dir) => {
+    expect(byId(renderLocally(dir))).toEqual(byId(render(dir)));
+  });
+
   it.each(overlays.map((s) => [s.name, s] as const))("%s passes the Kubernetes schemas", (_, set) => {
     expect(schemaProblems(set.objects)).toEqual([]);
   });
