@@ -31,7 +31,7 @@ export interface ConsumerStats {
   failedInserts: number;
   /** Events that could not be decoded (terminated, never retried). */
   undecodable: number;
-  /** Now minus the newest stored event's time, at the last insert: how far behind the consumer runs. */
+  /** Now minus the oldest event's time in the last inserted batch: the longest any of its events waited. */
   lagMs: number;
 }
 
@@ -102,11 +102,11 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
   async function insert(batch: Held[]): Promise<void> {
     const verifications: Verification[] = [];
     const checks: RatelimitCheck[] = [];
-    let newest = 0;
+    let oldest = Number.POSITIVE_INFINITY;
     for (const { event } of batch) {
       if (event.kind === "verification") verifications.push(event.row);
       else if (event.kind === "ratelimit") checks.push(event.row);
-      if (event.kind !== "ignored") newest = Math.max(newest, event.row.time);
+      if (event.kind !== "ignored") oldest = Math.min(oldest, event.row.time);
     }
     let backoff = 100;
     for (;;) {
@@ -116,7 +116,7 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
           (checks.length ? await store.insertRatelimits(checks) : 0);
         stats.inserted += added;
         stats.duplicates += verifications.length + checks.length - added;
-        if (newest) stats.lagMs = Math.max(0, Date.now() - newest);
+        if (oldest !== Number.POSITIVE_INFINITY) stats.lagMs = Math.max(0, Date.now() - oldest);
         for (const { msg } of batch) msg.ack();
         stats.acked += batch.length;
         return;
