@@ -1,25 +1,19 @@
 import { randomFillSync } from "node:crypto";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
-import { ErrorDetailSchema } from "@latchkey/proto/common/v1/common_pb";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { KeysService, type VerifyKeyRequest, type VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
 import {
-  type BatchError,
-  KeysService,
-  type VerifyKeyBatchResult,
-  type VerifyKeyRequest,
-} from "@latchkey/proto/keys/v1/keys_pb";
-import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import {
-  Batcher,
-  type Bus,
-  type Clock,
-  type Logger,
-  type Probe,
-  requirePermissions,
-} from "@latchkey/runtime";
+  type LimitRequest,
+  type LimitResponse,
+  RatelimitService,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { type Bus, type Clock, type Logger, type Probe, requirePermissions } from "@latchkey/runtime";
 import { RootKeyAuth } from "./auth.ts";
+import { batchedByCaller } from "./batch.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -30,6 +24,10 @@ export interface GatewayDeps {
   keys: Transport;
   /** RatelimitService: standalone limits and overrides. */
   ratelimit: Transport;
+  /** IdentityService: identities, permissions and roles. */
+  identity: Transport;
+  /** AnalyticsService: verification analytics. */
+  analytics: Transport;
   /** Where the cause of a 5xx is written, once, with its requestId. */
   log: Logger;
   /** Time for the root-key cache. */
@@ -63,11 +61,19 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const ratelimit = createClient(RatelimitService, deps.ratelimit);
   const auth = new RootKeyAuth(keys, deps.clock, { ttlMs: deps.rootKeyCacheTtlMs ?? 5_000 }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
-  const verifications = verifyKeyBatcher(keys);
   const services: Services = {
     keys,
     ratelimit,
-    verifyKey: (caller, request) => verifications(caller, request),
+    identity: createClient(IdentityService, deps.identity),
+    analytics: createClient(AnalyticsService, deps.analytics),
+    verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse>(
+      "VerifyKeyBatch",
+      async (callers, items) => (await keys.verifyKeyBatch({ callers, items })).results,
+    ),
+    limit: batchedByCaller<LimitRequest, LimitResponse>(
+      "LimitBatch",
+      async (callers, items) => (await ratelimit.limitBatch({ callers, items })).results,
+    ),
   };
 
   // Schemas are compiled once, here, never per request.
@@ -192,47 +198,6 @@ export async function listen(
         server.closeIdleConnections();
       }).then(() => gateway.close()),
   };
-}
-
-/**
- * Concurrent verifications travel in one VerifyKeyBatch call (PERFORMANCE.md:
- * batching is what amortises the cost of a call). Each distinct caller crosses
- * the wire once per batch; items name theirs by index.
- */
-function verifyKeyBatcher(keys: ReturnType<typeof createClient<typeof KeysService>>) {
-  const batcher = new Batcher<{ caller: Caller; request: VerifyKeyRequest }, VerifyKeyBatchResult>(
-    async (items) => {
-      const callers: Caller[] = [];
-      const indexOf = new Map<Caller, number>();
-      const batch = items.map(({ caller, request }) => {
-        let callerIndex = indexOf.get(caller);
-        if (callerIndex === undefined) {
-          callerIndex = callers.length;
-          callers.push(caller);
-          indexOf.set(caller, callerIndex);
-        }
-        return { callerIndex, request };
-      });
-      const res = await keys.verifyKeyBatch({ callers, items: batch });
-      return res.results;
-    },
-  );
-  return async (caller: Caller, request: VerifyKeyRequest) => {
-    const r = await batcher.call({ caller, request });
-    if (r.result.case === "response") return r.result.value;
-    if (r.result.case === "error") throw batchError(r.result.value);
-    throw new Error("VerifyKeyBatch answered an empty result");
-  };
-}
-
-/** A per-item batch failure as the unary call would have raised it, so problem.ts maps it the same way. */
-function batchError(e: BatchError): ConnectError {
-  return new ConnectError(
-    e.message,
-    e.code as Code,
-    undefined,
-    e.detail ? [{ desc: ErrorDetailSchema, value: e.detail }] : undefined,
-  );
 }
 
 function parseJson(raw: Buffer): unknown {

@@ -1,4 +1,3 @@
 export { KEYS_CHANGED_SUBJECT } from "./auth.ts";
 export { createGateway, type Gateway, type GatewayDeps, listen } from "./gateway.ts";
 export { OPERATIONS, type Operation } from "./routes/index.ts";
-export { roundRobin, urlsOf } from "./transport.ts";

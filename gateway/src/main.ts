@@ -1,6 +1,5 @@
 import { createLogger, env, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { createGateway, listen } from "./gateway.ts";
-import { roundRobin, urlsOf } from "./transport.ts";
 
 // The gateway as its own process: configuration from env, services over the internal transport.
 const log = createLogger("gateway", env.string("LOG_LEVEL", "info"));
@@ -9,8 +8,10 @@ const bus = natsUrl === undefined ? undefined : await NatsBus.connect(natsUrl, l
 
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
-  keys: roundRobin(urlsOf(env.string("KEYS_URL", "http://127.0.0.1:7071")!).map(internalTransport)),
-  ratelimit: roundRobin(urlsOf(env.string("RATELIMIT_URL", "http://127.0.0.1:7072")!).map(internalTransport)),
+  keys: internalTransport(env.string("KEYS_URL", "http://127.0.0.1:7071")!),
+  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072")!),
+  identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073")!),
+  analytics: internalTransport(env.string("ANALYTICS_URL", "http://127.0.0.1:7074")!),
   log,
   clock: systemClock,
   bus,

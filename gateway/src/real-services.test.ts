@@ -3,6 +3,8 @@ import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The real services, in memory, imported by path: the gateway package does not depend on them,
 // but its routes must agree with what they accept and answer.
+import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
+import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
 import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
 import { createGateway, listen } from "./gateway.ts";
@@ -15,6 +17,12 @@ describe("the gateway over the real keys and ratelimit services, through a real 
   const gateway = createGateway({
     keys: createRouterTransport(keysRoutes(keysDeps)),
     ratelimit: createRouterTransport(ratelimitRoutes(rlDeps)),
+    identity: createRouterTransport(
+      identityRoutes(createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") })),
+    ),
+    analytics: createRouterTransport(
+      analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
+    ),
     log: createLogger("gateway", "silent"),
     clock,
     bus,

@@ -1,7 +1,13 @@
 import type { Client } from "@connectrpc/connect";
+import type { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import type { KeysService, VerifyKeyRequest, VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
-import type { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type {
+  LimitRequest,
+  LimitResponse,
+  RatelimitService,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import type { Violation } from "@latchkey/runtime";
 import type { Static, TSchema } from "@sinclair/typebox";
 
@@ -9,6 +15,10 @@ import type { Static, TSchema } from "@sinclair/typebox";
 export interface Services {
   keys: Client<typeof KeysService>;
   ratelimit: Client<typeof RatelimitService>;
+  identity: Client<typeof IdentityService>;
+  analytics: Client<typeof AnalyticsService>;
+  /** ratelimits.limit through a batcher: concurrent limits share one LimitBatch call. */
+  limit(caller: Caller, request: LimitRequest): Promise<LimitResponse>;
   /** keys.verifyKey through the batcher: concurrent verifications share one VerifyKeyBatch call. */
   verifyKey(caller: Caller, request: VerifyKeyRequest): Promise<VerifyKeyResponse>;
 }

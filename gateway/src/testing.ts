@@ -1,15 +1,25 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
-import { createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import {
+  type LimitBatchRequest,
+  type LimitBatchResult,
+  LimitBatchResultSchema,
+  LimitRequestSchema,
+  type LimitResponse,
+  RatelimitService,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import {
   type Bus,
   createLogger,
   domainError,
   ErrorReason,
+  errorDetailOf,
   hashKey,
   type Logger,
   newId,
@@ -29,6 +39,8 @@ export interface Answer {
 export interface HarnessOptions {
   keys?: Partial<ServiceImpl<typeof KeysService>>;
   ratelimit?: Partial<ServiceImpl<typeof RatelimitService>>;
+  identity?: Partial<ServiceImpl<typeof IdentityService>>;
+  analytics?: Partial<ServiceImpl<typeof AnalyticsService>>;
   bus?: Bus;
   maxBodyBytes?: number;
   log?: Logger;
@@ -41,11 +53,14 @@ export const WORKSPACE = "ws_test";
  * A gateway in memory, over fake services mounted with createRouterTransport.
  * Requests go through the real `handle` with in-memory request and response
  * objects, so no socket is opened. The fake KeysService knows the root keys
- * made with `rootKey(...)`; pass `keys`/`ratelimit` to fake the RPCs a test needs.
+ * made with `rootKey(...)`; pass `keys`/`ratelimit`/`identity`/`analytics` to
+ * fake the RPCs a test needs. Unless faked itself, LimitBatch answers each item
+ * with the fake Limit, as the ratelimit service does; `limitBatches` records them.
  */
 export function harness(options: HarnessOptions = {}) {
   const rootKeys = new Map<string, Caller>();
   const calls = { authenticateRootKey: 0 };
+  const limitBatches: LimitBatchRequest[] = [];
   const clock = new TestClock();
   const keys = createRouterTransport((router) =>
     router.service(KeysService, {
@@ -58,12 +73,45 @@ export function harness(options: HarnessOptions = {}) {
       ...options.keys,
     }),
   );
+  const fakeLimit = options.ratelimit?.limit;
   const ratelimit = createRouterTransport((router) =>
-    router.service(RatelimitService, options.ratelimit ?? {}),
+    router.service(RatelimitService, {
+      async limitBatch(req, ctx) {
+        limitBatches.push(req);
+        const results = await Promise.all(
+          req.items.map(async (item): Promise<LimitBatchResult> => {
+            try {
+              if (!fakeLimit) throw new Error("Limit is not faked in this test");
+              const request = create(LimitRequestSchema, {
+                caller: req.callers[item.callerIndex],
+                check: item.request?.check,
+                requestId: item.request?.requestId ?? "",
+              });
+              const value = (await fakeLimit(request, ctx)) as LimitResponse;
+              return create(LimitBatchResultSchema, { result: { case: "response", value } });
+            } catch (err) {
+              const e = ConnectError.from(err);
+              const detail = errorDetailOf(e);
+              return create(LimitBatchResultSchema, {
+                result: { case: "error", value: { code: e.code, message: e.rawMessage, detail } },
+              });
+            }
+          }),
+        );
+        return { results };
+      },
+      ...options.ratelimit,
+    }),
+  );
+  const identity = createRouterTransport((router) => router.service(IdentityService, options.identity ?? {}));
+  const analytics = createRouterTransport((router) =>
+    router.service(AnalyticsService, options.analytics ?? {}),
   );
   const gateway: Gateway = createGateway({
     keys,
     ratelimit,
+    identity,
+    analytics,
     log: options.log ?? createLogger("gateway-test", "silent"),
     clock,
     bus: options.bus,
@@ -117,6 +165,7 @@ export function harness(options: HarnessOptions = {}) {
     gateway,
     clock,
     calls,
+    limitBatches,
     rootKeys,
     rootKey,
     /** POST /v2/<operation> with a JSON body, authenticated with a `*` root key unless `auth` says otherwise. */

@@ -56,4 +56,29 @@ describe.each(["ratelimits.limit", "ratelimit.limit"])("POST /v2/%s answering 20
     });
     expect(seen?.check?.cost).toBe(0n);
   });
+
+  it("sends concurrent limits in one LimitBatch call, each root key once", async () => {
+    const [a, b] = [h.rootKey("ratelimit.*.limit"), h.rootKey("ratelimit.*.limit")];
+    const before = h.limitBatches.length;
+    const check = (identifier: string) => ({ namespace: "email", identifier, limit: 10, duration: 60_000 });
+    const answers = await Promise.all([
+      h.post(operation, check("user_1"), { key: a }),
+      h.post(operation, check("user_denied"), { key: b }),
+      h.post(operation, check("user_3"), { key: a }),
+    ]);
+    expect(answers.map((r) => [r.status, r.body.data.success])).toEqual([
+      [200, true],
+      [200, false],
+      [200, true],
+    ]);
+    expect(h.limitBatches.length - before).toBe(1);
+    const batch = h.limitBatches.at(-1)!;
+    expect(batch.callers).toHaveLength(2);
+    const callerOf = new Map(batch.items.map((i) => [i.request?.check?.identifier, i.callerIndex]));
+    expect(callerOf.get("user_1")).toBe(callerOf.get("user_3"));
+    expect(callerOf.get("user_denied")).not.toBe(callerOf.get("user_1"));
+    expect(batch.items.map((i) => i.request?.requestId).sort()).toEqual(
+      answers.map((r) => r.body.meta.requestId).sort(),
+    );
+  });
 });

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   type LimitCheck,
   LimitCheckSchema,
+  LimitRequestSchema,
   type LimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { type Static, Type } from "@sinclair/typebox";
@@ -28,11 +29,17 @@ export function limitCheck(input: Static<typeof limitCheckSchema>): LimitCheck {
   });
 }
 
-/** Served as ratelimits.limit (contract) and ratelimit.limit (reference). */
+/**
+ * Served as ratelimits.limit (contract) and ratelimit.limit (reference), through
+ * the batcher: concurrent limits travel in one LimitBatch call.
+ */
 export const limit = route({
   schema: limitCheckSchema,
   async handle(input, { caller, requestId, services }) {
-    const { result } = await services.ratelimit.limit({ caller, check: limitCheck(input), requestId });
+    const { result } = await services.limit(
+      caller,
+      create(LimitRequestSchema, { check: limitCheck(input), requestId }),
+    );
     if (!result) throw new Error("Limit answered without a result");
     return {
       data: defined({
