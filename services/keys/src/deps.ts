@@ -13,6 +13,7 @@ import { KeyCache } from "./key-cache.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
+import { KeyVault } from "./vault.ts";
 
 export interface KeysDeps {
   /** APIs, keys and root keys (PostgreSQL in production, memory in unit tests). */
@@ -27,6 +28,8 @@ export interface KeysDeps {
   clock: Clock;
   /** Structured logs; secrets are redacted by the logger. */
   log: Logger;
+  /** Seals and opens recoverable keys' plaintexts; absent when no encryption key is configured. */
+  vault: KeyVault | undefined;
   /** Stops listening to the bus. The bus and the database belong to the caller. */
   close(): void;
 }
@@ -40,6 +43,8 @@ export interface KeysDepsOptions {
   log?: Logger;
   /** Most keys held in the verification cache. */
   cacheSize?: number;
+  /** 32 bytes (env LATCHKEY_ENCRYPTION_KEY, base64). Without it keys cannot be created recoverable. */
+  encryptionKey?: Buffer;
 }
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
@@ -49,7 +54,7 @@ export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
 
 /** In-memory dependencies for unit tests; the store is exposed for seeding. */
 export function createMemoryKeysDeps(
-  options: { bus?: Bus; events?: EventSink; clock?: Clock; log?: Logger } = {},
+  options: { bus?: Bus; events?: EventSink; clock?: Clock; log?: Logger; encryptionKey?: Buffer } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
   return { ...assemble(store, { bus: options.bus ?? new MemoryBus(), ...options }), store };
@@ -57,7 +62,14 @@ export function createMemoryKeysDeps(
 
 function assemble(
   store: KeysStore,
-  options: { bus: Bus; events?: EventSink; clock?: Clock; log?: Logger; cacheSize?: number },
+  options: {
+    bus: Bus;
+    events?: EventSink;
+    clock?: Clock;
+    log?: Logger;
+    cacheSize?: number;
+    encryptionKey?: Buffer;
+  },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
   const keyCache = new KeyCache((hash) => store.findKeyByHash(hash), clock, {
@@ -71,6 +83,7 @@ function assemble(
     keyCache,
     clock,
     log: options.log ?? createLogger("keys"),
+    vault: options.encryptionKey ? new KeyVault(options.encryptionKey) : undefined,
     close: unsubscribe,
   };
 }

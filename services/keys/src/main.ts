@@ -13,6 +13,7 @@ import {
 import { ensureRootKey } from "./admin.ts";
 import { createKeysDeps } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
+import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 
 // The keys service as its own process, configured by env.
@@ -36,7 +37,22 @@ if (nats) {
   await ensureEventsStream(nats.nc);
   events = new JetStreamEventSink(nats.nc, log);
 }
-const deps = createKeysDeps({ sql, bus, log, ...(events ? { events: events as EventSink } : {}) });
+// Without it, keys cannot be created recoverable (PRECONDITION_FAILED); never logged.
+const encryptionKeyText = env.string("LATCHKEY_ENCRYPTION_KEY");
+const encryptionKey = encryptionKeyText ? Buffer.from(encryptionKeyText, "base64") : undefined;
+if (encryptionKey && encryptionKey.length !== 32) {
+  log.fatal("LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)");
+  process.exit(1);
+}
+const deps = createKeysDeps({
+  sql,
+  bus,
+  log,
+  ...(events ? { events: events as EventSink } : {}),
+  ...(encryptionKey ? { encryptionKey } : {}),
+});
+// Due refills every minute, applied by one instance at a time (advisory lock).
+const stopRefills = startRefills(sql, { clock: deps.clock, log });
 const server = await serveRpc(keysRoutes(deps), env.int("PORT", 7071), {
   ready: async () => {
     await sql`SELECT 1`;
@@ -51,6 +67,7 @@ async function stop(signal: string) {
   stopping = true;
   log.info({ signal }, "keys service stopping");
   await server.close();
+  stopRefills();
   deps.close();
   await events?.flush(5_000);
   events?.close();

@@ -75,4 +75,43 @@ CREATE TABLE key_ratelimits (
 );
 `,
   },
+  {
+    version: 2,
+    name: "recoverable keys, key byte length, refill schedule function",
+    sql: `
+ALTER TABLE keys ADD COLUMN byte_length int;
+
+CREATE TABLE encrypted_keys (
+  key_id text PRIMARY KEY REFERENCES keys (id) ON DELETE CASCADE,
+  workspace_id text NOT NULL REFERENCES workspaces (id),
+  ciphertext text NOT NULL,
+  iv text NOT NULL,
+  tag text NOT NULL,
+  kek_id text NOT NULL
+);
+
+CREATE INDEX keys_refill ON keys (id) WHERE refill_interval IS NOT NULL AND deleted_at IS NULL;
+
+-- The latest refill instant (unix ms) at or before $3 for a schedule: 00:00 UTC
+-- daily, or monthly on day $2 clamped to the month's last day. NULL without a
+-- schedule. The same arithmetic as latestRefillAt in refills.ts.
+CREATE FUNCTION keys_latest_refill(text, int, bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE $1
+    WHEN 'daily' THEN ($3 / 86400000) * 86400000
+    WHEN 'monthly' THEN (
+      SELECT CASE WHEN this_month <= $3 THEN this_month ELSE last_month END
+      FROM (
+        SELECT
+          (extract(epoch FROM m + (least($2, extract(day FROM m + interval '1 month' - interval '1 day')::int) - 1)
+            * interval '1 day') * 1000)::bigint AS this_month,
+          (extract(epoch FROM p + (least($2, extract(day FROM p + interval '1 month' - interval '1 day')::int) - 1)
+            * interval '1 day') * 1000)::bigint AS last_month
+        FROM (SELECT date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC') AS m) months,
+          LATERAL (SELECT m - interval '1 month' AS p) previous
+      ) instants)
+  END
+$fn$;
+`,
+  },
 ];

@@ -10,13 +10,17 @@ import { keysRoutes } from "./routes.ts";
 export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
   create(CallerSchema, { workspaceId, rootKeyId: `rk_${workspaceId}`, permissions });
 
+/** A key-encryption key for tests that create recoverable keys. */
+export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7);
+
 /** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
-export function memoryKeys(options: { bus?: Bus; events?: EventSink } = {}) {
+export function memoryKeys(options: { bus?: Bus; events?: EventSink; encryptionKey?: Buffer } = {}) {
   const clock = new TestClock();
   const deps = createMemoryKeysDeps({
     bus: options.bus ?? new MemoryBus(),
     clock,
     ...(options.events ? { events: options.events } : {}),
+    ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
   });
   const client: Client<typeof KeysService> = createClient(
     KeysService,

@@ -1,9 +1,15 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type KeySchema, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
+import { effectiveRemaining } from "./refills.ts";
 import type { KeyRecord, RefillRecord } from "./store/keys-store.ts";
 
-/** A stored key as reads return it (the reference's KeyResponseData). */
-export function keyView(key: KeyRecord): MessageInitShape<typeof KeySchema> {
+/**
+ * A stored key as reads return it (the reference's KeyResponseData) at `at`:
+ * a refill due and not yet applied shows as applied. `plaintext` only for a
+ * recoverable key whose reader may decrypt it.
+ */
+export function keyView(key: KeyRecord, at: number, plaintext?: string): MessageInitShape<typeof KeySchema> {
+  const remaining = effectiveRemaining(key, at);
   return {
     keyId: key.id,
     apiId: key.apiId,
@@ -16,9 +22,9 @@ export function keyView(key: KeyRecord): MessageInitShape<typeof KeySchema> {
     ...(key.expires !== null && { expires: BigInt(key.expires) }),
     permissions: key.permissions,
     roles: key.roles,
-    ...(key.remaining !== null && {
+    ...(remaining !== null && {
       credits: {
-        remaining: BigInt(key.remaining),
+        remaining: BigInt(remaining),
         ...(key.refill && { refill: refillView(key.refill) }),
       },
     }),
@@ -29,10 +35,11 @@ export function keyView(key: KeyRecord): MessageInitShape<typeof KeySchema> {
       duration: BigInt(r.duration),
       autoApply: r.autoApply,
     })),
+    ...(plaintext !== undefined && { plaintext }),
   };
 }
 
-function refillView(refill: RefillRecord) {
+export function refillView(refill: RefillRecord) {
   return {
     interval: refill.interval === "daily" ? RefillInterval.DAILY : RefillInterval.MONTHLY,
     amount: BigInt(refill.amount),

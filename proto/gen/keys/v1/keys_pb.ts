@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Caller, ErrorDetail, RatelimitConfig } from "../../common/v1/common_pb.js";
+import type { Caller, ErrorDetail, PageResponse, RatelimitConfig } from "../../common/v1/common_pb.js";
 import { file_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file keys/v1/keys.proto.
  */
 export const file_keys_v1_keys: GenFile = /*@__PURE__*/
-  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyKmkKDlJlZmlsbEludGVydmFsEh8KG1JFRklMTF9JTlRFUlZBTF9VTlNQRUNJRklFRBAAEhkKFVJFRklMTF9JTlRFUlZBTF9EQUlMWRABEhsKF1JFRklMTF9JTlRFUlZBTF9NT05USExZEAIqkQIKClZlcmlmeUNvZGUSGwoXVkVSSUZZX0NPREVfVU5TUEVDSUZJRUQQABIVChFWRVJJRllfQ09ERV9WQUxJRBABEhkKFVZFUklGWV9DT0RFX05PVF9GT1VORBACEhkKFVZFUklGWV9DT0RFX0ZPUkJJRERFThADEigKJFZFUklGWV9DT0RFX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxAEEh4KGlZFUklGWV9DT0RFX1VTQUdFX0VYQ0VFREVEEAUSHAoYVkVSSUZZX0NPREVfUkFURV9MSU1JVEVEEAYSGAoUVkVSSUZZX0NPREVfRElTQUJMRUQQBxIXChNWRVJJRllfQ09ERV9FWFBJUkVEEAgyhAQKC0tleXNTZXJ2aWNlEkIKCUNyZWF0ZUFwaRIZLmtleXMudjEuQ3JlYXRlQXBpUmVxdWVzdBoaLmtleXMudjEuQ3JlYXRlQXBpUmVzcG9uc2USOQoGR2V0QXBpEhYua2V5cy52MS5HZXRBcGlSZXF1ZXN0Ghcua2V5cy52MS5HZXRBcGlSZXNwb25zZRJCCglDcmVhdGVLZXkSGS5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkNyZWF0ZUtleVJlc3BvbnNlEjkKBkdldEtleRIWLmtleXMudjEuR2V0S2V5UmVxdWVzdBoXLmtleXMudjEuR2V0S2V5UmVzcG9uc2USQgoJVmVyaWZ5S2V5Ehkua2V5cy52MS5WZXJpZnlLZXlSZXF1ZXN0Ghoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZRJRCg5WZXJpZnlLZXlCYXRjaBIeLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXF1ZXN0Gh8ua2V5cy52MS5WZXJpZnlLZXlCYXRjaFJlc3BvbnNlEmAKE0F1dGhlbnRpY2F0ZVJvb3RLZXkSIy5rZXlzLnYxLkF1dGhlbnRpY2F0ZVJvb3RLZXlSZXF1ZXN0GiQua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
+  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyIq0BCg9MaXN0S2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSGAoLZXh0ZXJuYWxfaWQYBSABKAlIAYgBARIPCgdkZWNyeXB0GAYgASgIQggKBl9saW1pdEIOCgxfZXh0ZXJuYWxfaWQiWwoQTGlzdEtleXNSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwua2V5cy52MS5LZXkSKwoKcGFnaW5hdGlvbhgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiRQoQRGVsZXRlQXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSITChFEZWxldGVBcGlSZXNwb25zZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSI/Cg1SYXRlbGltaXRMaXN0Ei4KCnJhdGVsaW1pdHMYASADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnImYKDUNyZWRpdHNVcGRhdGUSFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwi8gMKEFVwZGF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAGIAQESFgoJbWV0YV9qc29uGAUgASgJSAKIAQESFAoHZXhwaXJlcxgGIAEoA0gDiAEBEhQKB2VuYWJsZWQYByABKAhIBIgBARIsCgdjcmVkaXRzGAggASgLMhYua2V5cy52MS5DcmVkaXRzVXBkYXRlSAWIAQESLwoKcmF0ZWxpbWl0cxgJIAEoCzIWLmtleXMudjEuUmF0ZWxpbWl0TGlzdEgGiAEBEicKBXJvbGVzGAogASgLMhMua2V5cy52MS5TdHJpbmdMaXN0SAeIAQESLQoLcGVybWlzc2lvbnMYCyABKAsyEy5rZXlzLnYxLlN0cmluZ0xpc3RICIgBARIPCgdjbGVhcmVkGAwgAygJQgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzQg0KC19yYXRlbGltaXRzQggKBl9yb2xlc0IOCgxfcGVybWlzc2lvbnMiEwoRVXBkYXRlS2V5UmVzcG9uc2UilQEKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEiwKCW9wZXJhdGlvbhgDIAEoDjIZLmtleXMudjEuQ3JlZGl0c09wZXJhdGlvbhISCgV2YWx1ZRgEIAEoA0gAiAEBQggKBl92YWx1ZSJuChVVcGRhdGVDcmVkaXRzUmVzcG9uc2USFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiWAoQRGVsZXRlS2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiEwoRRGVsZXRlS2V5UmVzcG9uc2UiPwoNV2hvYW1pUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCSIrCg5XaG9hbWlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSJZChBSZXJvbGxLZXlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhIKCmV4cGlyYXRpb24YAyABKAMiMAoRUmVyb2xsS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEgsKA2tleRgCIAEoCSLwAgoKTWlncmF0ZUtleRIMCgRoYXNoGAEgASgJEhIKBXN0YXJ0GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFgoJbWV0YV9qc29uGAUgASgJSAOIAQESDQoFcm9sZXMYBiADKAkSEwoLcGVybWlzc2lvbnMYByADKAkSFAoHZXhwaXJlcxgIIAEoA0gEiAEBEhQKB2VuYWJsZWQYCSABKAhIBYgBARImCgdjcmVkaXRzGAogASgLMhAua2V5cy52MS5DcmVkaXRzSAaIAQESLgoKcmF0ZWxpbWl0cxgLIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCCAoGX3N0YXJ0QgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzIoABChJNaWdyYXRlS2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxtaWdyYXRpb25faWQYAiABKAkSDgoGYXBpX2lkGAMgASgJEiEKBGtleXMYBCADKAsyEy5rZXlzLnYxLk1pZ3JhdGVLZXkiKwoLTWlncmF0ZWRLZXkSDAoEaGFzaBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiTQoTTWlncmF0ZUtleXNSZXNwb25zZRImCghtaWdyYXRlZBgBIAMoCzIULmtleXMudjEuTWlncmF0ZWRLZXkSDgoGZmFpbGVkGAIgAygJKmkKDlJlZmlsbEludGVydmFsEh8KG1JFRklMTF9JTlRFUlZBTF9VTlNQRUNJRklFRBAAEhkKFVJFRklMTF9JTlRFUlZBTF9EQUlMWRABEhsKF1JFRklMTF9JTlRFUlZBTF9NT05USExZEAIqkQIKClZlcmlmeUNvZGUSGwoXVkVSSUZZX0NPREVfVU5TUEVDSUZJRUQQABIVChFWRVJJRllfQ09ERV9WQUxJRBABEhkKFVZFUklGWV9DT0RFX05PVF9GT1VORBACEhkKFVZFUklGWV9DT0RFX0ZPUkJJRERFThADEigKJFZFUklGWV9DT0RFX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxAEEh4KGlZFUklGWV9DT0RFX1VTQUdFX0VYQ0VFREVEEAUSHAoYVkVSSUZZX0NPREVfUkFURV9MSU1JVEVEEAYSGAoUVkVSSUZZX0NPREVfRElTQUJMRUQQBxIXChNWRVJJRllfQ09ERV9FWFBJUkVEEAgqkgEKEENyZWRpdHNPcGVyYXRpb24SIQodQ1JFRElUU19PUEVSQVRJT05fVU5TUEVDSUZJRUQQABIZChVDUkVESVRTX09QRVJBVElPTl9TRVQQARIfChtDUkVESVRTX09QRVJBVElPTl9JTkNSRU1FTlQQAhIfChtDUkVESVRTX09QRVJBVElPTl9ERUNSRU1FTlQQAzKqCAoLS2V5c1NlcnZpY2USQgoJQ3JlYXRlQXBpEhkua2V5cy52MS5DcmVhdGVBcGlSZXF1ZXN0Ghoua2V5cy52MS5DcmVhdGVBcGlSZXNwb25zZRI5CgZHZXRBcGkSFi5rZXlzLnYxLkdldEFwaVJlcXVlc3QaFy5rZXlzLnYxLkdldEFwaVJlc3BvbnNlEj8KCExpc3RLZXlzEhgua2V5cy52MS5MaXN0S2V5c1JlcXVlc3QaGS5rZXlzLnYxLkxpc3RLZXlzUmVzcG9uc2USQgoJRGVsZXRlQXBpEhkua2V5cy52MS5EZWxldGVBcGlSZXF1ZXN0Ghoua2V5cy52MS5EZWxldGVBcGlSZXNwb25zZRJCCglDcmVhdGVLZXkSGS5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkNyZWF0ZUtleVJlc3BvbnNlEjkKBkdldEtleRIWLmtleXMudjEuR2V0S2V5UmVxdWVzdBoXLmtleXMudjEuR2V0S2V5UmVzcG9uc2USQgoJVXBkYXRlS2V5Ehkua2V5cy52MS5VcGRhdGVLZXlSZXF1ZXN0Ghoua2V5cy52MS5VcGRhdGVLZXlSZXNwb25zZRJOCg1VcGRhdGVDcmVkaXRzEh0ua2V5cy52MS5VcGRhdGVDcmVkaXRzUmVxdWVzdBoeLmtleXMudjEuVXBkYXRlQ3JlZGl0c1Jlc3BvbnNlEkIKCURlbGV0ZUtleRIZLmtleXMudjEuRGVsZXRlS2V5UmVxdWVzdBoaLmtleXMudjEuRGVsZXRlS2V5UmVzcG9uc2USOQoGV2hvYW1pEhYua2V5cy52MS5XaG9hbWlSZXF1ZXN0Ghcua2V5cy52MS5XaG9hbWlSZXNwb25zZRJCCglSZXJvbGxLZXkSGS5rZXlzLnYxLlJlcm9sbEtleVJlcXVlc3QaGi5rZXlzLnYxLlJlcm9sbEtleVJlc3BvbnNlEkgKC01pZ3JhdGVLZXlzEhsua2V5cy52MS5NaWdyYXRlS2V5c1JlcXVlc3QaHC5rZXlzLnYxLk1pZ3JhdGVLZXlzUmVzcG9uc2USQgoJVmVyaWZ5S2V5Ehkua2V5cy52MS5WZXJpZnlLZXlSZXF1ZXN0Ghoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZRJRCg5WZXJpZnlLZXlCYXRjaBIeLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXF1ZXN0Gh8ua2V5cy52MS5WZXJpZnlLZXlCYXRjaFJlc3BvbnNlEmAKE0F1dGhlbnRpY2F0ZVJvb3RLZXkSIy5rZXlzLnYxLkF1dGhlbnRpY2F0ZVJvb3RLZXlSZXF1ZXN0GiQua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
 
 /**
  * @generated from message keys.v1.Api
@@ -827,6 +827,622 @@ export const AuthenticateRootKeyResponseSchema: GenMessage<AuthenticateRootKeyRe
   messageDesc(file_keys_v1_keys, 23);
 
 /**
+ * @generated from message keys.v1.ListKeysRequest
+ */
+export type ListKeysRequest = Message<"keys.v1.ListKeysRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string api_id = 2;
+   */
+  apiId: string;
+
+  /**
+   * Page size 1 to 100; unset means 100.
+   *
+   * @generated from field: optional int32 limit = 3;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The previous page's pagination.cursor; empty for the first page.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+
+  /**
+   * Only keys linked to this externalId.
+   *
+   * @generated from field: optional string external_id = 5;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * Also return the plaintext of recoverable keys (needs decrypt_key).
+   *
+   * @generated from field: bool decrypt = 6;
+   */
+  decrypt: boolean;
+};
+
+/**
+ * Describes the message keys.v1.ListKeysRequest.
+ * Use `create(ListKeysRequestSchema)` to create a new message.
+ */
+export const ListKeysRequestSchema: GenMessage<ListKeysRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 24);
+
+/**
+ * @generated from message keys.v1.ListKeysResponse
+ */
+export type ListKeysResponse = Message<"keys.v1.ListKeysResponse"> & {
+  /**
+   * Ordered by key id, which never changes, so pages neither skip nor repeat.
+   *
+   * @generated from field: repeated keys.v1.Key keys = 1;
+   */
+  keys: Key[];
+
+  /**
+   * @generated from field: common.v1.PageResponse pagination = 2;
+   */
+  pagination?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message keys.v1.ListKeysResponse.
+ * Use `create(ListKeysResponseSchema)` to create a new message.
+ */
+export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 25);
+
+/**
+ * @generated from message keys.v1.DeleteApiRequest
+ */
+export type DeleteApiRequest = Message<"keys.v1.DeleteApiRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string api_id = 2;
+   */
+  apiId: string;
+};
+
+/**
+ * Describes the message keys.v1.DeleteApiRequest.
+ * Use `create(DeleteApiRequestSchema)` to create a new message.
+ */
+export const DeleteApiRequestSchema: GenMessage<DeleteApiRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 26);
+
+/**
+ * @generated from message keys.v1.DeleteApiResponse
+ */
+export type DeleteApiResponse = Message<"keys.v1.DeleteApiResponse"> & {
+};
+
+/**
+ * Describes the message keys.v1.DeleteApiResponse.
+ * Use `create(DeleteApiResponseSchema)` to create a new message.
+ */
+export const DeleteApiResponseSchema: GenMessage<DeleteApiResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 27);
+
+/**
+ * A list whose presence matters: unset leaves the key's list alone, a present
+ * empty list clears it.
+ *
+ * @generated from message keys.v1.StringList
+ */
+export type StringList = Message<"keys.v1.StringList"> & {
+  /**
+   * @generated from field: repeated string values = 1;
+   */
+  values: string[];
+};
+
+/**
+ * Describes the message keys.v1.StringList.
+ * Use `create(StringListSchema)` to create a new message.
+ */
+export const StringListSchema: GenMessage<StringList> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 28);
+
+/**
+ * @generated from message keys.v1.RatelimitList
+ */
+export type RatelimitList = Message<"keys.v1.RatelimitList"> & {
+  /**
+   * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 1;
+   */
+  ratelimits: RatelimitConfig[];
+};
+
+/**
+ * Describes the message keys.v1.RatelimitList.
+ * Use `create(RatelimitListSchema)` to create a new message.
+ */
+export const RatelimitListSchema: GenMessage<RatelimitList> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 29);
+
+/**
+ * @generated from message keys.v1.CreditsUpdate
+ */
+export type CreditsUpdate = Message<"keys.v1.CreditsUpdate"> & {
+  /**
+   * Unset: unchanged (unless "credits.remaining" is in cleared).
+   *
+   * @generated from field: optional int64 remaining = 1;
+   */
+  remaining?: bigint | undefined;
+
+  /**
+   * Unset: unchanged (unless "credits.refill" is in cleared).
+   *
+   * @generated from field: optional keys.v1.Refill refill = 2;
+   */
+  refill?: Refill | undefined;
+};
+
+/**
+ * Describes the message keys.v1.CreditsUpdate.
+ * Use `create(CreditsUpdateSchema)` to create a new message.
+ */
+export const CreditsUpdateSchema: GenMessage<CreditsUpdate> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 30);
+
+/**
+ * keys.updateKey. Every field has three states, and the gateway maps them so:
+ *   JSON field omitted        -> proto field unset, not in `cleared`: unchanged
+ *   JSON field with a value   -> proto field set: replaced by the value
+ *   JSON field null           -> proto field unset, its JSON path in `cleared`: cleared
+ * The paths `cleared` may hold: "name", "externalId", "meta", "expires",
+ * "credits" (unlimited, refill cleared), "credits.remaining" (the same as
+ * "credits"), "credits.refill" (refill stops, the balance is kept). Anything
+ * else, or a path whose field is also set, answers INVALID_INPUT naming it.
+ * enabled, ratelimits, roles and permissions cannot be null; ratelimits, roles
+ * and permissions replace the key's whole set when present (an empty list
+ * clears it). ratelimits are matched by name: a name that stays keeps its id.
+ *
+ * @generated from message keys.v1.UpdateKeyRequest
+ */
+export type UpdateKeyRequest = Message<"keys.v1.UpdateKeyRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: optional string name = 3;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string external_id = 4;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * @generated from field: optional string meta_json = 5;
+   */
+  metaJson?: string | undefined;
+
+  /**
+   * @generated from field: optional int64 expires = 6;
+   */
+  expires?: bigint | undefined;
+
+  /**
+   * @generated from field: optional bool enabled = 7;
+   */
+  enabled?: boolean | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.CreditsUpdate credits = 8;
+   */
+  credits?: CreditsUpdate | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.RatelimitList ratelimits = 9;
+   */
+  ratelimits?: RatelimitList | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.StringList roles = 10;
+   */
+  roles?: StringList | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.StringList permissions = 11;
+   */
+  permissions?: StringList | undefined;
+
+  /**
+   * @generated from field: repeated string cleared = 12;
+   */
+  cleared: string[];
+};
+
+/**
+ * Describes the message keys.v1.UpdateKeyRequest.
+ * Use `create(UpdateKeyRequestSchema)` to create a new message.
+ */
+export const UpdateKeyRequestSchema: GenMessage<UpdateKeyRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 31);
+
+/**
+ * @generated from message keys.v1.UpdateKeyResponse
+ */
+export type UpdateKeyResponse = Message<"keys.v1.UpdateKeyResponse"> & {
+};
+
+/**
+ * Describes the message keys.v1.UpdateKeyResponse.
+ * Use `create(UpdateKeyResponseSchema)` to create a new message.
+ */
+export const UpdateKeyResponseSchema: GenMessage<UpdateKeyResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 32);
+
+/**
+ * @generated from message keys.v1.UpdateCreditsRequest
+ */
+export type UpdateCreditsRequest = Message<"keys.v1.UpdateCreditsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: keys.v1.CreditsOperation operation = 3;
+   */
+  operation: CreditsOperation;
+
+  /**
+   * JSON null and omitted are both unset. set with unset value makes the key
+   * unlimited and clears its refill; increment and decrement need a value.
+   *
+   * @generated from field: optional int64 value = 4;
+   */
+  value?: bigint | undefined;
+};
+
+/**
+ * Describes the message keys.v1.UpdateCreditsRequest.
+ * Use `create(UpdateCreditsRequestSchema)` to create a new message.
+ */
+export const UpdateCreditsRequestSchema: GenMessage<UpdateCreditsRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 33);
+
+/**
+ * @generated from message keys.v1.UpdateCreditsResponse
+ */
+export type UpdateCreditsResponse = Message<"keys.v1.UpdateCreditsResponse"> & {
+  /**
+   * Unset: the key is unlimited (JSON null).
+   *
+   * @generated from field: optional int64 remaining = 1;
+   */
+  remaining?: bigint | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.Refill refill = 2;
+   */
+  refill?: Refill | undefined;
+};
+
+/**
+ * Describes the message keys.v1.UpdateCreditsResponse.
+ * Use `create(UpdateCreditsResponseSchema)` to create a new message.
+ */
+export const UpdateCreditsResponseSchema: GenMessage<UpdateCreditsResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 34);
+
+/**
+ * @generated from message keys.v1.DeleteKeyRequest
+ */
+export type DeleteKeyRequest = Message<"keys.v1.DeleteKeyRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * false: the key stops verifying and its record stays for analytics.
+   * true: the record and its hash are removed, so the same key string can be imported again.
+   *
+   * @generated from field: bool permanent = 3;
+   */
+  permanent: boolean;
+};
+
+/**
+ * Describes the message keys.v1.DeleteKeyRequest.
+ * Use `create(DeleteKeyRequestSchema)` to create a new message.
+ */
+export const DeleteKeyRequestSchema: GenMessage<DeleteKeyRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 35);
+
+/**
+ * @generated from message keys.v1.DeleteKeyResponse
+ */
+export type DeleteKeyResponse = Message<"keys.v1.DeleteKeyResponse"> & {
+};
+
+/**
+ * Describes the message keys.v1.DeleteKeyResponse.
+ * Use `create(DeleteKeyResponseSchema)` to create a new message.
+ */
+export const DeleteKeyResponseSchema: GenMessage<DeleteKeyResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 36);
+
+/**
+ * @generated from message keys.v1.WhoamiRequest
+ */
+export type WhoamiRequest = Message<"keys.v1.WhoamiRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The plaintext key.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message keys.v1.WhoamiRequest.
+ * Use `create(WhoamiRequestSchema)` to create a new message.
+ */
+export const WhoamiRequestSchema: GenMessage<WhoamiRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 37);
+
+/**
+ * @generated from message keys.v1.WhoamiResponse
+ */
+export type WhoamiResponse = Message<"keys.v1.WhoamiResponse"> & {
+  /**
+   * @generated from field: keys.v1.Key key = 1;
+   */
+  key?: Key | undefined;
+};
+
+/**
+ * Describes the message keys.v1.WhoamiResponse.
+ * Use `create(WhoamiResponseSchema)` to create a new message.
+ */
+export const WhoamiResponseSchema: GenMessage<WhoamiResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 38);
+
+/**
+ * @generated from message keys.v1.RerollKeyRequest
+ */
+export type RerollKeyRequest = Message<"keys.v1.RerollKeyRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Milliseconds from now until the original key stops working; 0 stops it at once.
+   *
+   * @generated from field: int64 expiration = 3;
+   */
+  expiration: bigint;
+};
+
+/**
+ * Describes the message keys.v1.RerollKeyRequest.
+ * Use `create(RerollKeyRequestSchema)` to create a new message.
+ */
+export const RerollKeyRequestSchema: GenMessage<RerollKeyRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 39);
+
+/**
+ * @generated from message keys.v1.RerollKeyResponse
+ */
+export type RerollKeyResponse = Message<"keys.v1.RerollKeyResponse"> & {
+  /**
+   * The new key.
+   *
+   * @generated from field: string key_id = 1;
+   */
+  keyId: string;
+
+  /**
+   * @generated from field: string key = 2;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message keys.v1.RerollKeyResponse.
+ * Use `create(RerollKeyResponseSchema)` to create a new message.
+ */
+export const RerollKeyResponseSchema: GenMessage<RerollKeyResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 40);
+
+/**
+ * @generated from message keys.v1.MigrateKey
+ */
+export type MigrateKey = Message<"keys.v1.MigrateKey"> & {
+  /**
+   * SHA-256 of the plaintext key, standard base64 (44 characters) or hex (64).
+   *
+   * @generated from field: string hash = 1;
+   */
+  hash: string;
+
+  /**
+   * What reads show as the key's start; unset: empty.
+   *
+   * @generated from field: optional string start = 2;
+   */
+  start?: string | undefined;
+
+  /**
+   * @generated from field: optional string name = 3;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string external_id = 4;
+   */
+  externalId?: string | undefined;
+
+  /**
+   * @generated from field: optional string meta_json = 5;
+   */
+  metaJson?: string | undefined;
+
+  /**
+   * @generated from field: repeated string roles = 6;
+   */
+  roles: string[];
+
+  /**
+   * @generated from field: repeated string permissions = 7;
+   */
+  permissions: string[];
+
+  /**
+   * @generated from field: optional int64 expires = 8;
+   */
+  expires?: bigint | undefined;
+
+  /**
+   * @generated from field: optional bool enabled = 9;
+   */
+  enabled?: boolean | undefined;
+
+  /**
+   * @generated from field: optional keys.v1.Credits credits = 10;
+   */
+  credits?: Credits | undefined;
+
+  /**
+   * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 11;
+   */
+  ratelimits: RatelimitConfig[];
+};
+
+/**
+ * Describes the message keys.v1.MigrateKey.
+ * Use `create(MigrateKeySchema)` to create a new message.
+ */
+export const MigrateKeySchema: GenMessage<MigrateKey> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 41);
+
+/**
+ * @generated from message keys.v1.MigrateKeysRequest
+ */
+export type MigrateKeysRequest = Message<"keys.v1.MigrateKeysRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string migration_id = 2;
+   */
+  migrationId: string;
+
+  /**
+   * @generated from field: string api_id = 3;
+   */
+  apiId: string;
+
+  /**
+   * @generated from field: repeated keys.v1.MigrateKey keys = 4;
+   */
+  keys: MigrateKey[];
+};
+
+/**
+ * Describes the message keys.v1.MigrateKeysRequest.
+ * Use `create(MigrateKeysRequestSchema)` to create a new message.
+ */
+export const MigrateKeysRequestSchema: GenMessage<MigrateKeysRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 42);
+
+/**
+ * @generated from message keys.v1.MigratedKey
+ */
+export type MigratedKey = Message<"keys.v1.MigratedKey"> & {
+  /**
+   * As the request gave it.
+   *
+   * @generated from field: string hash = 1;
+   */
+  hash: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message keys.v1.MigratedKey.
+ * Use `create(MigratedKeySchema)` to create a new message.
+ */
+export const MigratedKeySchema: GenMessage<MigratedKey> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 43);
+
+/**
+ * @generated from message keys.v1.MigrateKeysResponse
+ */
+export type MigrateKeysResponse = Message<"keys.v1.MigrateKeysResponse"> & {
+  /**
+   * @generated from field: repeated keys.v1.MigratedKey migrated = 1;
+   */
+  migrated: MigratedKey[];
+
+  /**
+   * Hashes (as given) not imported because a key with that hash already exists.
+   *
+   * @generated from field: repeated string failed = 2;
+   */
+  failed: string[];
+};
+
+/**
+ * Describes the message keys.v1.MigrateKeysResponse.
+ * Use `create(MigrateKeysResponseSchema)` to create a new message.
+ */
+export const MigrateKeysResponseSchema: GenMessage<MigrateKeysResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 44);
+
+/**
  * @generated from enum keys.v1.RefillInterval
  */
 export enum RefillInterval {
@@ -909,6 +1525,37 @@ export const VerifyCodeSchema: GenEnum<VerifyCode> = /*@__PURE__*/
   enumDesc(file_keys_v1_keys, 1);
 
 /**
+ * @generated from enum keys.v1.CreditsOperation
+ */
+export enum CreditsOperation {
+  /**
+   * @generated from enum value: CREDITS_OPERATION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: CREDITS_OPERATION_SET = 1;
+   */
+  SET = 1,
+
+  /**
+   * @generated from enum value: CREDITS_OPERATION_INCREMENT = 2;
+   */
+  INCREMENT = 2,
+
+  /**
+   * @generated from enum value: CREDITS_OPERATION_DECREMENT = 3;
+   */
+  DECREMENT = 3,
+}
+
+/**
+ * Describes the enum keys.v1.CreditsOperation.
+ */
+export const CreditsOperationSchema: GenEnum<CreditsOperation> = /*@__PURE__*/
+  enumDesc(file_keys_v1_keys, 2);
+
+/**
  * The keys context: workspaces' APIs, their keys, credits and verification.
  *
  * @generated from service keys.v1.KeysService
@@ -931,6 +1578,26 @@ export const KeysService: GenService<{
     output: typeof GetApiResponseSchema;
   },
   /**
+   * apis.listKeys: needs read_key AND read_api on the API (masked as API_NOT_FOUND).
+   *
+   * @generated from rpc keys.v1.KeysService.ListKeys
+   */
+  listKeys: {
+    methodKind: "unary";
+    input: typeof ListKeysRequestSchema;
+    output: typeof ListKeysResponseSchema;
+  },
+  /**
+   * apis.deleteApi: its keys verify NOT_FOUND from the next verification on.
+   *
+   * @generated from rpc keys.v1.KeysService.DeleteApi
+   */
+  deleteApi: {
+    methodKind: "unary";
+    input: typeof DeleteApiRequestSchema;
+    output: typeof DeleteApiResponseSchema;
+  },
+  /**
    * @generated from rpc keys.v1.KeysService.CreateKey
    */
   createKey: {
@@ -945,6 +1612,58 @@ export const KeysService: GenService<{
     methodKind: "unary";
     input: typeof GetKeyRequestSchema;
     output: typeof GetKeyResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.UpdateKey
+   */
+  updateKey: {
+    methodKind: "unary";
+    input: typeof UpdateKeyRequestSchema;
+    output: typeof UpdateKeyResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.UpdateCredits
+   */
+  updateCredits: {
+    methodKind: "unary";
+    input: typeof UpdateCreditsRequestSchema;
+    output: typeof UpdateCreditsResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.DeleteKey
+   */
+  deleteKey: {
+    methodKind: "unary";
+    input: typeof DeleteKeyRequestSchema;
+    output: typeof DeleteKeyResponseSchema;
+  },
+  /**
+   * keys.whoami: the key given by its plaintext; a missing read_key is masked as KEY_NOT_FOUND.
+   *
+   * @generated from rpc keys.v1.KeysService.Whoami
+   */
+  whoami: {
+    methodKind: "unary";
+    input: typeof WhoamiRequestSchema;
+    output: typeof WhoamiResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.RerollKey
+   */
+  rerollKey: {
+    methodKind: "unary";
+    input: typeof RerollKeyRequestSchema;
+    output: typeof RerollKeyResponseSchema;
+  },
+  /**
+   * keys.migrateKeys: imports keys by the SHA-256 of their plaintext.
+   *
+   * @generated from rpc keys.v1.KeysService.MigrateKeys
+   */
+  migrateKeys: {
+    methodKind: "unary";
+    input: typeof MigrateKeysRequestSchema;
+    output: typeof MigrateKeysResponseSchema;
   },
   /**
    * @generated from rpc keys.v1.KeysService.VerifyKey

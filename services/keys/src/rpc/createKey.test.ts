@@ -2,7 +2,7 @@ import { RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
 
 describe("createKey", () => {
   it("issues prefix_base58 of byteLength random bytes, stored only as its SHA-256", async () => {
@@ -173,13 +173,27 @@ describe("createKey", () => {
     expect(failure.reason).toBe(ErrorReason.API_NOT_FOUND);
   });
 
-  it("answers PRECONDITION_FAILED for a recoverable key until encryption exists", async () => {
+  it("answers PRECONDITION_FAILED for a recoverable key when no encryption key is configured", async () => {
     const { client, seed } = memoryKeys();
     const apiId = await seed.api();
     const caller = callerOf("ws_1", "api.*.create_key", "api.*.encrypt_key");
     expect(await rejection(client.createKey({ caller, apiId, recoverable: true }))).toEqual({
       reason: ErrorReason.PRECONDITION_FAILED,
-      message: "This API does not support key encryption.",
+      message:
+        "This API does not support key encryption: no encryption key is configured (LATCHKEY_ENCRYPTION_KEY).",
     });
+  });
+
+  it("stores a recoverable key's plaintext sealed with AES-256-GCM, apart from its hash", async () => {
+    const { client, seed, deps } = memoryKeys({ encryptionKey: TEST_ENCRYPTION_KEY });
+    const apiId = await seed.api();
+    const caller = callerOf("ws_1", "api.*.create_key", "api.*.encrypt_key");
+    const { keyId, key } = await client.createKey({ caller, apiId, recoverable: true });
+    const stored = await deps.store.findKeyById(keyId);
+    expect(stored?.recoverable).toBe(true);
+    const sealed = await deps.store.findEncryptedKey(keyId);
+    expect(sealed?.kekId).toBe(deps.vault?.kekId);
+    expect(JSON.stringify(sealed)).not.toContain(key);
+    expect(deps.vault?.open(sealed!)).toBe(key);
   });
 });

@@ -3,6 +3,7 @@ import type { GetKeyRequest, GetKeyResponseSchema } from "@latchkey/proto/keys/v
 import { need, requirePermissions } from "@latchkey/runtime";
 import { callerOf, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
+import { recoverPlaintext } from "../recovery.ts";
 import { keyView } from "../views.ts";
 
 export function getKey(deps: KeysDeps) {
@@ -14,7 +15,7 @@ export function getKey(deps: KeysDeps) {
       need("api", key.apiId, "read_key"),
       ...(req.decrypt ? [need("api", key.apiId, "decrypt_key")] : []),
     ]);
-    // No key is recoverable before issue 3, so there is never a plaintext to return.
-    return { key: keyView(key) };
+    const plaintext = req.decrypt ? await recoverPlaintext(deps, key) : undefined;
+    return { key: keyView(key, deps.clock.now(), plaintext) };
   };
 }

@@ -172,7 +172,7 @@ describe("verifyKey", () => {
       const apiId = await seed.api();
       const { keyId, key } = await seed.key({ apiId, credits: 5 });
       expect((await client.verifyKey({ caller: verifier(), key })).credits).toBe(4n);
-      await deps.store.spendCredits(keyId, 2);
+      await deps.store.spendCredits(keyId, 2, 0);
       expect((await client.verifyKey({ caller: verifier(), key })).credits).toBe(1n);
     });
 

@@ -10,9 +10,18 @@ import { callerOf, keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified } from "../events.ts";
 import { type PermissionQuery, parsePermissionQuery, satisfies } from "../permission-query.ts";
-import type { VerifiableKey } from "../store/keys-store.ts";
+import type { Spend, VerifiableKey } from "../store/keys-store.ts";
 
 export type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
+
+/** Spends credits of one key for one verification; a batch passes one that coalesces its spends. */
+export type Spender = (keyId: string, cost: number) => Promise<Spend | undefined>;
+
+/** One statement per verification, applying a due refill first. */
+export const spendEach =
+  (deps: KeysDeps): Spender =>
+  (keyId, cost) =>
+    deps.store.spendCredits(keyId, cost, deps.clock.now());
 
 const MAX_COST = 1_000_000_000_000;
 
@@ -25,10 +34,11 @@ export async function verify(
   deps: KeysDeps,
   caller: Caller,
   req: VerifyKeyRequest,
+  spend: Spender = spendEach(deps),
 ): Promise<VerifyKeyResult> {
   const started = performance.now();
   const input = validVerifyKey(req);
-  const { result, key, spent } = await judge(deps, caller, input, req);
+  const { result, key, spent } = await judge(deps, caller, input, req, spend);
   keyVerified(deps, {
     requestId: req.requestId,
     time: deps.clock.now(),
@@ -57,13 +67,14 @@ interface Judgement {
 /**
  * The reference's order (notes b.3). Outcomes are data: only malformed input
  * and a request naming an unknown rate limit raise. The hot path is one cache
- * lookup and, for keys with credits, one UPDATE.
+ * lookup and, for keys with credits, one UPDATE (shared by a whole batch).
  */
 async function judge(
   deps: KeysDeps,
   caller: Caller,
   input: VerifyKeyInput,
   req: VerifyKeyRequest,
+  spendCredits: Spender,
 ): Promise<Judgement> {
   const hash = hashKey(input.key);
   const cached = deps.keyCache.peek(hash);
@@ -91,7 +102,7 @@ async function judge(
   // Rate limits are evaluated here once issue 4 lands; a limited verification must spend no credits.
   if (key.remaining === null) return outcome(key, VerifyCode.VALID);
   // The cached balance is never trusted: the store spends or reads the current one.
-  const spend = await deps.store.spendCredits(key.id, input.cost);
+  const spend = await spendCredits(key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate(hash);

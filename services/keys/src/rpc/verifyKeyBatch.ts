@@ -10,34 +10,48 @@ import type {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { errorDetailOf, invalidInput } from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
+import { SpendCollector } from "../spend-collector.ts";
 import { verify } from "./verifyKey.ts";
 
 type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
 
 /**
  * Many verifications in one call (the gateway coalesces concurrent requests).
- * Items run concurrently, each exactly as verifyKey would; one result per item,
- * in order. An item's error becomes its BatchError and never fails the batch.
+ * Items run concurrently, each exactly as verifyKey would, except that their
+ * credit spends are decided together in one statement (SpendCollector): one
+ * result per item, in order, and spends of one key succeed in item order. An
+ * item's error becomes its BatchError and never fails the batch.
  */
 export function verifyKeyBatch(deps: KeysDeps) {
   return async (
     req: VerifyKeyBatchRequest,
   ): Promise<MessageInitShape<typeof VerifyKeyBatchResponseSchema>> => {
-    const results = await Promise.all(req.items.map((item) => verifyItem(deps, req.callers, item)));
+    const collector = new SpendCollector(deps, req.items.length);
+    const results = await Promise.all(
+      req.items.map((item) => verifyItem(deps, req.callers, item, collector.forItem())),
+    );
     return { results };
   };
 }
 
-async function verifyItem(deps: KeysDeps, callers: Caller[], item: VerifyKeyBatchItem): Promise<BatchResult> {
+async function verifyItem(
+  deps: KeysDeps,
+  callers: Caller[],
+  item: VerifyKeyBatchItem,
+  credits: ReturnType<SpendCollector["forItem"]>,
+): Promise<BatchResult> {
   try {
     const caller = callers[item.callerIndex];
     if (!caller || caller.workspaceId === "") {
       throw invalidInput("/callerIndex", `caller index ${item.callerIndex} names no caller of this batch`);
     }
     if (!item.request) throw invalidInput("/request", "a batch item needs a request");
-    return { result: { case: "response", value: await verify(deps, caller, item.request) } };
+    return { result: { case: "response", value: await verify(deps, caller, item.request, credits.spend) } };
   } catch (err) {
     return { result: { case: "error", value: batchError(deps, err) } };
+  } finally {
+    // An item that never reached its credit step must not hold up the others' spends.
+    credits.done();
   }
 }
 

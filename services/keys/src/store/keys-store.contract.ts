@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { KeysStore, NewKey } from "./keys-store.ts";
+import type { CreditsState, KeysStore, NewKey } from "./keys-store.ts";
 
 export interface ContractSetup {
   store: KeysStore;
@@ -17,6 +17,12 @@ export interface ContractSetup {
   /** Marks an API deleted (no RPC does this yet). */
   deleteApi(id: string): Promise<void>;
 }
+
+/** Creation time of the contract's keys: 2023-11-14T22:13:20Z. */
+const CREATED = 1_700_000_000_000;
+/** A moment after creation with no refill due for keys without a schedule. */
+const NOW = CREATED + 1_000;
+const DAY = 86_400_000;
 
 const unique = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
 
@@ -37,8 +43,9 @@ function newKey(workspaceId: string, apiId: string, fields: Partial<NewKey> = {}
     enabled: true,
     remaining: null,
     refill: null,
-    createdAt: 1_700_000_000_000,
+    createdAt: CREATED,
     ratelimits: [],
+    byteLength: 16,
     ...fields,
   };
 }
@@ -132,11 +139,11 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, { remaining: 5 });
       await store.createKey(key);
-      expect(await store.spendCredits(key.id, 3)).toEqual({ spent: true, remaining: 2 });
-      expect(await store.spendCredits(key.id, 3)).toEqual({ spent: false, remaining: 2 });
-      expect(await store.spendCredits(key.id, 0)).toEqual({ spent: true, remaining: 2 });
-      expect(await store.spendCredits(key.id, 2)).toEqual({ spent: true, remaining: 0 });
-      expect(await store.spendCredits(key.id, 0)).toEqual({ spent: true, remaining: 0 });
+      expect(await store.spendCredits(key.id, 3, NOW)).toEqual({ spent: true, remaining: 2 });
+      expect(await store.spendCredits(key.id, 3, NOW)).toEqual({ spent: false, remaining: 2 });
+      expect(await store.spendCredits(key.id, 0, NOW)).toEqual({ spent: true, remaining: 2 });
+      expect(await store.spendCredits(key.id, 2, NOW)).toEqual({ spent: true, remaining: 0 });
+      expect(await store.spendCredits(key.id, 0, NOW)).toEqual({ spent: true, remaining: 0 });
       expect((await store.findKeyById(key.id))?.remaining).toBe(0);
     });
 
@@ -144,15 +151,15 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId);
       await store.createKey(key);
-      expect(await store.spendCredits(key.id, 1)).toEqual({ spent: true, remaining: null });
-      expect(await store.spendCredits("key_unknown", 1)).toBeUndefined();
+      expect(await store.spendCredits(key.id, 1, NOW)).toEqual({ spent: true, remaining: null });
+      expect(await store.spendCredits("key_unknown", 1, NOW)).toBeUndefined();
     });
 
     it("never overdraws under concurrent spending", async () => {
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, { remaining: 10 });
       await store.createKey(key);
-      const results = await Promise.all(Array.from({ length: 25 }, () => store.spendCredits(key.id, 1)));
+      const results = await Promise.all(Array.from({ length: 25 }, () => store.spendCredits(key.id, 1, NOW)));
       expect(results.filter((r) => r?.spent)).toHaveLength(10);
       expect((await store.findKeyById(key.id))?.remaining).toBe(0);
     });
@@ -183,6 +190,288 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       });
       expect((await s.store.findRootKeyByHash(revoked.hash))?.revokedAt).toBe(5);
       expect(await s.store.findRootKeyByHash("unknown")).toBeUndefined();
+    });
+
+    it("marks an API deleted once", async () => {
+      const { store, apiId } = await withApi();
+      expect(await store.deleteApi(apiId, 5)).toBe(true);
+      expect(await store.deleteApi(apiId, 6)).toBe(false);
+      expect((await store.findApi(apiId))?.deletedAt).toBe(5);
+      expect(await store.deleteApi("api_unknown", 5)).toBe(false);
+    });
+
+    it("lists live keys of one API by id, page by page, optionally of one externalId", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const ids = ["key_a1", "key_b2", "key_c3", "key_d4", "key_e5"].map((id) => `${id}_${unique("x")}`);
+      for (const [i, id] of [...ids].reverse().entries()) {
+        await store.createKey(
+          newKey(workspaces[0], apiId, { id, externalId: i % 2 === 0 ? "user_1" : null }),
+        );
+      }
+      await store.deleteKey(ids[2]!, false, 9);
+      const first = await store.listKeys(apiId, { limit: 2, after: "" });
+      expect(first.keys.map((k) => k.id)).toEqual([ids[0], ids[1]]);
+      expect(first.next).toBe(ids[1]);
+      const second = await store.listKeys(apiId, { limit: 2, after: first.next! });
+      expect(second.keys.map((k) => k.id)).toEqual([ids[3], ids[4]]);
+      expect(second.next).toBeNull();
+      const own = await store.listKeys(apiId, { limit: 10, after: "", externalId: "user_1" });
+      expect(own.keys.map((k) => k.id)).toEqual([ids[0], ids[4]]);
+    });
+
+    it("patches only the given fields and replaces the rate limits with the given set", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const keep = { id: unique("rl"), name: "keep", limit: 1, duration: 1_000, autoApply: false };
+      const key = newKey(workspaces[0], apiId, {
+        name: "old",
+        metaJson: '{"a":1}',
+        remaining: 10,
+        ratelimits: [keep, { id: unique("rl"), name: "drop", limit: 2, duration: 2_000, autoApply: true }],
+      });
+      await store.createKey(key);
+      const added = { id: unique("rl"), name: "new", limit: 3, duration: 3_000, autoApply: true };
+      const updated = await store.updateKey(key.id, {
+        name: null,
+        enabled: false,
+        permissions: ["x"],
+        ratelimits: [{ ...keep, limit: 5 }, added],
+        updatedAt: 77,
+      });
+      expect(updated).toMatchObject({
+        name: null,
+        enabled: false,
+        permissions: ["x"],
+        remaining: 10,
+        updatedAt: 77,
+      });
+      expect(JSON.parse(updated!.metaJson!)).toEqual({ a: 1 });
+      expect([...updated!.ratelimits].sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+        { ...keep, limit: 5 },
+        added,
+      ]);
+      expect(await store.updateKey("key_unknown", { updatedAt: 1 })).toBeUndefined();
+    });
+
+    it("sets, increments and decrements credits, clamping at 0", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId, {
+        remaining: 5,
+        refill: { interval: "daily", amount: 9, day: null },
+      });
+      await store.createKey(key);
+      const refill = { interval: "daily", amount: 9, day: null };
+      expect(await store.updateCredits(key.id, "increment", 3, NOW)).toEqual({ remaining: 8, refill });
+      expect(await store.updateCredits(key.id, "decrement", 20, NOW)).toEqual({ remaining: 0, refill });
+      expect(await store.updateCredits(key.id, "set", 4, NOW)).toEqual({ remaining: 4, refill });
+      expect(await store.updateCredits(key.id, "set", null, NOW)).toEqual({ remaining: null, refill: null });
+      expect(await store.updateCredits(key.id, "increment", 1, NOW)).toBe("unlimited");
+      expect(await store.updateCredits(key.id, "decrement", 1, NOW)).toBe("unlimited");
+      expect(await store.updateCredits(key.id, "set", 2, NOW)).toEqual({ remaining: 2, refill: null });
+      expect(await store.updateCredits("key_unknown", "set", 1, NOW)).toBeUndefined();
+    });
+
+    it("keeps a deleted key's record, and forgets a permanently deleted one with its hash", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const soft = newKey(workspaces[0], apiId, { remaining: 3 });
+      await store.createKey(soft);
+      await store.deleteKey(soft.id, false, 42);
+      expect((await store.findKeyByHash(soft.hash))?.deletedAt).toBe(42);
+      expect(await store.spendCredits(soft.id, 1, NOW)).toBeUndefined();
+      const hard = newKey(workspaces[0], apiId, {
+        ratelimits: [{ id: unique("rl"), name: "r", limit: 1, duration: 1_000, autoApply: false }],
+      });
+      await store.createKey(hard, {
+        keyId: hard.id,
+        workspaceId: workspaces[0],
+        ciphertext: "c",
+        iv: "i",
+        tag: "t",
+        kekId: "kek_1",
+      });
+      await store.deleteKey(hard.id, true, 43);
+      expect(await store.findKeyById(hard.id)).toBeUndefined();
+      expect(await store.findEncryptedKey(hard.id)).toBeUndefined();
+      await store.createKey(newKey(workspaces[0], apiId, { hash: hard.hash }));
+      expect(await store.findKeyByHash(hard.hash)).toBeDefined();
+    });
+
+    it("keeps a recoverable key's sealed plaintext apart and says the key is recoverable", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const plain = newKey(workspaces[0], apiId);
+      await store.createKey(plain);
+      const sealed = newKey(workspaces[0], apiId);
+      const secret = {
+        keyId: sealed.id,
+        workspaceId: workspaces[0],
+        ciphertext: "Y2lw",
+        iv: "aXY=",
+        tag: "dGFn",
+        kekId: "kek_1",
+      };
+      await store.createKey(sealed, secret);
+      expect((await store.findKeyById(plain.id))?.recoverable).toBe(false);
+      expect((await store.findKeyById(sealed.id))?.recoverable).toBe(true);
+      expect(await store.findEncryptedKey(sealed.id)).toEqual(secret);
+      expect(await store.findEncryptedKey(plain.id)).toBeUndefined();
+    });
+
+    it("imports keys whose hash is new and skips the others", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const existing = newKey(workspaces[0], apiId);
+      await store.createKey(existing);
+      const fresh = newKey(workspaces[0], apiId, { remaining: 4 });
+      expect(await store.importKeys([fresh, newKey(workspaces[0], apiId, { hash: existing.hash })])).toEqual([
+        true,
+        false,
+      ]);
+      expect((await store.findKeyByHash(fresh.hash))?.remaining).toBe(4);
+    });
+
+    it("rerolls: the new key takes the balance and refill state, the original gets its expiry", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const original = newKey(workspaces[0], apiId, {
+        remaining: 10,
+        refill: { interval: "daily", amount: 10, day: null },
+      });
+      await store.createKey(original);
+      await store.spendCredits(original.id, 3, CREATED + 60_000);
+      const next = newKey(workspaces[0], apiId, {
+        remaining: 999,
+        refill: original.refill,
+        createdAt: CREATED + DAY,
+      });
+      await store.rerollKey(next, undefined, original.id, CREATED + DAY + 60_000);
+      expect(await store.findKeyById(next.id)).toMatchObject({
+        remaining: 7,
+        lastRefillAt: null,
+        expires: null,
+      });
+      expect((await store.findKeyById(original.id))?.expires).toBe(CREATED + DAY + 60_000);
+    });
+
+    it("grants each group of equal spends min(count, floor(balance / cost)), in one call", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const ten = newKey(workspaces[0], apiId, { remaining: 10 });
+      const three = newKey(workspaces[0], apiId, { remaining: 3 });
+      const open = newKey(workspaces[0], apiId);
+      const gone = newKey(workspaces[0], apiId, { remaining: 5 });
+      for (const k of [ten, three, open, gone]) await store.createKey(k);
+      await store.deleteKey(gone.id, false, 1);
+      const results = await store.spendCreditsGroups(
+        [
+          { keyId: ten.id, cost: 3, count: 5 },
+          { keyId: three.id, cost: 1, count: 2 },
+          { keyId: open.id, cost: 7, count: 4 },
+          { keyId: gone.id, cost: 1, count: 1 },
+          { keyId: "key_unknown", cost: 1, count: 1 },
+        ],
+        NOW,
+      );
+      expect(results).toEqual([
+        { granted: 3, before: 10 },
+        { granted: 2, before: 3 },
+        { granted: 4, before: null },
+        undefined,
+        undefined,
+      ]);
+      expect((await store.findKeyById(ten.id))?.remaining).toBe(1);
+      expect((await store.findKeyById(three.id))?.remaining).toBe(1);
+      expect(await store.spendCreditsGroups([{ keyId: ten.id, cost: 0, count: 3 }], NOW)).toEqual([
+        { granted: 3, before: 1 },
+      ]);
+    });
+
+    it("applies a due daily refill in the spend itself, replacing the balance, once per day", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId, {
+        remaining: 2,
+        refill: { interval: "daily", amount: 5, day: null },
+      });
+      await store.createKey(key);
+      // Created at 22:13 UTC: nothing is due the same day.
+      expect(await store.spendCredits(key.id, 1, CREATED + 60_000)).toEqual({ spent: true, remaining: 1 });
+      const midnight = Math.ceil(CREATED / DAY) * DAY;
+      expect(await store.spendCredits(key.id, 1, midnight - 1)).toEqual({ spent: true, remaining: 0 });
+      expect(await store.spendCredits(key.id, 1, midnight)).toEqual({ spent: true, remaining: 4 });
+      expect(await store.spendCredits(key.id, 1, midnight + DAY - 1)).toEqual({ spent: true, remaining: 3 });
+      expect((await store.findKeyById(key.id))?.lastRefillAt).toBe(midnight);
+      // Down for three days: one refill when it comes back, not three.
+      expect(await store.spendCredits(key.id, 5, midnight + 4 * DAY + 7)).toEqual({
+        spent: true,
+        remaining: 0,
+      });
+      expect((await store.findKeyById(key.id))?.lastRefillAt).toBe(midnight + 4 * DAY);
+    });
+
+    it("applies a due refill even when the spend is refused, and answers the refilled balance", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId, {
+        remaining: 0,
+        refill: { interval: "daily", amount: 2, day: null },
+      });
+      await store.createKey(key);
+      const midnight = Math.ceil(CREATED / DAY) * DAY;
+      expect(await store.spendCredits(key.id, 3, midnight + 5)).toEqual({ spent: false, remaining: 2 });
+      expect((await store.findKeyById(key.id))?.remaining).toBe(2);
+    });
+
+    it("refills every due key once per period, monthly on the last day of a shorter month", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const jan31 = Date.UTC(2024, 0, 31, 12);
+      const monthly = newKey(workspaces[0], apiId, {
+        remaining: 1,
+        refill: { interval: "monthly", amount: 50, day: 31 },
+        createdAt: jan31,
+      });
+      const daily = newKey(workspaces[0], apiId, {
+        remaining: 1,
+        refill: { interval: "daily", amount: 7, day: null },
+        createdAt: jan31,
+      });
+      const gone = newKey(workspaces[0], apiId, {
+        remaining: 1,
+        refill: { interval: "daily", amount: 7, day: null },
+        createdAt: jan31,
+      });
+      for (const k of [monthly, daily, gone]) await store.createKey(k);
+      await store.deleteKey(gone.id, false, jan31);
+      // Other keys of the store's world may be due too: count only these three.
+      await store.applyDueRefills(Date.UTC(2024, 1, 28, 23, 59));
+      expect((await store.findKeyById(monthly.id))?.remaining).toBe(1);
+      expect((await store.findKeyById(daily.id))?.remaining).toBe(7);
+      await store.spendCredits(daily.id, 7, Date.UTC(2024, 1, 28, 23, 59));
+      await store.applyDueRefills(Date.UTC(2024, 1, 29));
+      expect(await store.findKeyById(monthly.id)).toMatchObject({
+        remaining: 50,
+        lastRefillAt: Date.UTC(2024, 1, 29),
+      });
+      expect((await store.findKeyById(daily.id))?.remaining).toBe(7);
+      expect((await store.findKeyById(gone.id))?.remaining).toBe(1);
+      await store.spendCredits(monthly.id, 10, Date.UTC(2024, 1, 29, 1));
+      await store.applyDueRefills(Date.UTC(2024, 1, 29, 2));
+      expect((await store.findKeyById(monthly.id))?.remaining).toBe(40);
+      await store.applyDueRefills(Date.UTC(2024, 2, 31));
+      expect(await store.findKeyById(monthly.id)).toMatchObject({
+        remaining: 50,
+        lastRefillAt: Date.UTC(2024, 2, 31),
+      });
+    });
+
+    it("settles a due refill before a credits update, so the update is not overwritten", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId, {
+        remaining: 1,
+        refill: { interval: "daily", amount: 10, day: null },
+      });
+      await store.createKey(key);
+      const midnight = Math.ceil(CREATED / DAY) * DAY;
+      expect((await store.updateCredits(key.id, "increment", 5, midnight + 1)) as CreditsState).toMatchObject(
+        {
+          remaining: 15,
+        },
+      );
+      expect(await store.applyDueRefills(midnight + 2)).toBeGreaterThanOrEqual(0);
+      expect((await store.findKeyById(key.id))?.remaining).toBe(15);
     });
   });
 }

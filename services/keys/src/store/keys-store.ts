@@ -54,6 +54,10 @@ export interface KeyRecord {
   updatedAt: number | null;
   deletedAt: number | null;
   ratelimits: KeyRatelimitRecord[];
+  /** Size of the random part it was generated with; null for imported keys. */
+  byteLength: number | null;
+  /** Its plaintext is kept encrypted (see EncryptedKeyRecord). */
+  recoverable: boolean;
 }
 
 /** A key as verification needs it: the record plus whether its API is deleted. */
@@ -68,7 +72,71 @@ export interface RootKeyRecord {
   revokedAt: number | null;
 }
 
-export type NewKey = Omit<KeyRecord, "updatedAt" | "deletedAt" | "lastRefillAt">;
+export type NewKey = Omit<KeyRecord, "updatedAt" | "deletedAt" | "lastRefillAt" | "recoverable"> & {
+  /** Set by reroll, which carries the refill schedule over. */
+  lastRefillAt?: number | null;
+};
+
+/** A recoverable key's plaintext, AES-256-GCM encrypted, stored apart from its hash. */
+export interface EncryptedKeyRecord {
+  keyId: string;
+  workspaceId: string;
+  /** Base64 of ciphertext, IV and authentication tag. */
+  ciphertext: string;
+  iv: string;
+  tag: string;
+  /** Which key-encryption key sealed it. */
+  kekId: string;
+}
+
+/** What updateKey changes; an absent field is left as it is. */
+export interface KeyPatch {
+  name?: string | null;
+  metaJson?: string | null;
+  externalId?: string | null;
+  identityId?: string | null;
+  expires?: number | null;
+  enabled?: boolean;
+  remaining?: number | null;
+  refill?: RefillRecord | null;
+  lastRefillAt?: number | null;
+  permissions?: string[];
+  roles?: string[];
+  /** The whole new set; ids are given by the caller (a name that stays keeps its id). */
+  ratelimits?: KeyRatelimitRecord[];
+  updatedAt: number;
+}
+
+export type CreditsOperation = "set" | "increment" | "decrement";
+
+/** A key's credits after an update. remaining null: unlimited. */
+export interface CreditsState {
+  remaining: number | null;
+  refill: RefillRecord | null;
+}
+
+/** `count` verifications of one key, each spending `cost`, in request order. */
+export interface SpendGroup {
+  keyId: string;
+  cost: number;
+  count: number;
+}
+
+/**
+ * The outcome of a SpendGroup: the first `granted` verifications spent, the
+ * rest did not. before: the balance they started from (after any due refill);
+ * null when the key is unlimited.
+ */
+export interface GroupSpend {
+  granted: number;
+  before: number | null;
+}
+
+export interface KeyPage {
+  keys: KeyRecord[];
+  /** The id to continue after, when there are more. */
+  next: string | null;
+}
 
 /**
  * The outcome of spending credits: spent and the balance after, or not spent
@@ -82,15 +150,61 @@ export interface Spend {
 export interface KeysStore {
   createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void>;
   findApi(id: string): Promise<ApiRecord | undefined>;
-  /** Inserts the key and its rate limits together. */
-  createKey(key: NewKey): Promise<void>;
+  /** Marks an API deleted; its keys stop verifying. false when it was already gone. */
+  deleteApi(id: string, at: number): Promise<boolean>;
+  /** Inserts the key, its rate limits and, for a recoverable key, its encrypted plaintext together. */
+  createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void>;
+  /** Inserts each key whose hash is new; true where it was inserted, false where the hash exists. */
+  importKeys(keys: NewKey[]): Promise<boolean[]>;
+  /**
+   * Live keys of an API ordered by id, after the id `after`, at most `limit`,
+   * optionally only those of one externalId.
+   */
+  listKeys(apiId: string, options: { limit: number; after: string; externalId?: string }): Promise<KeyPage>;
+  /** Applies the patch atomically with respect to credit spends; undefined when the key is gone. */
+  updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined>;
+  /**
+   * set, increment or decrement the balance in one statement, after applying
+   * a refill due at `at`. Decrement stops at 0; set null makes the key
+   * unlimited and clears its refill. "unlimited": increment or decrement of
+   * an unlimited key, nothing changed. undefined: the key is gone.
+   */
+  updateCredits(
+    id: string,
+    operation: CreditsOperation,
+    value: number | null,
+    at: number,
+  ): Promise<CreditsState | "unlimited" | undefined>;
+  /** Ordinary deletion marks the key deleted; permanent deletion removes the row, its hash and its secrets. */
+  deleteKey(id: string, permanent: boolean, at: number): Promise<void>;
+  /**
+   * Creates `key` as the successor of `originalId` in one transaction: it takes
+   * the original's current balance and refill state, and the original now
+   * expires at `originalExpires`.
+   */
+  rerollKey(
+    key: NewKey,
+    encrypted: EncryptedKeyRecord | undefined,
+    originalId: string,
+    originalExpires: number,
+  ): Promise<void>;
+  findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined>;
   findKeyById(id: string): Promise<VerifiableKey | undefined>;
   findKeyByHash(hash: string): Promise<VerifiableKey | undefined>;
   /**
    * Spends `cost` credits of a limited key atomically: either the balance was
-   * at least `cost` and is now lower by exactly `cost`, or nothing changed.
-   * Cost 0 only reads the balance. undefined when the key is gone.
+   * at least `cost` and is now lower by exactly `cost`, or nothing was spent.
+   * A refill due at `at` is applied first, in the same statement. Cost 0 only
+   * reads the balance. undefined when the key is gone or deleted.
    */
-  spendCredits(keyId: string, cost: number): Promise<Spend | undefined>;
+  spendCredits(keyId: string, cost: number, at: number): Promise<Spend | undefined>;
+  /**
+   * Many spends at once (a verification batch): per group, the first
+   * min(count, floor(balance / cost)) succeed, exactly as if they had come one
+   * by one. One statement for all groups on PostgreSQL. Keys must be distinct.
+   */
+  spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]>;
+  /** Applies every refill due at `at`; answers how many keys were refilled. */
+  applyDueRefills(at: number): Promise<number>;
   findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined>;
 }

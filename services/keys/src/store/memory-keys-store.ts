@@ -1,10 +1,18 @@
+import { dueRefill } from "../refills.ts";
 import type {
   ApiRecord,
+  CreditsOperation,
+  CreditsState,
+  EncryptedKeyRecord,
+  GroupSpend,
+  KeyPage,
+  KeyPatch,
   KeyRecord,
   KeysStore,
   NewKey,
   RootKeyRecord,
   Spend,
+  SpendGroup,
   VerifiableKey,
 } from "./keys-store.ts";
 
@@ -18,6 +26,7 @@ export class MemoryKeysStore implements KeysStore {
   private readonly keys = new Map<string, KeyRecord>();
   private readonly keyIdByHash = new Map<string, string>();
   private readonly rootKeys = new Map<string, RootKeyRecord & { hash: string }>();
+  private readonly encrypted = new Map<string, EncryptedKeyRecord>();
 
   async createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void> {
     this.apis.set(api.id, { ...api, deletedAt: null });
@@ -28,12 +37,126 @@ export class MemoryKeysStore implements KeysStore {
     return api && { ...api };
   }
 
-  async createKey(key: NewKey): Promise<void> {
+  async deleteApi(id: string, at: number): Promise<boolean> {
+    const api = this.apis.get(id);
+    if (!api || api.deletedAt !== null) return false;
+    api.deletedAt = at;
+    return true;
+  }
+
+  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void> {
     if (this.keyIdByHash.has(key.hash)) throw new Error("duplicate key hash");
     const names = new Set(key.ratelimits.map((r) => r.name));
     if (names.size !== key.ratelimits.length) throw new Error("duplicate ratelimit name");
-    this.keys.set(key.id, { ...structuredClone(key), updatedAt: null, deletedAt: null, lastRefillAt: null });
+    this.keys.set(key.id, {
+      ...structuredClone(key),
+      lastRefillAt: key.lastRefillAt ?? null,
+      updatedAt: null,
+      deletedAt: null,
+      recoverable: encrypted !== undefined,
+    });
     this.keyIdByHash.set(key.hash, key.id);
+    if (encrypted) this.encrypted.set(key.id, { ...encrypted });
+  }
+
+  async importKeys(keys: NewKey[]): Promise<boolean[]> {
+    const inserted: boolean[] = [];
+    for (const key of keys) {
+      if (this.keyIdByHash.has(key.hash)) {
+        inserted.push(false);
+        continue;
+      }
+      await this.createKey(key);
+      inserted.push(true);
+    }
+    return inserted;
+  }
+
+  async listKeys(
+    apiId: string,
+    options: { limit: number; after: string; externalId?: string },
+  ): Promise<KeyPage> {
+    const live = [...this.keys.values()]
+      .filter(
+        (k) =>
+          k.apiId === apiId &&
+          k.deletedAt === null &&
+          k.id > options.after &&
+          (options.externalId === undefined || k.externalId === options.externalId),
+      )
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const keys = live.slice(0, options.limit).map((k) => structuredClone(k));
+    return { keys, next: live.length > options.limit ? (keys.at(-1)?.id ?? null) : null };
+  }
+
+  async updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined> {
+    const key = this.keys.get(id);
+    if (!key) return undefined;
+    const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    Object.assign(key, structuredClone(defined));
+    return this.findKeyById(id);
+  }
+
+  async updateCredits(
+    id: string,
+    operation: CreditsOperation,
+    value: number | null,
+    at: number,
+  ): Promise<CreditsState | "unlimited" | undefined> {
+    const key = this.keys.get(id);
+    if (!key) return undefined;
+    if (operation !== "set" && key.remaining === null) return "unlimited";
+    this.settleRefill(key, at);
+    switch (operation) {
+      case "set":
+        key.remaining = value;
+        if (value === null) key.refill = null;
+        break;
+      case "increment":
+        key.remaining = (key.remaining ?? 0) + (value ?? 0);
+        break;
+      case "decrement":
+        key.remaining = Math.max(0, (key.remaining ?? 0) - (value ?? 0));
+        break;
+      default: {
+        const never: never = operation;
+        throw new Error(`unknown operation ${never}`);
+      }
+    }
+    key.updatedAt = at;
+    return { remaining: key.remaining, refill: key.refill && { ...key.refill } };
+  }
+
+  async deleteKey(id: string, permanent: boolean, at: number): Promise<void> {
+    const key = this.keys.get(id);
+    if (!key) return;
+    if (!permanent) {
+      key.deletedAt = at;
+      return;
+    }
+    this.keys.delete(id);
+    this.keyIdByHash.delete(key.hash);
+    this.encrypted.delete(id);
+  }
+
+  async rerollKey(
+    key: NewKey,
+    encrypted: EncryptedKeyRecord | undefined,
+    originalId: string,
+    originalExpires: number,
+  ): Promise<void> {
+    const original = this.keys.get(originalId);
+    if (!original) throw new Error(`no key ${originalId}`);
+    await this.createKey(
+      { ...key, remaining: original.remaining, lastRefillAt: original.lastRefillAt },
+      encrypted,
+    );
+    original.expires = originalExpires;
+  }
+
+  async findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined> {
+    const e = this.encrypted.get(keyId);
+    return e && { ...e };
   }
 
   async findKeyById(id: string): Promise<VerifiableKey | undefined> {
@@ -48,13 +171,43 @@ export class MemoryKeysStore implements KeysStore {
     return id === undefined ? undefined : this.findKeyById(id);
   }
 
-  async spendCredits(keyId: string, cost: number): Promise<Spend | undefined> {
-    const key = this.keys.get(keyId);
-    if (!key) return undefined;
-    if (key.remaining === null) return { spent: true, remaining: null };
-    if (key.remaining < cost) return { spent: false, remaining: key.remaining };
-    key.remaining -= cost;
-    return { spent: true, remaining: key.remaining };
+  async spendCredits(keyId: string, cost: number, at: number): Promise<Spend | undefined> {
+    const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
+    if (group === undefined) return undefined;
+    if (group.before === null) return { spent: true, remaining: null };
+    return group.granted === 1
+      ? { spent: true, remaining: group.before - cost }
+      : { spent: false, remaining: group.before };
+  }
+
+  async spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]> {
+    return groups.map(({ keyId, cost, count }) => {
+      const key = this.keys.get(keyId);
+      if (!key || key.deletedAt !== null) return undefined;
+      this.settleRefill(key, at);
+      if (key.remaining === null) return { granted: count, before: null };
+      const before = key.remaining;
+      const granted = cost === 0 ? count : Math.min(count, Math.floor(before / cost));
+      key.remaining = before - granted * cost;
+      return { granted, before };
+    });
+  }
+
+  async applyDueRefills(at: number): Promise<number> {
+    let refilled = 0;
+    for (const key of this.keys.values()) {
+      if (key.deletedAt === null && this.settleRefill(key, at)) refilled++;
+    }
+    return refilled;
+  }
+
+  /** Applies a refill due at `at`; true when it did. */
+  private settleRefill(key: KeyRecord, at: number): boolean {
+    const due = dueRefill(key, at);
+    if (due === null || key.refill === null) return false;
+    key.remaining = key.refill.amount;
+    key.lastRefillAt = due;
+    return true;
   }
 
   async findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined> {
@@ -70,7 +223,7 @@ export class MemoryKeysStore implements KeysStore {
     return undefined;
   }
 
-  // Seeding and mutation for tests: the RPCs that change these arrive with issue 3.
+  // Seeding and mutation for tests.
 
   putRootKey(rootKey: RootKeyRecord & { hash: string }): void {
     this.rootKeys.set(rootKey.id, { ...rootKey });

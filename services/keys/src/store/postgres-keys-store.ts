@@ -1,6 +1,12 @@
-import type { Sql } from "@latchkey/runtime";
+import type { Sql, TransactionSql } from "@latchkey/runtime";
 import type {
   ApiRecord,
+  CreditsOperation,
+  CreditsState,
+  EncryptedKeyRecord,
+  GroupSpend,
+  KeyPage,
+  KeyPatch,
   KeyRatelimitRecord,
   KeyRecord,
   KeysStore,
@@ -8,6 +14,7 @@ import type {
   RefillInterval,
   RootKeyRecord,
   Spend,
+  SpendGroup,
   VerifiableKey,
 } from "./keys-store.ts";
 
@@ -34,6 +41,15 @@ interface KeyRow {
   updated_at: number | null;
   deleted_at: number | null;
   ratelimits: KeyRatelimitRecord[];
+  byte_length: number | null;
+  recoverable: boolean;
+}
+
+interface CreditsRow {
+  remaining: number | null;
+  refill_interval: RefillInterval | null;
+  refill_amount: number | null;
+  refill_day: number | null;
 }
 
 export class PostgresKeysStore implements KeysStore {
@@ -59,19 +75,149 @@ export class PostgresKeysStore implements KeysStore {
     );
   }
 
-  async createKey(key: NewKey): Promise<void> {
+  async deleteApi(id: string, at: number): Promise<boolean> {
+    const rows = await this
+      .sql`UPDATE apis SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL RETURNING id`;
+    return rows.length > 0;
+  }
+
+  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void> {
     await this.sql.begin(async (tx) => {
-      await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
-          permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, created_at)
-        VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
-          ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
-          ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
-          ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.createdAt})`;
-      for (const r of key.ratelimits) {
-        await tx`INSERT INTO key_ratelimits (id, key_id, name, "limit", duration, auto_apply)
-          VALUES (${r.id}, ${key.id}, ${r.name}, ${r.limit}, ${r.duration}, ${r.autoApply})`;
-      }
+      await insertKey(tx, key, "fail");
+      if (encrypted) await insertEncrypted(tx, encrypted);
     });
+  }
+
+  async importKeys(keys: NewKey[]): Promise<boolean[]> {
+    return this.sql.begin(async (tx) => {
+      const inserted: boolean[] = [];
+      for (const key of keys) inserted.push(await insertKey(tx, key, "skip"));
+      return inserted;
+    });
+  }
+
+  async listKeys(
+    apiId: string,
+    options: { limit: number; after: string; externalId?: string },
+  ): Promise<KeyPage> {
+    const rows = await this.sql<(KeyRow & { api_deleted: boolean })[]>`${this.selectKeys()}
+      WHERE k.api_id = ${apiId} AND k.deleted_at IS NULL AND k.id > ${options.after}
+        ${options.externalId === undefined ? this.sql`` : this.sql`AND k.external_id = ${options.externalId}`}
+      ORDER BY k.id LIMIT ${options.limit + 1}`;
+    const keys = rows.slice(0, options.limit).map(keyOf);
+    return { keys, next: rows.length > options.limit ? (keys.at(-1)?.id ?? null) : null };
+  }
+
+  async updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined> {
+    return this.sql.begin(async (tx) => {
+      // The row lock orders this update with every credit spend, so writing the balance back loses none.
+      const [row] = await tx<(KeyRow & { api_deleted: boolean })[]>`${this.selectKeys(tx)}
+        WHERE k.id = ${id} FOR UPDATE OF k`;
+      if (!row) return undefined;
+      const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+      const k: KeyRecord = { ...keyOf(row), ...defined };
+      await tx`UPDATE keys SET name = ${k.name}, meta = ${k.metaJson}::text::jsonb, external_id = ${k.externalId},
+          identity_id = ${k.identityId}, expires = ${k.expires}, enabled = ${k.enabled}, remaining = ${k.remaining},
+          refill_interval = ${k.refill?.interval ?? null}, refill_amount = ${k.refill?.amount ?? null},
+          refill_day = ${k.refill?.day ?? null}, last_refill_at = ${k.lastRefillAt},
+          permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt}
+        WHERE id = ${id}`;
+      if (patch.ratelimits) {
+        await tx`DELETE FROM key_ratelimits WHERE key_id = ${id}`;
+        await insertRatelimits(tx, id, patch.ratelimits);
+      }
+      const [updated] = await tx<
+        (KeyRow & { api_deleted: boolean })[]
+      >`${this.selectKeys(tx)} WHERE k.id = ${id}`;
+      return updated && { ...keyOf(updated), apiDeleted: updated.api_deleted };
+    });
+  }
+
+  async updateCredits(
+    id: string,
+    operation: CreditsOperation,
+    value: number | null,
+    at: number,
+  ): Promise<CreditsState | "unlimited" | undefined> {
+    const sql = this.sql;
+    // Every change first settles a refill due at `at`, so a later refill run cannot overwrite it.
+    const due = sql`COALESCE(keys_latest_refill(refill_interval, refill_day, ${at}) > COALESCE(last_refill_at, created_at), false)`;
+    const balance = sql`(CASE WHEN ${due} THEN refill_amount ELSE remaining END)`;
+    const lastRefill = sql`(CASE WHEN ${due} THEN keys_latest_refill(refill_interval, refill_day, ${at}) ELSE last_refill_at END)`;
+    let rows: CreditsRow[];
+    switch (operation) {
+      case "set": {
+        const v = value === null ? null : String(value);
+        rows = await sql<CreditsRow[]>`UPDATE keys SET remaining = ${v}::bigint,
+            refill_interval = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_interval END,
+            refill_amount = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_amount END,
+            refill_day = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_day END,
+            last_refill_at = ${lastRefill}, updated_at = ${at}
+          WHERE id = ${id} RETURNING remaining, refill_interval, refill_amount, refill_day`;
+        break;
+      }
+      case "increment":
+      case "decrement": {
+        const delta = operation === "increment" ? (value ?? 0) : -(value ?? 0);
+        rows = await sql<CreditsRow[]>`UPDATE keys SET remaining = GREATEST(${balance} + ${delta}, 0),
+            last_refill_at = ${lastRefill}, updated_at = ${at}
+          WHERE id = ${id} AND remaining IS NOT NULL RETURNING remaining, refill_interval, refill_amount, refill_day`;
+        if (rows.length === 0) {
+          const [exists] = await sql`SELECT 1 FROM keys WHERE id = ${id}`;
+          return exists ? "unlimited" : undefined;
+        }
+        break;
+      }
+      default: {
+        const never: never = operation;
+        throw new Error(`unknown operation ${never}`);
+      }
+    }
+    const [row] = rows;
+    return row && { remaining: row.remaining, refill: refillOf(row) };
+  }
+
+  async deleteKey(id: string, permanent: boolean, at: number): Promise<void> {
+    if (permanent) await this.sql`DELETE FROM keys WHERE id = ${id}`;
+    else await this.sql`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
+  }
+
+  async rerollKey(
+    key: NewKey,
+    encrypted: EncryptedKeyRecord | undefined,
+    originalId: string,
+    originalExpires: number,
+  ): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      // Locked, so no spend slips between reading the balance and handing it over.
+      const [original] = await tx<
+        { remaining: number | null; last_refill_at: number | null }[]
+      >`SELECT remaining, last_refill_at FROM keys WHERE id = ${originalId} FOR UPDATE`;
+      if (!original) throw new Error(`no key ${originalId}`);
+      await insertKey(
+        tx,
+        { ...key, remaining: original.remaining, lastRefillAt: original.last_refill_at },
+        "fail",
+      );
+      if (encrypted) await insertEncrypted(tx, encrypted);
+      await tx`UPDATE keys SET expires = ${originalExpires}, updated_at = ${key.createdAt} WHERE id = ${originalId}`;
+    });
+  }
+
+  async findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined> {
+    const [row] = await this.sql<
+      { key_id: string; workspace_id: string; ciphertext: string; iv: string; tag: string; kek_id: string }[]
+    >`SELECT key_id, workspace_id, ciphertext, iv, tag, kek_id FROM encrypted_keys WHERE key_id = ${keyId}`;
+    return (
+      row && {
+        keyId: row.key_id,
+        workspaceId: row.workspace_id,
+        ciphertext: row.ciphertext,
+        iv: row.iv,
+        tag: row.tag,
+        kekId: row.kek_id,
+      }
+    );
   }
 
   async findKeyById(id: string): Promise<VerifiableKey | undefined> {
@@ -88,21 +234,72 @@ export class PostgresKeysStore implements KeysStore {
     return row && { ...keyOf(row), apiDeleted: row.api_deleted };
   }
 
-  async spendCredits(keyId: string, cost: number): Promise<Spend | undefined> {
-    if (cost > 0) {
-      // The decrement happens in one statement, so concurrent spenders on any
-      // number of processes serialise on the row and never overdraw it.
-      const [spent] = await this.sql<{ remaining: number }[]>`UPDATE keys SET remaining = remaining - ${cost}
-        WHERE id = ${keyId} AND remaining >= ${cost} RETURNING remaining`;
-      if (spent) return { spent: true, remaining: spent.remaining };
-    }
-    // A new statement, so the balance read is the latest committed one.
-    const [row] = await this.sql<
-      { remaining: number | null }[]
-    >`SELECT remaining FROM keys WHERE id = ${keyId}`;
-    if (!row) return undefined;
-    if (row.remaining === null) return { spent: true, remaining: null };
-    return { spent: cost === 0, remaining: row.remaining };
+  async spendCredits(keyId: string, cost: number, at: number): Promise<Spend | undefined> {
+    const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
+    if (group === undefined) return undefined;
+    if (group.before === null) return { spent: true, remaining: null };
+    return group.granted === 1
+      ? { spent: true, remaining: group.before - cost }
+      : { spent: false, remaining: group.before };
+  }
+
+  /**
+   * One statement for every group: lock the keys in id order (so concurrent
+   * batches cannot deadlock), settle a due refill, grant each group
+   * min(count, floor(balance / cost)) and write the balance back. The lock
+   * makes it exact against every other spender on any instance. Rows whose
+   * balance does not move are not written.
+   */
+  async spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]> {
+    if (groups.length === 0) return [];
+    const rows = await this.sql<{ id: string; before: number | null; granted: number }[]>`
+      WITH wanted AS (
+        SELECT * FROM unnest(${groups.map((g) => g.keyId)}::text[], ${groups.map((g) => String(g.count))}::bigint[],
+          ${groups.map((g) => String(g.cost))}::bigint[]) AS w(id, n, cost)
+      ), locked AS (
+        SELECT k.id, w.n, w.cost, k.remaining, k.refill_amount, k.last_refill_at,
+          keys_latest_refill(k.refill_interval, k.refill_day, ${at}) AS refill_at,
+          COALESCE(keys_latest_refill(k.refill_interval, k.refill_day, ${at})
+            > COALESCE(k.last_refill_at, k.created_at), false) AS due
+        FROM keys k JOIN wanted w ON w.id = k.id
+        WHERE k.deleted_at IS NULL
+        ORDER BY k.id
+        FOR UPDATE OF k
+      ), balances AS (
+        SELECT id, n, cost, due,
+          CASE WHEN due THEN refill_amount ELSE remaining END AS before,
+          CASE WHEN due THEN refill_at ELSE last_refill_at END AS last_refill
+        FROM locked
+      ), granted AS (
+        SELECT id, before, last_refill, cost, due,
+          CASE WHEN before IS NULL OR cost = 0 THEN n ELSE LEAST(n, before / cost) END AS granted
+        FROM balances
+      ), spent AS (
+        UPDATE keys k SET remaining = g.before - g.granted * g.cost, last_refill_at = g.last_refill
+        FROM granted g
+        WHERE k.id = g.id AND g.before IS NOT NULL AND (g.due OR g.granted * g.cost > 0)
+        RETURNING k.id
+      )
+      SELECT id, before, granted FROM granted`;
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return groups.map((g) => {
+      const row = byId.get(g.keyId);
+      return row && { granted: Number(row.granted), before: row.before };
+    });
+  }
+
+  async applyDueRefills(at: number): Promise<number> {
+    // Locked in id order like batch spends; a key a verification refilled meanwhile no longer qualifies.
+    const rows = await this.sql`WITH due AS (
+        SELECT id, keys_latest_refill(refill_interval, refill_day, ${at}) AS refill_at FROM keys
+        WHERE refill_interval IS NOT NULL AND deleted_at IS NULL
+          AND keys_latest_refill(refill_interval, refill_day, ${at}) > COALESCE(last_refill_at, created_at)
+        ORDER BY id
+        FOR UPDATE
+      )
+      UPDATE keys k SET remaining = k.refill_amount, last_refill_at = due.refill_at
+      FROM due WHERE k.id = due.id RETURNING k.id`;
+    return rows.length;
   }
 
   async findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined> {
@@ -119,10 +316,11 @@ export class PostgresKeysStore implements KeysStore {
     );
   }
 
-  private selectKeys() {
-    return this.sql`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.start, k.name, k.meta::text AS meta_json,
+  private selectKeys(sql: Sql | TransactionSql = this.sql) {
+    return sql`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.start, k.name, k.meta::text AS meta_json,
         k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled, k.remaining,
         k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, k.deleted_at,
+        k.byte_length, EXISTS (SELECT 1 FROM encrypted_keys e WHERE e.key_id = k.id) AS recoverable,
         (a.deleted_at IS NOT NULL) AS api_deleted,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
@@ -147,14 +345,48 @@ function keyOf(row: KeyRow): KeyRecord {
     expires: row.expires,
     enabled: row.enabled,
     remaining: row.remaining,
-    refill:
-      row.refill_interval === null
-        ? null
-        : { interval: row.refill_interval, amount: row.refill_amount ?? 0, day: row.refill_day },
+    refill: refillOf(row),
     lastRefillAt: row.last_refill_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     deletedAt: row.deleted_at,
     ratelimits: row.ratelimits,
+    byteLength: row.byte_length,
+    recoverable: row.recoverable,
   };
+}
+
+function refillOf(row: CreditsRow) {
+  return row.refill_interval === null
+    ? null
+    : { interval: row.refill_interval, amount: row.refill_amount ?? 0, day: row.refill_day };
+}
+
+/** Inserts a key and its rate limits; on a hash already stored, "skip" answers false and "fail" throws. */
+async function insertKey(tx: TransactionSql, key: NewKey, onDuplicate: "fail" | "skip"): Promise<boolean> {
+  const rows =
+    await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
+      permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, last_refill_at,
+      byte_length, created_at)
+    VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
+      ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
+      ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
+      ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.lastRefillAt ?? null}, ${key.byteLength},
+      ${key.createdAt})
+    ${onDuplicate === "skip" ? tx`ON CONFLICT (hash) DO NOTHING` : tx``} RETURNING id`;
+  if (rows.length === 0) return false;
+  await insertRatelimits(tx, key.id, key.ratelimits);
+  return true;
+}
+
+async function insertRatelimits(tx: TransactionSql, keyId: string, ratelimits: KeyRatelimitRecord[]) {
+  for (const r of ratelimits) {
+    await tx`INSERT INTO key_ratelimits (id, key_id, name, "limit", duration, auto_apply)
+      VALUES (${r.id}, ${keyId}, ${r.name}, ${r.limit}, ${r.duration}, ${r.autoApply})`;
+  }
+}
+
+async function insertEncrypted(tx: TransactionSql, e: EncryptedKeyRecord) {
+  await tx`INSERT INTO encrypted_keys (key_id, workspace_id, ciphertext, iv, tag, kek_id)
+    VALUES (${e.keyId}, ${e.workspaceId}, ${e.ciphertext}, ${e.iv}, ${e.tag}, ${e.kekId})`;
 }

@@ -1,0 +1,22 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+
+/**
+ * Ordinary deletion: the key stops verifying (NOT_FOUND) and its record stays
+ * for analytics. Permanent: the record, its hash and any encrypted plaintext
+ * are removed, so the same key string can be imported again.
+ */
+export function deleteKey(deps: KeysDeps) {
+  return async (req: DeleteKeyRequest): Promise<MessageInitShape<typeof DeleteKeyResponseSchema>> => {
+    const caller = callerOf(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
+    await deps.store.deleteKey(key.id, req.permanent, deps.clock.now());
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return {};
+  };
+}

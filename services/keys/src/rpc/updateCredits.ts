@@ -1,0 +1,53 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import {
+  CreditsOperation,
+  type UpdateCreditsRequest,
+  type UpdateCreditsResponseSchema,
+} from "@latchkey/proto/keys/v1/keys_pb";
+import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+import type { CreditsOperation as Operation } from "../store/keys-store.ts";
+import { refillView } from "../views.ts";
+import { int64 } from "./validation.ts";
+
+export function updateCredits(deps: KeysDeps) {
+  return async (req: UpdateCreditsRequest): Promise<MessageInitShape<typeof UpdateCreditsResponseSchema>> => {
+    const caller = callerOf(req);
+    const input = validUpdateCredits(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [need("api", key.apiId, "update_key")]);
+    const result = await deps.store.updateCredits(key.id, input.operation, input.value, deps.clock.now());
+    if (result === undefined) throw keyNotFound();
+    if (result === "unlimited") {
+      throw invalidInput("/operation", "You cannot increment or decrement a key with unlimited credits.");
+    }
+    // The balance is never cached, but whether the key is limited is.
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return {
+      ...(result.remaining !== null && { remaining: BigInt(result.remaining) }),
+      ...(result.refill && { refill: refillView(result.refill) }),
+    };
+  };
+}
+
+function validUpdateCredits(req: UpdateCreditsRequest): { operation: Operation; value: number | null } {
+  const value = req.value === undefined ? null : int64(req.value, "/value");
+  switch (req.operation) {
+    case CreditsOperation.SET:
+      return { operation: "set", value };
+    case CreditsOperation.INCREMENT:
+    case CreditsOperation.DECREMENT: {
+      const operation = req.operation === CreditsOperation.INCREMENT ? "increment" : "decrement";
+      if (value === null) throw invalidInput("/value", `value is required to ${operation} credits`);
+      return { operation, value };
+    }
+    case CreditsOperation.UNSPECIFIED:
+      throw invalidInput("/operation", "operation must be set, increment or decrement");
+    default: {
+      const never: never = req.operation;
+      throw invalidInput("/operation", `unknown operation ${never}`);
+    }
+  }
+}

@@ -1,0 +1,141 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
+import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+import { dueRefill } from "../refills.ts";
+import { resolveRoles } from "../roles.ts";
+import type { KeyPatch, KeyRatelimitRecord, VerifiableKey } from "../store/keys-store.ts";
+import {
+  int64,
+  metaObject,
+  validExpires,
+  validPermissions,
+  validRatelimits,
+  validRefill,
+} from "./validation.ts";
+
+/**
+ * keys.updateKey: each field omitted is unchanged, given is replaced, named
+ * in `cleared` (JSON null) is cleared. See UpdateKeyRequest in keys.proto.
+ */
+export function updateKey(deps: KeysDeps) {
+  return async (req: UpdateKeyRequest): Promise<MessageInitShape<typeof UpdateKeyResponseSchema>> => {
+    const caller = callerOf(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [need("api", key.apiId, "update_key")]);
+    const patch = validUpdateKey(req, key, deps.clock.now());
+    if (req.roles) patch.roles = await resolveRoles(deps, caller.workspaceId, patch.roles ?? []);
+    const updated = await deps.store.updateKey(key.id, patch);
+    if (!updated) throw keyNotFound();
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return {};
+  };
+}
+
+/** JSON paths a request may clear (set to null). */
+const CLEARABLE = [
+  "name",
+  "externalId",
+  "meta",
+  "expires",
+  "credits",
+  "credits.remaining",
+  "credits.refill",
+] as const;
+type Clearable = (typeof CLEARABLE)[number];
+
+/** The patch the request asks for, checked against the key as it is. */
+export function validUpdateKey(req: UpdateKeyRequest, key: VerifiableKey, now: number): KeyPatch {
+  const cleared = new Set<Clearable>();
+  req.cleared.forEach((path, i) => {
+    if (!(CLEARABLE as readonly string[]).includes(path)) {
+      throw invalidInput(
+        `/cleared/${i}`,
+        `'${path}' cannot be null`,
+        `Only ${CLEARABLE.join(", ")} may be null; omit a field to leave it unchanged.`,
+      );
+    }
+    cleared.add(path as Clearable);
+  });
+  const given: Record<Clearable, boolean> = {
+    name: req.name !== undefined,
+    externalId: req.externalId !== undefined,
+    meta: req.metaJson !== undefined,
+    expires: req.expires !== undefined,
+    credits: req.credits !== undefined,
+    "credits.remaining": req.credits?.remaining !== undefined,
+    "credits.refill": req.credits?.refill !== undefined,
+  };
+  for (const path of cleared) {
+    if (
+      given[path] ||
+      (path === "credits" && (cleared.has("credits.remaining") || cleared.has("credits.refill")))
+    ) {
+      throw invalidInput(`/${path.replace(".", "/")}`, `${path} is both given and null`);
+    }
+  }
+
+  const patch: KeyPatch = { updatedAt: now };
+  if (req.name !== undefined) {
+    if (req.name === "") throw invalidInput("/name", "name must not be empty");
+    patch.name = req.name;
+  } else if (cleared.has("name")) patch.name = null;
+  if (req.externalId !== undefined) {
+    if (req.externalId === "") throw invalidInput("/externalId", "externalId must not be empty");
+    patch.externalId = req.externalId;
+  } else if (cleared.has("externalId")) patch.externalId = null;
+  if (req.metaJson !== undefined) patch.metaJson = metaObject(req.metaJson, "/meta");
+  else if (cleared.has("meta")) patch.metaJson = null;
+  if (req.expires !== undefined) patch.expires = validExpires(req.expires, "/expires");
+  else if (cleared.has("expires")) patch.expires = null;
+  if (req.enabled !== undefined) patch.enabled = req.enabled;
+
+  if (cleared.has("credits") || cleared.has("credits.remaining")) {
+    // Unlimited: a refill of nothing means nothing.
+    if (req.credits?.refill !== undefined) {
+      throw invalidInput(
+        "/credits/refill",
+        "a refill needs a balance",
+        "Give credits.remaining or omit refill.",
+      );
+    }
+    patch.remaining = null;
+    patch.refill = null;
+  } else if (req.credits) {
+    if (req.credits.remaining !== undefined) {
+      patch.remaining = int64(req.credits.remaining, "/credits/remaining");
+      // A refill due now is settled by this balance, so the next spend does not overwrite it.
+      const due = dueRefill(key, now);
+      if (due !== null) patch.lastRefillAt = due;
+    }
+    if (req.credits.refill !== undefined) {
+      if ((patch.remaining ?? key.remaining) === null) {
+        throw invalidInput(
+          "/credits/remaining",
+          "remaining must be set when refill is set on a key with unlimited credits",
+          "Give the starting balance in credits.remaining.",
+        );
+      }
+      patch.refill = validRefill(req.credits.refill, "/credits/refill");
+      // The new schedule starts now: its first refill is the next instant it names.
+      patch.lastRefillAt = now;
+    } else if (cleared.has("credits.refill")) patch.refill = null;
+  }
+
+  if (req.ratelimits)
+    patch.ratelimits = replaceRatelimits(key.ratelimits, validRatelimits(req.ratelimits.ratelimits, ""));
+  if (req.roles) patch.roles = [...new Set(req.roles.values)];
+  if (req.permissions) patch.permissions = validPermissions(req.permissions.values, "");
+  return patch;
+}
+
+/** The new set, matched by name: a name that stays keeps its id, a new name gets one. */
+function replaceRatelimits(
+  current: readonly KeyRatelimitRecord[],
+  wanted: Omit<KeyRatelimitRecord, "id">[],
+): KeyRatelimitRecord[] {
+  const idByName = new Map(current.map((r) => [r.name, r.id]));
+  return wanted.map((r) => ({ ...r, id: idByName.get(r.name) ?? newId("rl") }));
+}
