@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { identityMigrations } from "@latchkey/identity";
 import { keysMigrations } from "@latchkey/keys";
 import { ratelimitMigrations } from "@latchkey/ratelimit";
 import { connect, env, migrate, type Sql } from "@latchkey/runtime";
@@ -10,6 +11,7 @@ export const dataDir = () => resolve(env.string("DATA_DIR", ".latchkey")!);
 export async function migrateAll(sql: Sql): Promise<void> {
   await migrate(sql, "keys", keysMigrations);
   await migrate(sql, "ratelimit", ratelimitMigrations);
+  await migrate(sql, "identity", identityMigrations);
 }
 
 export interface Database {

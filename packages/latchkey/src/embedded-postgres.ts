@@ -1,12 +1,13 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { PgliteServer } from "./pglite-server.ts";
 
 /**
  * Embedded PostgreSQL: PGlite (PostgreSQL compiled to WASM) kept under
  * DATA_DIR, served over the PostgreSQL wire protocol on a loopback port, so the
- * same `postgres` client code runs against it and against a real server.
+ * same `postgres` client code runs against it and against a real server
+ * (PgliteServer, not pglite-socket: see pglite-server.ts for why).
  *
  * Only one process can hold the data directory open; it records its URL in
  * DATA_DIR/embedded.json so the CLI can reach the running instance.
@@ -32,15 +33,15 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<EmbeddedPo
   }
   mkdirSync(dataDir, { recursive: true });
   const db = await PGlite.create({ dataDir: join(dataDir, "pgdata") });
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 64 });
-  await server.start();
-  const url = `postgres://postgres@${server.getServerConn()}/postgres`;
+  const server = new PgliteServer(db);
+  const port = await server.listen(0, "127.0.0.1");
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   writeFileSync(lockfile(dataDir), JSON.stringify({ pid: process.pid, url } satisfies Lockfile));
   return {
     url,
     async close() {
       rmSync(lockfile(dataDir), { force: true });
-      await server.stop();
+      await server.close();
       await db.close();
     },
   };
