@@ -1,4 +1,5 @@
-import type { RatelimitConfig } from "@latchkey/proto/common/v1/common_pb";
+import type { PageResponse, RatelimitConfig } from "@latchkey/proto/common/v1/common_pb";
+import type { Identity, Permission, Role } from "@latchkey/proto/identity/v1/identity_pb";
 import { type Credits, type KeyIdentity, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 
 /**
@@ -66,3 +67,30 @@ export const identity = (i: KeyIdentity) =>
     meta: meta(i.metaJson),
     ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
   });
+
+/** The reference's Identity: id, externalId, and meta and ratelimits only when set. */
+export const identityData = (i: Identity) =>
+  defined({
+    id: i.id,
+    externalId: i.externalId,
+    meta: meta(i.metaJson),
+    ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
+  });
+
+/** The reference's Permission: id, name, slug, and description only when set. */
+export const permissionData = (p: Permission) =>
+  defined({ id: p.id, name: p.name, slug: p.slug, description: p.description || undefined });
+
+/** The reference's Role: id, name, and description and permissions only when set. */
+export const roleData = (r: Role) =>
+  defined({
+    id: r.id,
+    name: r.name,
+    description: r.description || undefined,
+    permissions: r.permissions.length > 0 ? r.permissions.map(permissionData) : undefined,
+  });
+
+/** The reference's Pagination: cursor only while another page exists. */
+export function pagination(page: PageResponse | undefined): { cursor?: string; hasMore: boolean } {
+  return page?.hasMore && page.cursor !== "" ? { cursor: page.cursor, hasMore: true } : { hasMore: false };
+}

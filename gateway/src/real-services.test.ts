@@ -128,6 +128,62 @@ describe("the gateway over the real keys and ratelimit services, through a real 
     );
   });
 
+  it("creates, reads, lists, updates and deletes identities, permissions and roles", async () => {
+    const created = await post("identities.createIdentity", {
+      externalId: "user_42",
+      meta: { plan: "pro" },
+      ratelimits: [{ name: "requests", limit: 10, duration: 1000 }],
+    });
+    expect(created.status).toBe(200);
+    const { identityId } = created.body.data;
+    expect((await post("identities.createIdentity", { externalId: "user_42" })).status).toBe(409);
+    const read = await post("identities.getIdentity", { identity: "user_42" });
+    expect(read.body.data).toEqual({
+      id: identityId,
+      externalId: "user_42",
+      meta: { plan: "pro" },
+      ratelimits: [
+        { id: expect.stringMatching(/^rl_/), name: "requests", limit: 10, duration: 1000, autoApply: false },
+      ],
+    });
+    const updated = await post("identities.updateIdentity", { identity: identityId, ratelimits: [] });
+    expect(updated.body.data).toEqual({ id: identityId, externalId: "user_42", meta: { plan: "pro" } });
+    const listed = await post("identities.listIdentities", { limit: 1 });
+    expect(listed.body).toMatchObject({ data: [updated.body.data], pagination: { hasMore: false } });
+    const deleted = await post("identities.deleteIdentity", { identity: "user_42" });
+    expect(deleted.status).toBe(200);
+    expect(Object.keys(deleted.body)).toEqual(["meta"]);
+    expect((await post("identities.getIdentity", { identity: "user_42" })).status).toBe(404);
+
+    const perm = await post("permissions.createPermission", { name: "Read", slug: "documents.read" });
+    expect(perm.status).toBe(200);
+    const role = await post("permissions.createRole", { name: "reader", permissions: ["documents.read"] });
+    expect(role.status).toBe(200);
+    expect((await post("permissions.getRole", { role: "reader" })).body.data).toEqual({
+      id: role.body.data.roleId,
+      name: "reader",
+      permissions: [{ id: perm.body.data.permissionId, name: "Read", slug: "documents.read" }],
+    });
+    const set = await post("permissions.setRolePermissions", {
+      roleId: role.body.data.roleId,
+      permissions: ["documents.write"],
+    });
+    expect(set.body.data).toEqual([
+      { id: expect.stringMatching(/^perm_/), name: "documents.write", slug: "documents.write" },
+    ]);
+    const perms = await post("permissions.listPermissions", {});
+    expect(perms.body.data.map((p: { slug: string }) => p.slug).sort()).toEqual([
+      "documents.read",
+      "documents.write",
+    ]);
+    expect((await post("permissions.listRoles", {})).body.pagination).toEqual({ hasMore: false });
+    expect((await post("permissions.deleteRole", { role: "reader" })).body.data).toEqual({});
+    expect((await post("permissions.deletePermission", { permission: "documents.read" })).body.data).toEqual(
+      {},
+    );
+    expect((await post("permissions.getPermission", { permission: "documents.read" })).status).toBe(404);
+  });
+
   it("answers 413 over a real socket for a body above 1 MiB", async () => {
     const res = await fetch(`http://127.0.0.1:${server.port}/v2/apis.createApi`, {
       method: "POST",

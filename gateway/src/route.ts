@@ -29,9 +29,13 @@ export interface RouteContext {
   services: Services;
 }
 
-/** What a route answers: `data`, and for the reference's list operations `pagination` beside it. */
+/**
+ * What a route answers: `data`, and for the reference's list operations
+ * `pagination` beside it. `data` is absent only where the reference answers
+ * `meta` alone (identities.deleteIdentity).
+ */
 export interface Reply {
-  data: unknown;
+  data?: unknown;
   pagination?: { cursor?: string; hasMore: boolean };
 }
 

@@ -29,6 +29,7 @@ export const Closed = <P extends Parameters<typeof Type.Object>[0]>(properties: 
   Type.Object(properties, { additionalProperties: false });
 
 export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
+export const SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
 export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
 
 export type Validate<T> = (body: unknown) => { ok: true; value: T } | { ok: false; violations: Violation[] };
@@ -127,3 +128,19 @@ function describe(e: ErrorObject, p: Record<string, unknown>): string {
       return e.message ?? "is invalid";
   }
 }
+
+/** The reference's RatelimitRequest; autoApply may be omitted (contract 2.5: then the limit is manual). */
+export const RatelimitRequest = () =>
+  Closed({
+    name: Str(3, 128),
+    limit: Int({ minimum: 1 }),
+    duration: Int({ minimum: 1000 }),
+    autoApply: Type.Optional(Type.Boolean()),
+  });
+
+/** The reference's paging fields: limit 1 to 100 (default 100), cursor at most 1024, search at most 256. */
+export const pageFields = {
+  limit: Type.Optional(Int({ minimum: 1, maximum: 100 })),
+  cursor: Type.Optional(Str(0, 1024)),
+  search: Type.Optional(Str(0, 256)),
+};

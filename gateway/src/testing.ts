@@ -212,7 +212,38 @@ export const VALID_BODIES = {
   "ratelimit.getOverride": { namespace: "email", identifier: "user_1" },
   "ratelimit.listOverrides": { namespace: "email" },
   "ratelimit.deleteOverride": { namespace: "email", identifier: "user_1" },
+  "identities.createIdentity": { externalId: "user_42" },
+  "identities.getIdentity": { identity: "user_42" },
+  "identities.listIdentities": {},
+  "identities.updateIdentity": { identity: "user_42", meta: { plan: "pro" } },
+  "identities.deleteIdentity": { identity: "user_42" },
+  "permissions.createPermission": { name: "documents.read", slug: "documents.read" },
+  "permissions.getPermission": { permission: "documents.read" },
+  "permissions.deletePermission": { permission: "documents.read" },
+  "permissions.listPermissions": {},
+  "permissions.createRole": { name: "admin" },
+  "permissions.getRole": { role: "admin" },
+  "permissions.deleteRole": { role: "admin" },
+  "permissions.listRoles": {},
+  "permissions.setRolePermissions": { roleId: "role_123", permissions: ["documents.read"] },
 } satisfies Record<Operation, unknown>;
+
+const IDENTITY_RPCS = [
+  "createIdentity",
+  "getIdentity",
+  "listIdentities",
+  "updateIdentity",
+  "deleteIdentity",
+  "createPermission",
+  "getPermission",
+  "deletePermission",
+  "listPermissions",
+  "createRole",
+  "getRole",
+  "deleteRole",
+  "listRoles",
+  "setRolePermissions",
+] as const;
 
 /**
  * The 401 suite every operation runs: a missing header, a malformed one and
@@ -246,6 +277,8 @@ export function describeUnauthenticated(...operations: Operation[]) {
           listOverrides: count("listOverrides"),
           deleteOverride: count("deleteOverride"),
         },
+        identity: Object.fromEntries(IDENTITY_RPCS.map((name) => [name, count(name)])),
+        analytics: { getVerifications: count("getVerifications") },
       });
       const body = VALID_BODIES[operation];
 

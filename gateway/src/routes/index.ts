@@ -1,9 +1,23 @@
 import type { Route } from "../route.ts";
 import { createApi } from "./apis.createApi.ts";
 import { getApi } from "./apis.getApi.ts";
+import { createIdentity } from "./identities.createIdentity.ts";
+import { deleteIdentity } from "./identities.deleteIdentity.ts";
+import { getIdentity } from "./identities.getIdentity.ts";
+import { listIdentities } from "./identities.listIdentities.ts";
+import { updateIdentity } from "./identities.updateIdentity.ts";
 import { createKey } from "./keys.createKey.ts";
 import { getKey } from "./keys.getKey.ts";
 import { verifyKey } from "./keys.verifyKey.ts";
+import { createPermission } from "./permissions.createPermission.ts";
+import { createRole } from "./permissions.createRole.ts";
+import { deletePermission } from "./permissions.deletePermission.ts";
+import { deleteRole } from "./permissions.deleteRole.ts";
+import { getPermission } from "./permissions.getPermission.ts";
+import { getRole } from "./permissions.getRole.ts";
+import { listPermissions } from "./permissions.listPermissions.ts";
+import { listRoles } from "./permissions.listRoles.ts";
+import { setRolePermissions } from "./permissions.setRolePermissions.ts";
 import { deleteOverride } from "./ratelimits.deleteOverride.ts";
 import { getOverride } from "./ratelimits.getOverride.ts";
 import { limit } from "./ratelimits.limit.ts";
@@ -34,6 +48,20 @@ export const OPERATIONS = [
   "ratelimit.getOverride",
   "ratelimit.listOverrides",
   "ratelimit.deleteOverride",
+  "identities.createIdentity",
+  "identities.getIdentity",
+  "identities.listIdentities",
+  "identities.updateIdentity",
+  "identities.deleteIdentity",
+  "permissions.createPermission",
+  "permissions.getPermission",
+  "permissions.deletePermission",
+  "permissions.listPermissions",
+  "permissions.createRole",
+  "permissions.getRole",
+  "permissions.deleteRole",
+  "permissions.listRoles",
+  "permissions.setRolePermissions",
 ] as const;
 
 export type Operation = (typeof OPERATIONS)[number];
@@ -57,4 +85,18 @@ export const routes = {
   "ratelimit.getOverride": getOverride,
   "ratelimit.listOverrides": listOverridesUnkey,
   "ratelimit.deleteOverride": deleteOverride,
+  "identities.createIdentity": createIdentity,
+  "identities.getIdentity": getIdentity,
+  "identities.listIdentities": listIdentities,
+  "identities.updateIdentity": updateIdentity,
+  "identities.deleteIdentity": deleteIdentity,
+  "permissions.createPermission": createPermission,
+  "permissions.getPermission": getPermission,
+  "permissions.deletePermission": deletePermission,
+  "permissions.listPermissions": listPermissions,
+  "permissions.createRole": createRole,
+  "permissions.getRole": getRole,
+  "permissions.deleteRole": deleteRole,
+  "permissions.listRoles": listRoles,
+  "permissions.setRolePermissions": setRolePermissions,
 } satisfies Record<Operation, Route>;
