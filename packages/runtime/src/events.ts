@@ -1,6 +1,7 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "./logger.ts";
+import { watchEventSink } from "./metrics.ts";
 
 /**
  * Where services put their events (verifications, rate-limit checks). The
@@ -74,6 +75,7 @@ export class JetStreamEventSink implements EventSink {
     this.js = jetstream(nc, { timeout: 2_000 });
     this.timer = setInterval(() => void this.pump(), options.intervalMs ?? 50);
     this.timer.unref();
+    watchEventSink(this);
   }
 
   publish(subject: string, id: string, data: Uint8Array): void {

@@ -7,6 +7,7 @@ export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./logger.ts";
+export * from "./metrics.ts";
 export * from "./permissions.ts";
 export * from "./serve.ts";
 export * from "./transport.ts";

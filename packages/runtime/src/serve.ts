@@ -4,6 +4,7 @@ import net from "node:net";
 import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
 
 type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 
@@ -31,10 +32,20 @@ export async function serveRpc(
   probe?: Probe,
   host = "0.0.0.0",
 ): Promise<ServedRpc> {
-  const rpc = connectNodeAdapter({ routes, fallback: (req, res) => health(req, res, probe) });
+  collectProcessMetrics();
+  const rpc = connectNodeAdapter({
+    routes,
+    interceptors: [rpcMetricsInterceptor],
+    fallback: (req, res) => health(req, res, probe),
+  });
   const h1 = http.createServer(rpc);
   h1.keepAliveTimeout = 65_000;
   const h2 = http2.createServer(rpc);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  });
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
@@ -61,8 +72,11 @@ export async function serveRpc(
     port: address.port,
     close: () =>
       new Promise<void>((resolve) => {
+        // Stop accepting, let in-flight calls finish: idle HTTP/1.1 connections
+        // close now, HTTP/2 sessions get GOAWAY and close after their streams.
         server.close(() => resolve());
         h1.closeIdleConnections();
+        for (const session of sessions) session.close();
         setTimeout(() => {
           for (const s of sockets) s.destroy();
         }, 5_000).unref();
@@ -99,6 +113,13 @@ function health(req: Parameters<Fallback>[0], res: Parameters<Fallback>[1], prob
     res.end(JSON.stringify(body));
   };
   if (path === "/healthz") return answer(200, { status: "ok" });
+  if (path === "/metrics") {
+    metricsText().then(({ contentType, body }) => {
+      res.writeHead(200, { "content-type": contentType });
+      res.end(body);
+    });
+    return;
+  }
   if (path === "/readyz") {
     if (!probe) return answer(200, { status: "ready" });
     probe.ready().then(
