@@ -1,7 +1,7 @@
 import { RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
 
 describe("getKey", () => {
   it("answers the key's record, never its plaintext", async () => {
@@ -91,5 +91,34 @@ describe("getKey", () => {
     expect((await rejection(client.getKey({ caller, keyId: orphan.keyId }))).reason).toBe(
       ErrorReason.KEY_NOT_FOUND,
     );
+  });
+
+  it("returns the plaintext of a recoverable key to a holder of decrypt_key", async () => {
+    const { client, seed } = memoryKeys({ encryptionKey: TEST_ENCRYPTION_KEY });
+    const apiId = await seed.api();
+    const { keyId, key } = await seed.key({ apiId, recoverable: true });
+    const caller = callerOf("ws_1", "api.*.read_key", `api.${apiId}.decrypt_key`);
+    expect((await client.getKey({ caller, keyId, decrypt: true })).key?.plaintext).toBe(key);
+    expect((await client.getKey({ caller, keyId })).key?.plaintext).toBeUndefined();
+  });
+
+  it("never returns a plaintext for a key created without recoverable", async () => {
+    const { client, seed } = memoryKeys({ encryptionKey: TEST_ENCRYPTION_KEY });
+    const apiId = await seed.api();
+    const { keyId } = await seed.key({ apiId });
+    const res = await client.getKey({ caller: callerOf("ws_1", "*"), keyId, decrypt: true });
+    expect(res.key?.plaintext).toBeUndefined();
+  });
+
+  it("shows a refill that is due but not yet applied", async () => {
+    const { client, seed, clock } = memoryKeys();
+    const apiId = await seed.api();
+    const { keyId } = await client.createKey({
+      caller: callerOf("ws_1", "*"),
+      apiId,
+      credits: { remaining: 1n, refill: { interval: RefillInterval.DAILY, amount: 9n } },
+    });
+    clock.advance(86_400_000);
+    expect((await client.getKey({ caller: callerOf("ws_1", "*"), keyId })).key?.credits?.remaining).toBe(9n);
   });
 });

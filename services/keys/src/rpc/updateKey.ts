@@ -103,14 +103,14 @@ export function validUpdateKey(req: UpdateKeyRequest, key: VerifiableKey, now: n
     }
     patch.remaining = null;
     patch.refill = null;
-  } else if (req.credits) {
-    if (req.credits.remaining !== undefined) {
+  } else {
+    if (req.credits?.remaining !== undefined) {
       patch.remaining = int64(req.credits.remaining, "/credits/remaining");
       // A refill due now is settled by this balance, so the next spend does not overwrite it.
       const due = dueRefill(key, now);
       if (due !== null) patch.lastRefillAt = due;
     }
-    if (req.credits.refill !== undefined) {
+    if (req.credits?.refill !== undefined) {
       if ((patch.remaining ?? key.remaining) === null) {
         throw invalidInput(
           "/credits/remaining",
