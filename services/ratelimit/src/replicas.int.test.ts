@@ -18,6 +18,7 @@ import { PeerLimiter } from "./limiter/peer-limiter.ts";
 import { Rendezvous } from "./limiter/rendezvous.ts";
 import { SlidingWindows } from "./limiter/sliding-windows.ts";
 import { ratelimitMigrations } from "./migrations.ts";
+import { namedCounterKey } from "./named-limits.ts";
 import { ratelimitRoutes } from "./routes.ts";
 import { caller, LIMITER } from "./test-kit.ts";
 
@@ -139,6 +140,64 @@ describe("two replicas sharing one budget", () => {
       check: { namespace: "ovr", identifier: "vip", limit: 1n, duration: 60_000n },
     });
     expect(res.result).toMatchObject({ success: true, limit: 1000n });
+  });
+});
+
+/** Identity ids whose named limit `name` is owned by each replica. */
+function ownersByReplica(name: string, perOwner: number): string[][] {
+  const ring = new Rendezvous(replicas.map((r) => r.url));
+  return replicas.map((r) => {
+    const mine: string[] = [];
+    for (let i = 0; mine.length < perOwner; i++) {
+      if (ring.owner(namedCounterKey("ws_1", `id_${i}`, name)) === r.url) mine.push(`id_${i}`);
+    }
+    return mine;
+  });
+}
+
+describe("named limits through two replicas (CheckNamedLimits)", () => {
+  it("lets exactly L of N > L verifications through, batched to both replicas, for identity limits owned by each (L=100, N=500)", async () => {
+    for (const owner of ownersByReplica("requests", 1).flat()) {
+      const verification = {
+        workspaceId: "ws_1",
+        limits: [{ owner, name: "requests", limit: 100n, duration: 60_000n }],
+      };
+      // Ten calls of 50 verifications, alternating between the replicas, all in flight at once.
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          replicas[i % 2]!.client.checkNamedLimits({ groups: Array(50).fill(verification) }),
+        ),
+      );
+      const passed = answers.flatMap((a) => a.groups).filter((g) => g.passed).length;
+      expect(passed, owner).toBe(100);
+    }
+  });
+
+  it("counts a verification whose limits have different owners all or nothing, giving back the passing part", async () => {
+    const [[mine], [theirs]] = ownersByReplica("tokens", 1) as [[string], [string]];
+    const tokens = (owner: string, limit: bigint, cost?: bigint) => ({
+      owner,
+      name: "tokens",
+      limit,
+      duration: 60_000n,
+      ...(cost === undefined ? {} : { cost }),
+    });
+    await replicas[0]!.client.checkNamedLimits({
+      groups: [{ workspaceId: "ws_1", limits: [tokens(theirs, 1n)] }],
+    });
+    const res = await replicas[0]!.client.checkNamedLimits({
+      groups: [
+        { workspaceId: "ws_1", limits: [tokens(mine, 5n), tokens(theirs, 1n)] },
+        { workspaceId: "ws_1", limits: [tokens(mine, 5n, 2n)] },
+      ],
+    });
+    expect(res.groups.map((g) => g.passed)).toEqual([false, true]);
+    expect(res.groups[0]!.results.map((r) => r.exceeded)).toEqual([false, true]);
+    // Only the second group's 2 stayed on `mine`, whichever replica answers.
+    const after = await replicas[1]!.client.checkNamedLimits({
+      groups: [{ workspaceId: "ws_1", limits: [tokens(mine, 5n, 0n)] }],
+    });
+    expect(after.groups[0]!.results[0]!.remaining).toBe(3n);
   });
 });
 

@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { RatelimitPeerService, RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import type { RatelimitDeps } from "./deps.ts";
 import { apply } from "./rpc/apply.ts";
+import { checkNamedLimits } from "./rpc/checkNamedLimits.ts";
 import { deleteOverride } from "./rpc/deleteOverride.ts";
 import { getOverride } from "./rpc/getOverride.ts";
 import { limit } from "./rpc/limit.ts";
@@ -19,6 +20,7 @@ export function service(deps: RatelimitDeps): ServiceImpl<typeof RatelimitServic
     listOverrides: listOverrides(deps),
     deleteOverride: deleteOverride(deps),
     limitBatch: limitBatch(deps),
+    checkNamedLimits: checkNamedLimits(deps),
   };
 }
 

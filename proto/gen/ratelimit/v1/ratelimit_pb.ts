@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ratelimit/v1/ratelimit.proto.
  */
 export const file_ratelimit_v1_ratelimit: GenFile = /*@__PURE__*/
-  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIm4KDExpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEicKBWNoZWNrGAIgASgLMhgucmF0ZWxpbWl0LnYxLkxpbWl0Q2hlY2sSEgoKcmVxdWVzdF9pZBgDIAEoCSI6Cg1MaW1pdFJlc3BvbnNlEikKBnJlc3VsdBgBIAEoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJ0ChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkiUAoSTXVsdGlMaW1pdFJlc3BvbnNlEg4KBnBhc3NlZBgBIAEoCBIqCgdyZXN1bHRzGAIgAygLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0ImcKCE92ZXJyaWRlEhMKC292ZXJyaWRlX2lkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIn8KElNldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIioKE1NldE92ZXJyaWRlUmVzcG9uc2USEwoLb3ZlcnJpZGVfaWQYASABKAkiXgoSR2V0T3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiPwoTR2V0T3ZlcnJpZGVSZXNwb25zZRIoCghvdmVycmlkZRgBIAEoCzIWLnJhdGVsaW1pdC52MS5PdmVycmlkZSJyChRMaXN0T3ZlcnJpZGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRIkCgRwYWdlGAMgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0ImkKFUxpc3RPdmVycmlkZXNSZXNwb25zZRIpCglvdmVycmlkZXMYASADKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiYQoVRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiGAoWRGVsZXRlT3ZlcnJpZGVSZXNwb25zZSJkChFMaW1pdEJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIrCgVpdGVtcxgCIAMoCzIcLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoSXRlbSJTCg5MaW1pdEJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKwoHcmVxdWVzdBgCIAEoCzIaLnJhdGVsaW1pdC52MS5MaW1pdFJlcXVlc3QiRQoSTGltaXRCYXRjaFJlc3BvbnNlEi8KB3Jlc3VsdHMYASADKAsyHi5yYXRlbGltaXQudjEuTGltaXRCYXRjaFJlc3VsdCJ4ChBMaW1pdEJhdGNoUmVzdWx0Ei8KCHJlc3BvbnNlGAEgASgLMhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnJhdGVsaW1pdC52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCJFCgdDb3VudGVyEgsKA2tleRgBIAEoCRINCgVsaW1pdBgCIAEoAxIQCghkdXJhdGlvbhgDIAEoAxIMCgRjb3N0GAQgASgDIjcKDENvdW50ZXJHcm91cBInCghjb3VudGVycxgBIAMoCzIVLnJhdGVsaW1pdC52MS5Db3VudGVyIlEKDUNvdW50ZXJSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBINCgVsaW1pdBgCIAEoAxIRCglyZW1haW5pbmcYAyABKAMSDQoFcmVzZXQYBCABKAMiQgoSQ291bnRlckdyb3VwUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy5yYXRlbGltaXQudjEuQ291bnRlclJlc3VsdCJECgtDb3VudGVyVW5kbxImCgdjb3VudGVyGAEgASgLMhUucmF0ZWxpbWl0LnYxLkNvdW50ZXISDQoFcmVzZXQYAiABKAMiYwoMQXBwbHlSZXF1ZXN0EioKBmdyb3VwcxgBIAMoCzIaLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXASJwoEdW5kbxgCIAMoCzIZLnJhdGVsaW1pdC52MS5Db3VudGVyVW5kbyJBCg1BcHBseVJlc3BvbnNlEjAKBmdyb3VwcxgBIAMoCzIgLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXBSZXN1bHQy1QQKEFJhdGVsaW1pdFNlcnZpY2USQAoFTGltaXQSGi5yYXRlbGltaXQudjEuTGltaXRSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2USTwoKTXVsdGlMaW1pdBIfLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVxdWVzdBogLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVzcG9uc2USUgoLU2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuU2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLlNldE92ZXJyaWRlUmVzcG9uc2USUgoLR2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuR2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLkdldE92ZXJyaWRlUmVzcG9uc2USWAoNTGlzdE92ZXJyaWRlcxIiLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVxdWVzdBojLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVzcG9uc2USWwoORGVsZXRlT3ZlcnJpZGUSIy5yYXRlbGltaXQudjEuRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0GiQucmF0ZWxpbWl0LnYxLkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2USTwoKTGltaXRCYXRjaBIfLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVxdWVzdBogLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVzcG9uc2UyWAoUUmF0ZWxpbWl0UGVlclNlcnZpY2USQAoFQXBwbHkSGi5yYXRlbGltaXQudjEuQXBwbHlSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkFwcGx5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
+  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIm4KDExpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEicKBWNoZWNrGAIgASgLMhgucmF0ZWxpbWl0LnYxLkxpbWl0Q2hlY2sSEgoKcmVxdWVzdF9pZBgDIAEoCSI6Cg1MaW1pdFJlc3BvbnNlEikKBnJlc3VsdBgBIAEoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJ0ChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkiUAoSTXVsdGlMaW1pdFJlc3BvbnNlEg4KBnBhc3NlZBgBIAEoCBIqCgdyZXN1bHRzGAIgAygLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0ImcKCE92ZXJyaWRlEhMKC292ZXJyaWRlX2lkGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIn8KElNldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJEg0KBWxpbWl0GAQgASgDEhAKCGR1cmF0aW9uGAUgASgDIioKE1NldE92ZXJyaWRlUmVzcG9uc2USEwoLb3ZlcnJpZGVfaWQYASABKAkiXgoSR2V0T3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiPwoTR2V0T3ZlcnJpZGVSZXNwb25zZRIoCghvdmVycmlkZRgBIAEoCzIWLnJhdGVsaW1pdC52MS5PdmVycmlkZSJyChRMaXN0T3ZlcnJpZGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRIkCgRwYWdlGAMgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0ImkKFUxpc3RPdmVycmlkZXNSZXNwb25zZRIpCglvdmVycmlkZXMYASADKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiYQoVRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEQoJbmFtZXNwYWNlGAIgASgJEhIKCmlkZW50aWZpZXIYAyABKAkiGAoWRGVsZXRlT3ZlcnJpZGVSZXNwb25zZSJkChFMaW1pdEJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIrCgVpdGVtcxgCIAMoCzIcLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoSXRlbSJTCg5MaW1pdEJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKwoHcmVxdWVzdBgCIAEoCzIaLnJhdGVsaW1pdC52MS5MaW1pdFJlcXVlc3QiRQoSTGltaXRCYXRjaFJlc3BvbnNlEi8KB3Jlc3VsdHMYASADKAsyHi5yYXRlbGltaXQudjEuTGltaXRCYXRjaFJlc3VsdCJ4ChBMaW1pdEJhdGNoUmVzdWx0Ei8KCHJlc3BvbnNlGAEgASgLMhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2VIABIpCgVlcnJvchgCIAEoCzIYLnJhdGVsaW1pdC52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCJFCgdDb3VudGVyEgsKA2tleRgBIAEoCRINCgVsaW1pdBgCIAEoAxIQCghkdXJhdGlvbhgDIAEoAxIMCgRjb3N0GAQgASgDIjcKDENvdW50ZXJHcm91cBInCghjb3VudGVycxgBIAMoCzIVLnJhdGVsaW1pdC52MS5Db3VudGVyIlEKDUNvdW50ZXJSZXN1bHQSDwoHc3VjY2VzcxgBIAEoCBINCgVsaW1pdBgCIAEoAxIRCglyZW1haW5pbmcYAyABKAMSDQoFcmVzZXQYBCABKAMiQgoSQ291bnRlckdyb3VwUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy5yYXRlbGltaXQudjEuQ291bnRlclJlc3VsdCJECgtDb3VudGVyVW5kbxImCgdjb3VudGVyGAEgASgLMhUucmF0ZWxpbWl0LnYxLkNvdW50ZXISDQoFcmVzZXQYAiABKAMiYwoMQXBwbHlSZXF1ZXN0EioKBmdyb3VwcxgBIAMoCzIaLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXASJwoEdW5kbxgCIAMoCzIZLnJhdGVsaW1pdC52MS5Db3VudGVyVW5kbyJBCg1BcHBseVJlc3BvbnNlEjAKBmdyb3VwcxgBIAMoCzIgLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXBSZXN1bHQiZgoKTmFtZWRMaW1pdBINCgVvd25lchgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxpbWl0GAMgASgDEhAKCGR1cmF0aW9uGAQgASgDEhEKBGNvc3QYBSABKANIAIgBAUIHCgVfY29zdCJRCg9OYW1lZExpbWl0R3JvdXASFAoMd29ya3NwYWNlX2lkGAEgASgJEigKBmxpbWl0cxgCIAMoCzIYLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0IkgKF0NoZWNrTmFtZWRMaW1pdHNSZXF1ZXN0Ei0KBmdyb3VwcxgBIAMoCzIdLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0R3JvdXAiVQoQTmFtZWRMaW1pdFJlc3VsdBINCgVsaW1pdBgBIAEoAxIRCglyZW1haW5pbmcYAiABKAMSDQoFcmVzZXQYAyABKAMSEAoIZXhjZWVkZWQYBCABKAgiWAoVTmFtZWRMaW1pdEdyb3VwUmVzdWx0Eg4KBnBhc3NlZBgBIAEoCBIvCgdyZXN1bHRzGAIgAygLMh4ucmF0ZWxpbWl0LnYxLk5hbWVkTGltaXRSZXN1bHQiTwoYQ2hlY2tOYW1lZExpbWl0c1Jlc3BvbnNlEjMKBmdyb3VwcxgBIAMoCzIjLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0R3JvdXBSZXN1bHQyuAUKEFJhdGVsaW1pdFNlcnZpY2USQAoFTGltaXQSGi5yYXRlbGltaXQudjEuTGltaXRSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2USTwoKTXVsdGlMaW1pdBIfLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVxdWVzdBogLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVzcG9uc2USUgoLU2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuU2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLlNldE92ZXJyaWRlUmVzcG9uc2USUgoLR2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuR2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLkdldE92ZXJyaWRlUmVzcG9uc2USWAoNTGlzdE92ZXJyaWRlcxIiLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVxdWVzdBojLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVzcG9uc2USWwoORGVsZXRlT3ZlcnJpZGUSIy5yYXRlbGltaXQudjEuRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0GiQucmF0ZWxpbWl0LnYxLkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2USTwoKTGltaXRCYXRjaBIfLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVxdWVzdBogLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVzcG9uc2USYQoQQ2hlY2tOYW1lZExpbWl0cxIlLnJhdGVsaW1pdC52MS5DaGVja05hbWVkTGltaXRzUmVxdWVzdBomLnJhdGVsaW1pdC52MS5DaGVja05hbWVkTGltaXRzUmVzcG9uc2UyWAoUUmF0ZWxpbWl0UGVlclNlcnZpY2USQAoFQXBwbHkSGi5yYXRlbGltaXQudjEuQXBwbHlSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkFwcGx5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
 
 /**
  * @generated from message ratelimit.v1.LimitCheck
@@ -714,6 +714,179 @@ export const ApplyResponseSchema: GenMessage<ApplyResponse> = /*@__PURE__*/
   messageDesc(file_ratelimit_v1_ratelimit, 26);
 
 /**
+ * A named limit of a key or an identity, as one verification checks it.
+ *
+ * @generated from message ratelimit.v1.NamedLimit
+ */
+export type NamedLimit = Message<"ratelimit.v1.NamedLimit"> & {
+  /**
+   * Whose limit: a key id for a key's own limit, an identity id for a limit
+   * shared by all keys of that identity. Owner and name name the counter.
+   *
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * 0 denies every check.
+   *
+   * @generated from field: int64 limit = 3;
+   */
+  limit: bigint;
+
+  /**
+   * Window length in ms (at least 1).
+   *
+   * @generated from field: int64 duration = 4;
+   */
+  duration: bigint;
+
+  /**
+   * Unset means 1; 0 checks without consuming.
+   *
+   * @generated from field: optional int64 cost = 5;
+   */
+  cost?: bigint | undefined;
+};
+
+/**
+ * Describes the message ratelimit.v1.NamedLimit.
+ * Use `create(NamedLimitSchema)` to create a new message.
+ */
+export const NamedLimitSchema: GenMessage<NamedLimit> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 27);
+
+/**
+ * The named limits of one verification: counted all or nothing.
+ *
+ * @generated from message ratelimit.v1.NamedLimitGroup
+ */
+export type NamedLimitGroup = Message<"ratelimit.v1.NamedLimitGroup"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: repeated ratelimit.v1.NamedLimit limits = 2;
+   */
+  limits: NamedLimit[];
+};
+
+/**
+ * Describes the message ratelimit.v1.NamedLimitGroup.
+ * Use `create(NamedLimitGroupSchema)` to create a new message.
+ */
+export const NamedLimitGroupSchema: GenMessage<NamedLimitGroup> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 28);
+
+/**
+ * @generated from message ratelimit.v1.CheckNamedLimitsRequest
+ */
+export type CheckNamedLimitsRequest = Message<"ratelimit.v1.CheckNamedLimitsRequest"> & {
+  /**
+   * One group per verification; groups are independent of each other.
+   *
+   * @generated from field: repeated ratelimit.v1.NamedLimitGroup groups = 1;
+   */
+  groups: NamedLimitGroup[];
+};
+
+/**
+ * Describes the message ratelimit.v1.CheckNamedLimitsRequest.
+ * Use `create(CheckNamedLimitsRequestSchema)` to create a new message.
+ */
+export const CheckNamedLimitsRequestSchema: GenMessage<CheckNamedLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 29);
+
+/**
+ * @generated from message ratelimit.v1.NamedLimitResult
+ */
+export type NamedLimitResult = Message<"ratelimit.v1.NamedLimitResult"> & {
+  /**
+   * @generated from field: int64 limit = 1;
+   */
+  limit: bigint;
+
+  /**
+   * @generated from field: int64 remaining = 2;
+   */
+  remaining: bigint;
+
+  /**
+   * End of the current fixed window, unix ms.
+   *
+   * @generated from field: int64 reset = 3;
+   */
+  reset: bigint;
+
+  /**
+   * This limit's own check failed. In a group that did not pass, a limit that
+   * is not exceeded was still not counted.
+   *
+   * @generated from field: bool exceeded = 4;
+   */
+  exceeded: boolean;
+};
+
+/**
+ * Describes the message ratelimit.v1.NamedLimitResult.
+ * Use `create(NamedLimitResultSchema)` to create a new message.
+ */
+export const NamedLimitResultSchema: GenMessage<NamedLimitResult> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 30);
+
+/**
+ * @generated from message ratelimit.v1.NamedLimitGroupResult
+ */
+export type NamedLimitGroupResult = Message<"ratelimit.v1.NamedLimitGroupResult"> & {
+  /**
+   * Every limit of the group passed, and all were counted.
+   *
+   * @generated from field: bool passed = 1;
+   */
+  passed: boolean;
+
+  /**
+   * One per limit of the group, in order.
+   *
+   * @generated from field: repeated ratelimit.v1.NamedLimitResult results = 2;
+   */
+  results: NamedLimitResult[];
+};
+
+/**
+ * Describes the message ratelimit.v1.NamedLimitGroupResult.
+ * Use `create(NamedLimitGroupResultSchema)` to create a new message.
+ */
+export const NamedLimitGroupResultSchema: GenMessage<NamedLimitGroupResult> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 31);
+
+/**
+ * @generated from message ratelimit.v1.CheckNamedLimitsResponse
+ */
+export type CheckNamedLimitsResponse = Message<"ratelimit.v1.CheckNamedLimitsResponse"> & {
+  /**
+   * One per group, in order.
+   *
+   * @generated from field: repeated ratelimit.v1.NamedLimitGroupResult groups = 1;
+   */
+  groups: NamedLimitGroupResult[];
+};
+
+/**
+ * Describes the message ratelimit.v1.CheckNamedLimitsResponse.
+ * Use `create(CheckNamedLimitsResponseSchema)` to create a new message.
+ */
+export const CheckNamedLimitsResponseSchema: GenMessage<CheckNamedLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 32);
+
+/**
  * Standalone and named rate limits, and overrides per identifier.
  *
  * @generated from service ratelimit.v1.RatelimitService
@@ -779,6 +952,19 @@ export const RatelimitService: GenService<{
     methodKind: "unary";
     input: typeof LimitBatchRequestSchema;
     output: typeof LimitBatchResponseSchema;
+  },
+  /**
+   * Internal, for the keys service: the named limits of many verifications in
+   * one call (contract 2.5, 4.1 rule 5). It trusts its caller: no root-key
+   * permission is checked (the keys service authorized each verification) and
+   * the gateway never exposes it. Overrides do not apply to named limits.
+   *
+   * @generated from rpc ratelimit.v1.RatelimitService.CheckNamedLimits
+   */
+  checkNamedLimits: {
+    methodKind: "unary";
+    input: typeof CheckNamedLimitsRequestSchema;
+    output: typeof CheckNamedLimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ratelimit_v1_ratelimit, 0);
