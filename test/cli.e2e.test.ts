@@ -70,6 +70,24 @@ describe("pnpm latchkey against DATABASE_URL", () => {
     expect((await stack.call("apis.getApi", { apiId }, key)).status).toBe(401);
   });
 
+  it("applies a due daily refill once per period with credits refill --at, seen by the next verification", async () => {
+    const apiId = (await stack.call("apis.createApi", { name: "refill-api" })).body.data.apiId;
+    const credits = { remaining: 3, refill: { interval: "daily", amount: 50 } };
+    const { key } = (await stack.call("keys.createKey", { apiId, credits })).body.data;
+    expect((await stack.call("keys.verifyKey", { key })).body.data.credits).toBe(2);
+
+    const nextMidnight = Math.ceil((Date.now() + 1) / 86_400_000) * 86_400_000;
+    expect((await cli("credits", "refill", "--at", String(nextMidnight + 1))).at(-1)).toMatch(
+      /^refilled 1 key due/,
+    );
+    expect((await stack.call("keys.verifyKey", { key })).body.data.credits).toBe(49);
+    // The same period again: nothing more to refill.
+    expect((await cli("credits", "refill", "--at", String(nextMidnight + 60_000))).at(-1)).toMatch(
+      /^refilled 0 keys/,
+    );
+    expect((await stack.call("keys.verifyKey", { key })).body.data.credits).toBe(48);
+  });
+
   it("refuses a permission that is not a root-key permission, naming it", async () => {
     await expect(cli("root-key", "create", "--permissions", "api.*.fly")).rejects.toMatchObject({
       stderr: expect.stringContaining("unknown action 'fly'"),

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { createRootKey, createWorkspace, listRootKeys, revokeRootKey } from "@latchkey/keys";
+import { applyDueRefills, createRootKey, createWorkspace, listRootKeys, revokeRootKey } from "@latchkey/keys";
 import { openDatabase } from "./database.ts";
 
 const USAGE = `Usage: pnpm latchkey <command>
@@ -9,6 +9,7 @@ const USAGE = `Usage: pnpm latchkey <command>
                                                 a root key (default workspace when omitted)
   root-key list                                 every root key (never the key itself)
   root-key revoke <id>                          the root key stops working
+  credits refill [--at <unix ms>]               applies every credit refill due at that instant (default now)
 
 Works against DATABASE_URL, or the embedded database under DATA_DIR (default ./.latchkey),
 also while \`pnpm start\` holds it open. A new key is printed once, alone on the last line.`;
@@ -24,6 +25,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       workspace: { type: "string" },
       permissions: { type: "string" },
+      at: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -33,7 +35,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const command = `${noun} ${verb ?? ""}`.trim();
-  const known = ["workspace create", "root-key create", "root-key list", "root-key revoke"];
+  const known = ["workspace create", "root-key create", "root-key list", "root-key revoke", "credits refill"];
   if (!known.includes(command)) throw new UsageError(`Unknown command '${command}'.`);
   if ((command === "workspace create" || command === "root-key revoke") && !arg) {
     throw new UsageError(`'${command}' needs an argument.`);
@@ -43,6 +45,10 @@ async function main(argv: string[]): Promise<void> {
       "root-key create needs --permissions, e.g. --permissions api.*.verify_key,api.*.read_key",
     );
   }
+
+  const at = values.at === undefined ? Date.now() : Number(values.at);
+  if (!Number.isSafeInteger(at) || at < 0)
+    throw new UsageError(`--at must be a unix time in milliseconds, got '${values.at}'.`);
 
   const db = await openDatabase({ reuseRunning: true });
   try {
@@ -76,6 +82,11 @@ async function main(argv: string[]): Promise<void> {
           );
         }
         if (keys.length === 0) say("no root keys");
+        break;
+      }
+      case "credits refill": {
+        const { refilled } = await applyDueRefills(db.sql, at);
+        say(`refilled ${refilled} key${refilled === 1 ? "" : "s"} due at ${new Date(at).toISOString()}`);
         break;
       }
       case "root-key revoke": {

@@ -1,33 +1,95 @@
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
-import http from "node:http";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRouterTransport } from "@connectrpc/connect";
-import { createGateway } from "@latchkey/gateway";
-import { createKeysDeps, createRootKey, ensureRootKey, keysRoutes } from "@latchkey/keys";
+import {
+  analyticsRoutes,
+  createAnalyticsDeps,
+  createEmbeddedAnalyticsDeps,
+  migrateClickHouse,
+  openClickHouse,
+  startConsumer,
+} from "@latchkey/analytics";
+import { createGateway, listen } from "@latchkey/gateway";
+import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { createKeysDeps, createRootKey, ensureRootKey, keysRoutes, startRefills } from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
-import { type Bus, createLogger, env, MemoryBus, NatsBus, systemClock } from "@latchkey/runtime";
+import {
+  type Bus,
+  createLogger,
+  DirectEventSink,
+  type EventSink,
+  ensureEventsStream,
+  env,
+  JetStreamEventSink,
+  MemoryBus,
+  NatsBus,
+  type Sql,
+  systemClock,
+} from "@latchkey/runtime";
 import { dataDir, openDatabase } from "./database.ts";
 
 /**
  * `pnpm start`: the gateway and every service in one process. With no
- * configuration it keeps its data in embedded PostgreSQL under DATA_DIR; with
- * DATABASE_URL and NATS_URL it uses those servers. Services talk through
- * in-memory Connect transports: the same routes as the separate processes,
- * without a network hop.
+ * configuration it keeps its data in embedded PostgreSQL under DATA_DIR and
+ * its analytics in memory; with DATABASE_URL, NATS_URL and CLICKHOUSE_URL it
+ * uses those servers. Services talk through in-memory Connect transports: the
+ * same routes as the separate processes, without a network hop.
  */
 const log = createLogger("latchkey");
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main() {
+  mkdirSync(dataDir(), { recursive: true });
   const db = await openDatabase({ reuseRunning: false });
   const natsUrl = env.string("NATS_URL");
-  const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "latchkey") : new MemoryBus();
+  const clickhouseUrl = env.string("CLICKHOUSE_URL");
+  const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "latchkey") : undefined;
+  const bus: Bus = nats ?? new MemoryBus();
 
-  const keys = createKeysDeps({ sql: db.sql, bus, log: log.child({ service: "keys" }) });
+  // Analytics: JetStream into ClickHouse when both are configured, else in this process.
+  const closers: (() => Promise<void>)[] = [];
+  let events: EventSink;
+  let analytics: ReturnType<typeof createEmbeddedAnalyticsDeps> | ReturnType<typeof createAnalyticsDeps>;
+  if (nats && clickhouseUrl) {
+    const { client } = await openClickHouse(clickhouseUrl);
+    await migrateClickHouse(client);
+    await ensureEventsStream(nats.nc);
+    analytics = createAnalyticsDeps({
+      nats: nats.nc,
+      clickhouse: client,
+      log: log.child({ service: "analytics" }),
+    });
+    const consumer = await startConsumer({ nats: nats.nc, store: analytics.store, log });
+    const sink = new JetStreamEventSink(nats.nc, log);
+    events = sink;
+    closers.push(async () => {
+      await sink.flush(5_000);
+      sink.close();
+      await consumer.stop();
+      await client.close();
+    });
+  } else {
+    const embedded = createEmbeddedAnalyticsDeps({ log: log.child({ service: "analytics" }) });
+    analytics = embedded;
+    events = new DirectEventSink(embedded.ingest);
+  }
+
+  const keys = createKeysDeps({
+    sql: db.sql,
+    bus,
+    events,
+    encryptionKey: encryptionKey(),
+    log: log.child({ service: "keys" }),
+  });
+  const stopRefills = startRefills(db.sql, { clock: keys.clock, log });
   const ratelimit = createRatelimitDeps({ sql: db.sql, bus, log: log.child({ service: "ratelimit" }) });
+  const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
   const gateway = createGateway({
     keys: createRouterTransport(keysRoutes(keys)),
     ratelimit: createRouterTransport(ratelimitRoutes(ratelimit)),
+    identity: createRouterTransport(identityRoutes(identity)),
+    analytics: createRouterTransport(analyticsRoutes(analytics)),
     log: log.child({ service: "gateway" }),
     clock: systemClock,
     bus,
@@ -35,14 +97,12 @@ async function main() {
 
   const rootKey = await bootstrapRootKey(db.sql);
   const port = env.int("PORT", 7070);
-  const server = http.createServer((req, res) => gateway.handle(req, res));
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(port, env.string("HOST", "0.0.0.0"), resolve));
+  const server = await listen(gateway, port, env.string("HOST", "0.0.0.0"));
 
-  say(`Latchkey is listening on http://localhost:${port} (${db.description})`);
+  say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
   if (rootKey) say(`Root key (holds *): ${rootKey}`);
   say(
-    `Try: curl -s localhost:${port}/v2/apis.createApi -H "Authorization: Bearer $ROOT_KEY" -d '{"name":"my-api"}'`,
+    `Try: curl -s localhost:${server.port}/v2/apis.createApi -H "Authorization: Bearer $ROOT_KEY" -d '{"name":"my-api"}'`,
   );
 
   let stopping = false;
@@ -50,11 +110,11 @@ async function main() {
     if (stopping) return;
     stopping = true;
     log.info("shutting down");
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
-    await gateway.close();
+    await server.close();
+    stopRefills();
+    for (const close of closers) await close();
+    await keys.close();
+    await ratelimit.close();
     await bus.close();
     await db.close();
     process.exit(0);
@@ -64,11 +124,25 @@ async function main() {
 }
 
 /**
+ * The key-encryption key for recoverable keys: LATCHKEY_ENCRYPTION_KEY (base64
+ * of 32 bytes), else one generated for this data directory and kept in
+ * DATA_DIR/encryption-key (mode 0600).
+ */
+function encryptionKey(): Buffer {
+  const fromEnv = env.string("LATCHKEY_ENCRYPTION_KEY");
+  const text =
+    fromEnv ?? readOrCreate(join(dataDir(), "encryption-key"), () => randomBytes(32).toString("base64"));
+  const key = Buffer.from(text, "base64");
+  if (key.length !== 32) throw new Error("LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes");
+  return key;
+}
+
+/**
  * A root key to start with. LATCHKEY_ROOT_KEY becomes one (idempotently); else
  * the key this data directory was first started with is shown again (kept in
  * DATA_DIR/root-key, mode 0600); else a new one is made and kept there.
  */
-async function bootstrapRootKey(sql: Parameters<typeof ensureRootKey>[0]): Promise<string | undefined> {
+async function bootstrapRootKey(sql: Sql): Promise<string> {
   const fromEnv = env.string("LATCHKEY_ROOT_KEY");
   if (fromEnv) {
     await ensureRootKey(sql, fromEnv);
@@ -81,9 +155,20 @@ async function bootstrapRootKey(sql: Parameters<typeof ensureRootKey>[0]): Promi
     return kept;
   }
   const created = await createRootKey(sql, { permissions: ["*"], name: "bootstrap" });
-  writeFileSync(file, `${created.rootKey}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
+  write(file, created.rootKey);
   return created.rootKey;
+}
+
+function readOrCreate(file: string, make: () => string): string {
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const value = make();
+  write(file, value);
+  return value;
+}
+
+function write(file: string, secret: string) {
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
 }
 
 main().catch((err: unknown) => {
