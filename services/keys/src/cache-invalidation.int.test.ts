@@ -1,6 +1,6 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger, migrate, NatsBus } from "@latchkey/runtime";
+import { CreditsOperation, KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { createLogger, hashKey, migrate, NatsBus } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeysDeps, type KeysDeps } from "./deps.ts";
@@ -54,5 +54,61 @@ describe("key cache across instances", () => {
     await a.bus.nc.flush();
 
     expect((await a.client.verifyKey({ caller, key })).code).toBe(VerifyCode.DISABLED);
+  });
+});
+
+describe("every change reaches the other instance's next verification", () => {
+  async function pair() {
+    const a = await instance();
+    const b = await instance();
+    const { apiId } = await a.client.createApi({ caller, name: "propagation" });
+    /** b announced something: wait until a has received everything sent before now. */
+    const settle = async () => {
+      await b.bus.nc.flush();
+      await a.bus.nc.flush();
+    };
+    return { a, b, apiId, settle };
+  }
+
+  it("updateKey, updateCredits, deleteKey and rerollKey on b are seen by a's cache", async () => {
+    const { a, b, apiId, settle } = await pair();
+    const k = await a.client.createKey({ caller, apiId });
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.VALID);
+
+    await b.client.updateKey({ caller, keyId: k.keyId, enabled: false });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.DISABLED);
+
+    await b.client.updateKey({ caller, keyId: k.keyId, enabled: true });
+    await b.client.updateCredits({ caller, keyId: k.keyId, operation: CreditsOperation.SET, value: 0n });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.USAGE_EXCEEDED);
+
+    const rerolled = await b.client.rerollKey({ caller, keyId: k.keyId, expiration: 0n });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.EXPIRED);
+    expect((await a.client.verifyKey({ caller, key: rerolled.key, cost: 0n })).code).toBe(VerifyCode.VALID);
+
+    await b.client.deleteKey({ caller, keyId: rerolled.keyId });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: rerolled.key })).code).toBe(VerifyCode.NOT_FOUND);
+  });
+
+  it("deleteApi on b makes a answer NOT_FOUND for the API's keys", async () => {
+    const { a, b, apiId, settle } = await pair();
+    const k = await a.client.createKey({ caller, apiId });
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.VALID);
+    await b.client.deleteApi({ caller, apiId });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: k.key })).code).toBe(VerifyCode.NOT_FOUND);
+  });
+
+  it("a key imported on b verifies on a, which had cached it as missing", async () => {
+    const { a, b, apiId, settle } = await pair();
+    const plaintext = `legacy_${Math.random().toString(36).slice(2)}`;
+    expect((await a.client.verifyKey({ caller, key: plaintext })).code).toBe(VerifyCode.NOT_FOUND);
+    await b.client.migrateKeys({ caller, migrationId: "m", apiId, keys: [{ hash: hashKey(plaintext) }] });
+    await settle();
+    expect((await a.client.verifyKey({ caller, key: plaintext })).code).toBe(VerifyCode.VALID);
   });
 });

@@ -1,10 +1,11 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { connect, createLogger, MemoryBus, migrate, type Sql } from "@latchkey/runtime";
+import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { connect, createLogger, MemoryBus, migrate, type Sql, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeysDeps, type KeysDeps } from "../deps.ts";
 import { keysMigrations } from "../migrations.ts";
+import { applyDueRefills } from "../refills.ts";
 import { keysRoutes } from "../routes.ts";
 import { callerOf } from "../test-kit.ts";
 
@@ -15,8 +16,13 @@ let db: TestDatabase;
 let secondPool: Sql;
 const instances: { deps: KeysDeps; client: Client<typeof KeysService> }[] = [];
 
-function instance(sql: Sql) {
-  const deps = createKeysDeps({ sql, bus: new MemoryBus(), log: createLogger("keys", "silent") });
+function instance(sql: Sql, clock?: TestClock) {
+  const deps = createKeysDeps({
+    sql,
+    bus: new MemoryBus(),
+    log: createLogger("keys", "silent"),
+    ...(clock ? { clock } : {}),
+  });
   const client = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
   instances.push({ deps, client });
   return client;
@@ -104,5 +110,183 @@ describe("verifyKey credits on PostgreSQL", () => {
       code: VerifyCode.VALID,
       credits: 0n,
     });
+  });
+});
+
+const DAY = 86_400_000;
+const codesOf = (results: { result: { case: string | undefined; value?: unknown } }[]) =>
+  results.map((r) =>
+    r.result.case === "response" ? (r.result.value as { code: VerifyCode }).code : undefined,
+  );
+
+describe("updateCredits on PostgreSQL", () => {
+  it("ends at 0, never below, after 100 concurrent decrements by 1 of a balance of 60", async () => {
+    const client = instance(db.sql);
+    const { keyId } = await keyWithCredits(client, 60);
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        client.updateCredits({ caller, keyId, operation: CreditsOperation.DECREMENT, value: 1n }),
+      ),
+    );
+    const balances = results.map((r) => Number(r.remaining));
+    expect(Math.min(...balances)).toBe(0);
+    expect(balances.filter((b) => b === 0)).toHaveLength(41);
+    const { key } = await client.getKey({ caller, keyId });
+    expect(key?.credits?.remaining).toBe(0n);
+  });
+
+  it("loses no spend and no increment when both race on one key", async () => {
+    const a = instance(db.sql);
+    const b = instance(secondPool);
+    const { keyId, key } = await keyWithCredits(a, 100);
+    const results = await Promise.all([
+      ...Array.from({ length: 50 }, () => a.verifyKey({ caller, key })),
+      ...Array.from({ length: 50 }, () =>
+        b.updateCredits({ caller, keyId, operation: CreditsOperation.INCREMENT, value: 2n }),
+      ),
+    ]);
+    expect(results.slice(0, 50).every((r) => "valid" in r && r.valid)).toBe(true);
+    const { key: stored } = await a.getKey({ caller, keyId });
+    expect(stored?.credits?.remaining).toBe(100n - 50n + 100n);
+  });
+});
+
+describe("verifyKeyBatch credit spends on PostgreSQL", () => {
+  it("hands the successes of a repeated key out in request order, other keys unaffected", async () => {
+    const client = instance(db.sql);
+    const three = await keyWithCredits(client, 3);
+    const two = await keyWithCredits(client, 2);
+    const open = await keyWithCredits(client, 0).then(async ({ keyId, key }) => {
+      await client.updateCredits({ caller, keyId, operation: CreditsOperation.SET });
+      return { key };
+    });
+    const keys = [three.key, two.key, three.key, open.key, three.key, two.key, three.key, two.key, three.key];
+    const res = await client.verifyKeyBatch({
+      callers: [caller],
+      items: keys.map((key) => ({ callerIndex: 0, request: { key } })),
+    });
+    expect(codesOf(res.results)).toEqual([
+      VerifyCode.VALID,
+      VerifyCode.VALID,
+      VerifyCode.VALID,
+      VerifyCode.VALID,
+      VerifyCode.VALID,
+      VerifyCode.VALID,
+      VerifyCode.USAGE_EXCEEDED,
+      VerifyCode.USAGE_EXCEEDED,
+      VerifyCode.USAGE_EXCEEDED,
+    ]);
+    const credits = res.results.map((r) =>
+      r.result.case === "response" ? r.result.value.credits : undefined,
+    );
+    expect(credits).toEqual([2n, 1n, 1n, undefined, 0n, 0n, 0n, 0n, 0n]);
+  });
+
+  it("spends unequal costs on one key one by one in request order", async () => {
+    const client = instance(db.sql);
+    const { key, keyId } = await keyWithCredits(client, 5);
+    const res = await client.verifyKeyBatch({
+      callers: [caller],
+      items: [3n, 3n, 2n, 1n].map((cost) => ({ callerIndex: 0, request: { key, cost } })),
+    });
+    expect(codesOf(res.results)).toEqual([
+      VerifyCode.VALID,
+      VerifyCode.USAGE_EXCEEDED,
+      VerifyCode.VALID,
+      VerifyCode.USAGE_EXCEEDED,
+    ]);
+    expect((await client.getKey({ caller, keyId })).key?.credits?.remaining).toBe(0n);
+  });
+
+  it("stays exact with concurrent batches of repeated keys on two instances", async () => {
+    const a = instance(db.sql);
+    const b = instance(secondPool);
+    const k1 = await keyWithCredits(a, 40);
+    const k2 = await keyWithCredits(a, 25);
+    const batch = {
+      callers: [caller],
+      items: Array.from({ length: 60 }, (_, i) => ({
+        callerIndex: 0,
+        request: { key: i % 2 ? k1.key : k2.key },
+      })),
+    };
+    const results = await Promise.all([
+      a.verifyKeyBatch(batch),
+      b.verifyKeyBatch(batch),
+      a.verifyKeyBatch(batch),
+    ]);
+    const codes = results.flatMap((r) => codesOf(r.results));
+    expect(codes.filter((c) => c === VerifyCode.VALID)).toHaveLength(65);
+    expect(codes.filter((c) => c === VerifyCode.USAGE_EXCEEDED)).toHaveLength(180 - 65);
+    expect((await a.getKey({ caller, keyId: k1.keyId })).key?.credits?.remaining).toBe(0n);
+    expect((await a.getKey({ caller, keyId: k2.keyId })).key?.credits?.remaining).toBe(0n);
+  });
+});
+
+describe("refills on PostgreSQL", () => {
+  async function dailyKey(client: Client<typeof KeysService>, remaining: number, amount: number) {
+    const { apiId } = await client.createApi({ caller, name: "refills" });
+    return client.createKey({
+      caller,
+      apiId,
+      credits: {
+        remaining: BigInt(remaining),
+        refill: { interval: RefillInterval.DAILY, amount: BigInt(amount) },
+      },
+    });
+  }
+
+  it("lets the first verification after midnight see the refilled balance before the job runs", async () => {
+    const clock = new TestClock(Date.UTC(2026, 4, 10, 15));
+    const client = instance(db.sql, clock);
+    const { key, keyId } = await dailyKey(client, 1, 10);
+    expect((await client.verifyKey({ caller, key })).credits).toBe(0n);
+    expect((await client.verifyKey({ caller, key })).code).toBe(VerifyCode.USAGE_EXCEEDED);
+    clock.set(Date.UTC(2026, 4, 11));
+    expect(await client.verifyKey({ caller, key })).toMatchObject({ code: VerifyCode.VALID, credits: 9n });
+    // The job, run afterwards for the same instant, does not refill again.
+    await applyDueRefills(db.sql, Date.UTC(2026, 4, 11, 0, 1));
+    expect((await client.getKey({ caller, keyId })).key?.credits?.remaining).toBe(9n);
+  });
+
+  it("refills exactly once when the job and 50 verifications race at the refill instant", async () => {
+    const clock = new TestClock(Date.UTC(2026, 4, 10, 15));
+    const client = instance(db.sql, clock);
+    const { key, keyId } = await dailyKey(client, 0, 30);
+    clock.set(Date.UTC(2026, 4, 11, 0, 0, 5));
+    const [, ...results] = await Promise.all([
+      applyDueRefills(secondPool, Date.UTC(2026, 4, 11, 0, 0, 5)),
+      ...Array.from({ length: 50 }, () => client.verifyKey({ caller, key })),
+      applyDueRefills(db.sql, Date.UTC(2026, 4, 11, 0, 0, 6)),
+    ]);
+    const codes = results
+      .filter((r) => typeof r === "object" && r !== null && "code" in r)
+      .map((r) => (r as { code: VerifyCode }).code);
+    expect(codes.filter((c) => c === VerifyCode.VALID)).toHaveLength(30);
+    expect(codes.filter((c) => c === VerifyCode.USAGE_EXCEEDED)).toHaveLength(20);
+    expect((await client.getKey({ caller, keyId })).key?.credits?.remaining).toBe(0n);
+  });
+
+  it("applies a refill missed while down once, and answers how many keys it refilled", async () => {
+    const clock = new TestClock(Date.UTC(2026, 0, 31, 10));
+    const client = instance(db.sql, clock);
+    const { apiId } = await client.createApi({ caller, name: "monthly" });
+    const { keyId } = await client.createKey({
+      caller,
+      apiId,
+      credits: { remaining: 3n, refill: { interval: RefillInterval.MONTHLY, amount: 100n, refillDay: 31 } },
+    });
+    const at = Date.UTC(2026, 3, 2);
+    const first = await applyDueRefills(db.sql, at);
+    expect(first.refilled).toBeGreaterThanOrEqual(1);
+    await client.updateCredits({ caller, keyId, operation: CreditsOperation.DECREMENT, value: 40n });
+    await applyDueRefills(db.sql, at + DAY);
+    clock.set(at + DAY);
+    expect((await client.getKey({ caller, keyId })).key?.credits?.remaining).toBe(60n);
+    const [row] = await db.sql<
+      { last_refill_at: number }[]
+    >`SELECT last_refill_at FROM keys WHERE id = ${keyId}`;
+    // Day 31 in March is the 31st; April 30 has not come yet.
+    expect(row?.last_refill_at).toBe(Date.UTC(2026, 2, 31));
   });
 });

@@ -1,0 +1,94 @@
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { KeysService, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
+import { createLogger, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import { keysMigrations } from "./migrations.ts";
+import { startRefills } from "./refills.ts";
+import { keysRoutes } from "./routes.ts";
+import { callerOf, TEST_ENCRYPTION_KEY } from "./test-kit.ts";
+
+// Recoverable keys and the refill job against real PostgreSQL.
+
+const caller = callerOf("ws_default", "*");
+const log = createLogger("keys", "silent");
+let db: TestDatabase;
+const all: KeysDeps[] = [];
+
+function instance(encryptionKey?: Buffer): Client<typeof KeysService> {
+  const deps = createKeysDeps({
+    sql: db.sql,
+    bus: new MemoryBus(),
+    log,
+    ...(encryptionKey ? { encryptionKey } : {}),
+  });
+  all.push(deps);
+  return createClient(KeysService, createRouterTransport(keysRoutes(deps)));
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "keys", keysMigrations);
+});
+afterAll(async () => {
+  for (const d of all) d.close();
+  await db?.drop();
+});
+
+describe("recoverable keys on PostgreSQL", () => {
+  it("stores the sealed plaintext apart from the hash and opens it for decrypt", async () => {
+    const client = instance(TEST_ENCRYPTION_KEY);
+    const { apiId } = await client.createApi({ caller, name: "vault" });
+    const { keyId, key } = await client.createKey({ caller, apiId, recoverable: true });
+    const rows = await db.sql`SELECT * FROM encrypted_keys WHERE key_id = ${keyId}`;
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(key);
+    const [keyRow] = await db.sql`SELECT * FROM keys WHERE id = ${keyId}`;
+    expect(JSON.stringify(keyRow)).not.toContain(key);
+    expect((await client.getKey({ caller, keyId, decrypt: true })).key?.plaintext).toBe(key);
+  });
+
+  it("cannot open a key sealed under another key-encryption key", async () => {
+    const sealer = instance(TEST_ENCRYPTION_KEY);
+    const { apiId } = await sealer.createApi({ caller, name: "vault" });
+    const { keyId } = await sealer.createKey({ caller, apiId, recoverable: true });
+    const other = instance(Buffer.alloc(32, 9));
+    await expect(other.getKey({ caller, keyId, decrypt: true })).rejects.toThrow();
+  });
+
+  it("removes the sealed plaintext with a permanent deletion", async () => {
+    const client = instance(TEST_ENCRYPTION_KEY);
+    const { apiId } = await client.createApi({ caller, name: "vault" });
+    const { keyId } = await client.createKey({ caller, apiId, recoverable: true });
+    await client.deleteKey({ caller, keyId, permanent: true });
+    expect(await db.sql`SELECT 1 FROM encrypted_keys WHERE key_id = ${keyId}`).toHaveLength(0);
+  });
+});
+
+describe("the refill job", () => {
+  it("runs on one instance at a time under an advisory lock", async () => {
+    const client = instance();
+    const { apiId } = await client.createApi({ caller, name: "job" });
+    const clock = new TestClock(Date.now());
+    // A key whose daily refill is due: its schedule started yesterday.
+    const { keyId } = await client.createKey({
+      caller,
+      apiId,
+      credits: { remaining: 0n, refill: { interval: RefillInterval.DAILY, amount: 5n } },
+    });
+    await db.sql`UPDATE keys SET created_at = created_at - 2 * 86400000 WHERE id = ${keyId}`;
+    // Another session holds the lock: the job skips this round.
+    const holder = await db.sql.reserve();
+    await holder`SELECT pg_advisory_lock(hashtext('latchkey-keys-refill'))`;
+    const stop = startRefills(db.sql, { clock, log, everyMs: 20 });
+    await new Promise((r) => setTimeout(r, 150));
+    expect((await db.sql`SELECT remaining FROM keys WHERE id = ${keyId}`)[0]?.["remaining"]).toBe(0);
+    await holder`SELECT pg_advisory_unlock(hashtext('latchkey-keys-refill'))`;
+    holder.release();
+    await expect
+      .poll(async () => (await db.sql`SELECT remaining FROM keys WHERE id = ${keyId}`)[0]?.["remaining"])
+      .toBe(5);
+    stop();
+  });
+});
