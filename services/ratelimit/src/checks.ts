@@ -80,25 +80,28 @@ export function limitResult(resolved: ResolvedCheck, outcome: CounterOutcome): L
   });
 }
 
-/** Announces one counted check to analytics, off the request path. */
+/** Announces one counted check to analytics, off the request path; `index` is its place in the request. */
 export function emitChecked(
   deps: RatelimitDeps,
   requestId: string,
+  index: number,
   resolved: ResolvedCheck,
   outcome: CounterOutcome,
   started: number,
 ): void {
+  if (!deps.events.recording) return;
   deps.events.checked({
     requestId,
-    time: BigInt(deps.clock.now()),
+    index,
+    time: deps.clock.now(),
     workspaceId: resolved.namespace.workspaceId,
     namespaceId: resolved.namespace.id,
     identifier: resolved.check.identifier,
     passed: outcome.success,
-    limit: BigInt(outcome.limit),
-    remaining: BigInt(outcome.remaining),
-    reset: BigInt(outcome.reset),
-    cost: BigInt(resolved.check.cost),
+    limit: outcome.limit,
+    remaining: outcome.remaining,
+    reset: outcome.reset,
+    cost: resolved.check.cost,
     overrideId: resolved.overrideId ?? "",
     latency: performance.now() - started,
   });

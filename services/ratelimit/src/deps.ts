@@ -2,6 +2,7 @@ import {
   type Bus,
   type Clock,
   createLogger,
+  type EventSink,
   type Logger,
   MemoryBus,
   type Sql,
@@ -23,7 +24,7 @@ export interface RatelimitDeps {
   overrides: OverrideCache; // overrides per namespace, cached until events.ratelimit.overrides_changed
   windows: SlidingWindows; // the counters this replica owns, in memory
   limiter: Limiter; // counts checks: here, or at the owning replica when peers are configured
-  events: RatelimitEvents; // checked and overrides_changed, on the bus
+  events: RatelimitEvents; // checked to the event sink (analytics), overrides_changed on the bus
   clock: Clock; // decides the windows; tests move it
   log: Logger; // causes of internal errors, peer outages
   close(): Promise<void>; // drops bus subscriptions; the bus and the database belong to whoever passed them
@@ -32,6 +33,8 @@ export interface RatelimitDeps {
 export interface RatelimitDepsOptions {
   sql: Sql;
   bus: Bus;
+  /** Where standalone checks are recorded for analytics (JetStream in production); default: not recorded. */
+  events?: EventSink;
   clock?: Clock;
   log?: Logger;
   /** Several replicas sharing one budget (RATELIMIT_PEERS / RATELIMIT_SELF); omitted, counters are local. */
@@ -68,7 +71,7 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
     overrides,
     windows,
     limiter,
-    events: ratelimitEvents(options.bus),
+    events: ratelimitEvents(options.bus, options.events),
     clock,
     log,
     async close() {

@@ -1,28 +1,74 @@
-import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { OverridesChangedSchema, RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
-import type { Bus } from "@latchkey/runtime";
+import { type Bus, type EventSink, newId } from "@latchkey/runtime";
 
 export const SUBJECT_CHECKED = "events.ratelimit.checked";
 export const SUBJECT_OVERRIDES_CHANGED = "events.ratelimit.overrides_changed";
 
+/** For processes that record no analytics: checks then build no event at all. */
+export const noEvents: EventSink = {
+  publish() {},
+  flush: async () => {},
+  stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
+};
+
+/** One counted standalone check, as analytics records it (ratelimit.v1.RatelimitChecked). */
+export interface Checked {
+  requestId: string;
+  /** The check's position in its request: 0 for limit, 0..n-1 for multiLimit. */
+  index: number;
+  time: number;
+  workspaceId: string;
+  namespaceId: string;
+  identifier: string;
+  passed: boolean;
+  limit: number;
+  remaining: number;
+  reset: number;
+  cost: number;
+  overrideId: string;
+  latency: number;
+}
+
 /** Every event the ratelimit context emits. */
 export interface RatelimitEvents {
-  /** ratelimit.v1.RatelimitChecked, once per standalone check; published off the request path. */
-  checked(event: MessageInitShape<typeof RatelimitCheckedSchema>): void;
-  /** ratelimit.v1.OverridesChanged: every replica reloads the namespace's overrides before its next check. */
+  /** False when no sink records checks, so the request path can skip building them. */
+  readonly recording: boolean;
+  /**
+   * ratelimit.v1.RatelimitChecked on events.ratelimit.checked, through the
+   * event sink (JetStream in production), message id "<requestId>:<index>" so
+   * a re-sent event is dropped. Encoded and handed to the sink after the
+   * request has been answered.
+   */
+  checked(event: Checked): void;
+  /** ratelimit.v1.OverridesChanged on the bus: every replica reloads the namespace's overrides before its next check. */
   overridesChanged(workspaceId: string, namespaceId: string): void;
 }
 
-export function ratelimitEvents(bus: Bus): RatelimitEvents {
-  let queue: MessageInitShape<typeof RatelimitCheckedSchema>[] = [];
+export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): RatelimitEvents {
+  let queue: Checked[] = [];
   const flush = () => {
     const batch = queue;
     queue = [];
-    for (const e of batch)
-      bus.publish(SUBJECT_CHECKED, toBinary(RatelimitCheckedSchema, create(RatelimitCheckedSchema, e)));
+    for (const e of batch) {
+      const data = toBinary(
+        RatelimitCheckedSchema,
+        create(RatelimitCheckedSchema, {
+          ...e,
+          time: BigInt(e.time),
+          limit: BigInt(e.limit),
+          remaining: BigInt(e.remaining),
+          reset: BigInt(e.reset),
+          cost: BigInt(e.cost),
+        }),
+      );
+      sink.publish(SUBJECT_CHECKED, e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"), data);
+    }
   };
   return {
+    recording: sink !== noEvents,
     checked(event) {
+      if (sink === noEvents) return;
       if (queue.push(event) === 1) setImmediate(flush);
     },
     overridesChanged(workspaceId, namespaceId) {

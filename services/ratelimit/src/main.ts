@@ -2,7 +2,9 @@ import {
   type Bus,
   connect,
   createLogger,
+  ensureEventsStream,
   env,
+  JetStreamEventSink,
   MemoryBus,
   migrate,
   NatsBus,
@@ -19,7 +21,11 @@ const sql = connect(env.required("DATABASE_URL"));
 await migrate(sql, "ratelimit", ratelimitMigrations);
 
 const natsUrl = env.string("NATS_URL");
-const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : new MemoryBus();
+const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : undefined;
+const bus: Bus = nats ?? new MemoryBus();
+// Standalone checks go to analytics through JetStream; without NATS they are not recorded.
+if (nats) await ensureEventsStream(nats.nc);
+const sink = nats ? new JetStreamEventSink(nats.nc, log) : undefined;
 
 // Several replicas share one budget when each knows them all (itself included) and which one it is.
 const peerList = env.string("RATELIMIT_PEERS");
@@ -38,7 +44,13 @@ if (peers && !natsUrl) {
   );
 }
 
-const deps = createRatelimitDeps({ sql, bus, log, ...(peers ? { peers } : {}) });
+const deps = createRatelimitDeps({
+  sql,
+  bus,
+  log,
+  ...(sink ? { events: sink } : {}),
+  ...(peers ? { peers } : {}),
+});
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() });
 log.info({ port, replicas: peers?.peers.length ?? 1 }, "ratelimit service listening");
 
@@ -48,6 +60,11 @@ async function stop(signal: string) {
   stopping = true;
   log.info({ signal }, "ratelimit service stopping");
   await served.close();
+  // Checks answered before the stop still reach analytics.
+  if (sink) {
+    await sink.flush(5_000);
+    sink.close();
+  }
   await deps.close();
   await bus.close();
   await sql.end({ timeout: 5 });

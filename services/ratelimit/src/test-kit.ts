@@ -2,14 +2,16 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { type Bus, errorDetailOf, TestClock } from "@latchkey/runtime";
+import { type Bus, type EventSink, errorDetailOf, TestClock } from "@latchkey/runtime";
 import { expect } from "vitest";
 import { createMemoryRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { ratelimitRoutes } from "./routes.ts";
 import type { RatelimitStore } from "./store/ratelimit-store.ts";
 
 /** A ratelimit service in memory behind the router transport, with a clock the test moves. */
-export function harness(options: { store?: RatelimitStore; bus?: Bus; clock?: TestClock } = {}) {
+export function harness(
+  options: { store?: RatelimitStore; bus?: Bus; clock?: TestClock; events?: EventSink } = {},
+) {
   // Mid-window by default, so the previous window's weight is exactly one half for 1 s windows.
   const clock = options.clock ?? new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
   const deps: RatelimitDeps = createMemoryRatelimitDeps({ ...options, clock });
@@ -34,3 +36,17 @@ export async function rejection(call: Promise<unknown>, reason: ErrorReason): Pr
   }
   throw new Error(`expected the call to fail with reason ${reason}, it succeeded`);
 }
+
+/** An event sink that keeps what it is given, decoded by the test. */
+export function recordingSink(): EventSink & { events: { subject: string; id: string; data: Uint8Array }[] } {
+  const events: { subject: string; id: string; data: Uint8Array }[] = [];
+  return {
+    events,
+    publish: (subject, id, data) => void events.push({ subject, id, data }),
+    flush: async () => {},
+    stats: () => ({ buffered: 0, published: events.length, dropped: 0 }),
+  };
+}
+
+/** Lets the events queued by the last answers reach the sink (they are handed over after the answer). */
+export const eventsSettled = () => new Promise<void>((resolve) => setImmediate(resolve));

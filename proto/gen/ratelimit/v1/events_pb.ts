@@ -10,10 +10,11 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ratelimit/v1/events.proto.
  */
 export const file_ratelimit_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChlyYXRlbGltaXQvdjEvZXZlbnRzLnByb3RvEgxyYXRlbGltaXQudjEi6QEKEFJhdGVsaW1pdENoZWNrZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgR0aW1lGAIgASgDEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRIUCgxuYW1lc3BhY2VfaWQYBCABKAkSEgoKaWRlbnRpZmllchgFIAEoCRIOCgZwYXNzZWQYBiABKAgSDQoFbGltaXQYByABKAMSEQoJcmVtYWluaW5nGAggASgDEg0KBXJlc2V0GAkgASgDEgwKBGNvc3QYCiABKAMSEwoLb3ZlcnJpZGVfaWQYCyABKAkSDwoHbGF0ZW5jeRgMIAEoASI+ChBPdmVycmlkZXNDaGFuZ2VkEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxuYW1lc3BhY2VfaWQYAiABKAliBnByb3RvMw");
+  fileDesc("ChlyYXRlbGltaXQvdjEvZXZlbnRzLnByb3RvEgxyYXRlbGltaXQudjEi+AEKEFJhdGVsaW1pdENoZWNrZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgR0aW1lGAIgASgDEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRIUCgxuYW1lc3BhY2VfaWQYBCABKAkSEgoKaWRlbnRpZmllchgFIAEoCRIOCgZwYXNzZWQYBiABKAgSDQoFbGltaXQYByABKAMSEQoJcmVtYWluaW5nGAggASgDEg0KBXJlc2V0GAkgASgDEgwKBGNvc3QYCiABKAMSEwoLb3ZlcnJpZGVfaWQYCyABKAkSDwoHbGF0ZW5jeRgMIAEoARINCgVpbmRleBgNIAEoDSI+ChBPdmVycmlkZXNDaGFuZ2VkEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxuYW1lc3BhY2VfaWQYAiABKAliBnByb3RvMw");
 
 /**
- * Published on subject "events.ratelimit.checked" once per standalone check.
+ * Published on subject "events.ratelimit.checked" once per standalone check,
+ * through the JetStream event sink with message id "<request_id>:<index>".
  *
  * @generated from message ratelimit.v1.RatelimitChecked
  */
@@ -77,6 +78,15 @@ export type RatelimitChecked = Message<"ratelimit.v1.RatelimitChecked"> & {
    * @generated from field: double latency = 12;
    */
   latency: number;
+
+  /**
+   * The check's position in its request (0 for ratelimits.limit, 0..n-1 for
+   * multiLimit, whose checks share one request_id): with request_id it names
+   * one check.
+   *
+   * @generated from field: uint32 index = 13;
+   */
+  index: number;
 };
 
 /**

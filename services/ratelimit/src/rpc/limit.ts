@@ -16,7 +16,7 @@ export function limit(deps: RatelimitDeps) {
     const check = validCheck(req.check);
     const resolved = await resolveCheck(deps, caller, check);
     const outcome = (await deps.limiter.apply([[resolved.counter]]))[0]![0]!;
-    emitChecked(deps, req.requestId, resolved, outcome, started);
+    emitChecked(deps, req.requestId, 0, resolved, outcome, started);
     return create(LimitResponseSchema, { result: limitResult(resolved, outcome) });
   };
 }

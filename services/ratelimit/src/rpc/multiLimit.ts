@@ -28,6 +28,7 @@ export function multiLimit(deps: RatelimitDeps) {
       emitChecked(
         deps,
         req.requestId,
+        i,
         r,
         { ...outcomes[i]!, success: outcomes[i]!.success && passed },
         started,
