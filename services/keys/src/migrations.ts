@@ -114,4 +114,31 @@ LANGUAGE sql IMMUTABLE AS $fn$
 $fn$;
 `,
   },
+  {
+    version: 3,
+    name: "keys_latest_refill as one expression, so PostgreSQL inlines it",
+    sql: `
+-- The same arithmetic as version 2 without a subquery: a single-expression SQL
+-- function is inlined into the calling statement instead of being run through
+-- the function executor once per call (verification calls it on its hot path).
+CREATE OR REPLACE FUNCTION keys_latest_refill(text, int, bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE $1
+    WHEN 'daily' THEN ($3 / 86400000) * 86400000
+    WHEN 'monthly' THEN (extract(epoch FROM
+      CASE WHEN date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC')
+          + (least($2, extract(day FROM date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC')
+            + interval '1 month' - interval '1 day')::int) - 1) * interval '1 day'
+          <= to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC'
+        THEN date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC')
+          + (least($2, extract(day FROM date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC')
+            + interval '1 month' - interval '1 day')::int) - 1) * interval '1 day'
+        ELSE date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC') - interval '1 month'
+          + (least($2, extract(day FROM date_trunc('month', to_timestamp($3 / 1000.0) AT TIME ZONE 'UTC')
+            - interval '1 day')::int) - 1) * interval '1 day'
+      END) * 1000)::bigint
+  END
+$fn$;
+`,
+  },
 ];

@@ -22,9 +22,14 @@ describe("verifyKeyBatch", () => {
       ],
     });
     const codes = res.results.map((r) => (r.result.case === "response" ? r.result.value.code : undefined));
-    // The two spends of one credit race; exactly one wins.
-    expect(codes.slice(0, 2).sort()).toEqual([VerifyCode.VALID, VerifyCode.USAGE_EXCEEDED]);
-    expect(codes.slice(2)).toEqual([VerifyCode.VALID, VerifyCode.NOT_FOUND, VerifyCode.VALID]);
+    // Two spends of one credit: the first in request order wins.
+    expect(codes).toEqual([
+      VerifyCode.VALID,
+      VerifyCode.USAGE_EXCEEDED,
+      VerifyCode.VALID,
+      VerifyCode.NOT_FOUND,
+      VerifyCode.VALID,
+    ]);
     const third = res.results[2]?.result;
     expect(third?.case === "response" && third.value.keyId).toBe(open.keyId);
   });
@@ -53,6 +58,35 @@ describe("verifyKeyBatch", () => {
     }
     expect(second?.case === "response" && second.value.code).toBe(VerifyCode.VALID);
     expect(third?.case === "error" && third.value.detail?.reason).toBe(ErrorReason.INVALID_INPUT);
+  });
+
+  it("decides the spends of a batch in one store call and hands them out in request order", async () => {
+    const { client, seed, deps } = memoryKeys();
+    const apiId = await seed.api();
+    const a = await seed.key({ apiId, credits: 2 });
+    const b = await seed.key({ apiId, credits: 1 });
+    let calls = 0;
+    const groups = deps.store.spendCreditsGroups.bind(deps.store);
+    deps.store.spendCreditsGroups = (g, at) => {
+      calls++;
+      return groups(g, at);
+    };
+    const order = [a.key, b.key, a.key, b.key, a.key];
+    const res = await client.verifyKeyBatch({
+      callers: [callerOf("ws_1", "api.*.verify_key")],
+      items: order.map((key) => ({ callerIndex: 0, request: { key } })),
+    });
+    const answers = res.results.map((r) =>
+      r.result.case === "response" ? [r.result.value.code, r.result.value.credits] : undefined,
+    );
+    expect(answers).toEqual([
+      [VerifyCode.VALID, 1n],
+      [VerifyCode.VALID, 0n],
+      [VerifyCode.VALID, 0n],
+      [VerifyCode.USAGE_EXCEEDED, 0n],
+      [VerifyCode.USAGE_EXCEEDED, 0n],
+    ]);
+    expect(calls).toBe(1);
   });
 
   it("answers an empty batch with no results", async () => {

@@ -141,9 +141,7 @@ export class PostgresKeysStore implements KeysStore {
   ): Promise<CreditsState | "unlimited" | undefined> {
     const sql = this.sql;
     // Every change first settles a refill due at `at`, so a later refill run cannot overwrite it.
-    const due = sql`COALESCE(keys_latest_refill(refill_interval, refill_day, ${at}) > COALESCE(last_refill_at, created_at), false)`;
-    const balance = sql`(CASE WHEN ${due} THEN refill_amount ELSE remaining END)`;
-    const lastRefill = sql`(CASE WHEN ${due} THEN keys_latest_refill(refill_interval, refill_day, ${at}) ELSE last_refill_at END)`;
+    const { balance, lastRefill } = this.refillTerms(at);
     let rows: CreditsRow[];
     switch (operation) {
       case "set": {
@@ -234,13 +232,44 @@ export class PostgresKeysStore implements KeysStore {
     return row && { ...keyOf(row), apiDeleted: row.api_deleted };
   }
 
+  /**
+   * The common case is one statement: settle a due refill and spend, or
+   * nothing. The row lock serialises concurrent spenders on any number of
+   * processes, so the balance never goes below 0.
+   */
   async spendCredits(keyId: string, cost: number, at: number): Promise<Spend | undefined> {
-    const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
-    if (group === undefined) return undefined;
-    if (group.before === null) return { spent: true, remaining: null };
-    return group.granted === 1
-      ? { spent: true, remaining: group.before - cost }
-      : { spent: false, remaining: group.before };
+    const { due, balance, lastRefill } = this.refillTerms(at);
+    if (cost > 0) {
+      const [spent] = await this.sql<{ remaining: number }[]>`UPDATE keys
+        SET remaining = ${balance} - ${cost}, last_refill_at = ${lastRefill}
+        WHERE id = ${keyId} AND deleted_at IS NULL AND ${balance} >= ${cost} RETURNING remaining`;
+      if (spent) return { spent: true, remaining: spent.remaining };
+    }
+    // Not spent: a due refill is still applied (it was smaller than the cost), then the balance answered.
+    const [refilled] = await this.sql<{ remaining: number }[]>`UPDATE keys
+      SET remaining = refill_amount, last_refill_at = ${lastRefill}
+      WHERE id = ${keyId} AND deleted_at IS NULL AND ${due} RETURNING remaining`;
+    if (refilled) return { spent: cost === 0, remaining: refilled.remaining };
+    // A new statement, so the balance read is the latest committed one.
+    const [row] = await this.sql<
+      { remaining: number | null }[]
+    >`SELECT remaining FROM keys WHERE id = ${keyId} AND deleted_at IS NULL`;
+    if (!row) return undefined;
+    if (row.remaining === null) return { spent: true, remaining: null };
+    return { spent: cost === 0, remaining: row.remaining };
+  }
+
+  /** SQL terms over a keys row: is a refill due at `at`, the balance after it, and the refill instant to store. */
+  private refillTerms(at: number) {
+    const sql = this.sql;
+    // Keys without a schedule, the most common, never reach the date arithmetic.
+    const due = sql`(CASE WHEN refill_interval IS NULL THEN false
+      ELSE keys_latest_refill(refill_interval, refill_day, ${at}) > COALESCE(last_refill_at, created_at) END)`;
+    return {
+      due,
+      balance: sql`(CASE WHEN ${due} THEN refill_amount ELSE remaining END)`,
+      lastRefill: sql`(CASE WHEN ${due} THEN keys_latest_refill(refill_interval, refill_day, ${at}) ELSE last_refill_at END)`,
+    };
   }
 
   /**
