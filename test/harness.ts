@@ -70,6 +70,7 @@ export interface Stack {
   gateway: Proc;
   keys: Proc[];
   ratelimit: Proc;
+  identity: Proc;
   rootKey: string;
   /** POST /v2/<operation> with the bootstrap root key (or `rootKey`), answering status and parsed body. */
   call(operation: string, body: unknown, rootKey?: string | null): Promise<{ status: number; body: any }>;
@@ -80,7 +81,18 @@ export interface Stack {
  * The services and the gateway as separate processes on a fresh database, the
  * way they run in Kubernetes, driven over HTTP.
  */
-export async function startStack(options: { keysInstances?: number; natsUrl?: string } = {}): Promise<Stack> {
+export async function startStack(
+  options: {
+    keysInstances?: number;
+    natsUrl?: string;
+    /** Extra env per process, e.g. NODE_OPTIONS=--cpu-prof for a profile. */
+    env?: {
+      gateway?: Record<string, string>;
+      keys?: Record<string, string>;
+      ratelimit?: Record<string, string>;
+    };
+  } = {},
+): Promise<Stack> {
   const db = await createTestDatabase();
   const common: Record<string, string> = {
     DATABASE_URL: db.url,
@@ -89,13 +101,21 @@ export async function startStack(options: { keysInstances?: number; natsUrl?: st
   const keys: Proc[] = [];
   // One at a time: each runs the migrations at start, under an advisory lock.
   for (let i = 0; i < (options.keysInstances ?? 1); i++) {
-    keys.push(await startProcess(`keys-${i}`, "services/keys/src/main.ts", common));
+    keys.push(
+      await startProcess(`keys-${i}`, "services/keys/src/main.ts", { ...common, ...options.env?.keys }),
+    );
   }
-  const ratelimit = await startProcess("ratelimit", "services/ratelimit/src/main.ts", common);
+  const ratelimit = await startProcess("ratelimit", "services/ratelimit/src/main.ts", {
+    ...common,
+    ...options.env?.ratelimit,
+  });
+  const identity = await startProcess("identity", "services/identity/src/main.ts", common);
   const gateway = await startProcess("gateway", "gateway/src/main.ts", {
     ...common,
     KEYS_URL: keys.map((k) => k.url).join(","),
     RATELIMIT_URL: ratelimit.url,
+    IDENTITY_URL: identity.url,
+    ...options.env?.gateway,
   });
   const rootKey = `lk_root_e2e_${Math.random().toString(36).slice(2)}`;
   await ensureRootKey(db.sql, rootKey);
@@ -105,6 +125,7 @@ export async function startStack(options: { keysInstances?: number; natsUrl?: st
     gateway,
     keys,
     ratelimit,
+    identity,
     rootKey,
     async call(operation, body, key = rootKey) {
       const res = await fetch(`${gateway.url}/v2/${operation}`, {
@@ -125,7 +146,7 @@ export async function startStack(options: { keysInstances?: number; natsUrl?: st
       return { status: res.status, body: parsed };
     },
     async stop() {
-      await Promise.all([gateway.stop(), ratelimit.stop(), ...keys.map((k) => k.stop())]);
+      await Promise.all([gateway.stop(), ratelimit.stop(), identity.stop(), ...keys.map((k) => k.stop())]);
       await db.drop();
     },
   };
