@@ -1,3 +1,8 @@
+import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
+import { createIdentityDeps, createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import {
   type Bus,
   type Clock,
@@ -9,6 +14,7 @@ import {
   systemClock,
 } from "@latchkey/runtime";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
+import { IdentityCache } from "./identity-cache.ts";
 import { KeyCache } from "./key-cache.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
@@ -30,6 +36,12 @@ export interface KeysDeps {
   log: Logger;
   /** Seals and opens recoverable keys' plaintexts; absent when no encryption key is configured. */
   vault: KeyVault | undefined;
+  /** The identity service: identities linked by externalId, roles and permissions by name and slug. */
+  identity: Client<typeof IdentityService>;
+  /** Roles and identities for verification, dropped on events.identity.changed. */
+  identityCache: IdentityCache;
+  /** The ratelimit service: a verification's named limits, one CheckNamedLimits call per batch. */
+  ratelimit: Client<typeof RatelimitService>;
   /** Stops listening to the bus. The bus and the database belong to the caller. */
   close(): void;
 }
@@ -45,19 +57,56 @@ export interface KeysDepsOptions {
   cacheSize?: number;
   /** 32 bytes (env LATCHKEY_ENCRYPTION_KEY, base64). Without it keys cannot be created recoverable. */
   encryptionKey?: Buffer;
+  /**
+   * The identity service (main.ts: internalTransport(IDENTITY_URL)). Default:
+   * the identity service in this process over the same database and bus, as
+   * the all-in-one runs it (its migrations must have been applied).
+   */
+  identity?: Transport;
+  /**
+   * The ratelimit service (main.ts: internalTransport(RATELIMIT_URL)). Default:
+   * counters in this process, right for one keys instance (the all-in-one).
+   */
+  ratelimit?: Transport;
 }
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
 export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
-  return assemble(new PostgresKeysStore(options.sql), options);
+  const identity =
+    options.identity ??
+    createRouterTransport(
+      identityRoutes(createIdentityDeps({ sql: options.sql, bus: options.bus, ...clockAndLog(options) })),
+    );
+  return assemble(new PostgresKeysStore(options.sql), { ...options, identity });
 }
 
 /** In-memory dependencies for unit tests; the store is exposed for seeding. */
 export function createMemoryKeysDeps(
-  options: { bus?: Bus; events?: EventSink; clock?: Clock; log?: Logger; encryptionKey?: Buffer } = {},
+  options: {
+    bus?: Bus;
+    events?: EventSink;
+    clock?: Clock;
+    log?: Logger;
+    encryptionKey?: Buffer;
+    /** Default: a fresh in-memory identity service on the same bus. */
+    identity?: Transport;
+    /** Default: a fresh in-memory ratelimit service on the same clock. */
+    ratelimit?: Transport;
+  } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
-  return { ...assemble(store, { bus: options.bus ?? new MemoryBus(), ...options }), store };
+  const bus = options.bus ?? new MemoryBus();
+  const identity =
+    options.identity ??
+    createRouterTransport(identityRoutes(createMemoryIdentityDeps({ bus, ...clockAndLog(options) })));
+  return { ...assemble(store, { ...options, bus, identity }), store };
+}
+
+function clockAndLog(options: { clock?: Clock; log?: Logger }): { clock?: Clock; log?: Logger } {
+  return {
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.log ? { log: options.log.child({ service: "identity" }) } : {}),
+  };
 }
 
 function assemble(
@@ -69,6 +118,8 @@ function assemble(
     log?: Logger;
     cacheSize?: number;
     encryptionKey?: Buffer;
+    identity: Transport;
+    ratelimit?: Transport;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -76,6 +127,8 @@ function assemble(
     ...(options.cacheSize ? { max: options.cacheSize } : {}),
   });
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
+  const identity = createClient(IdentityService, options.identity);
+  const identityCache = new IdentityCache(identity, options.bus);
   return {
     store,
     bus: options.bus,
@@ -84,6 +137,23 @@ function assemble(
     clock,
     log: options.log ?? createLogger("keys"),
     vault: options.encryptionKey ? new KeyVault(options.encryptionKey) : undefined,
-    close: unsubscribe,
+    identity,
+    identityCache,
+    ratelimit: createClient(
+      RatelimitService,
+      options.ratelimit ??
+        createRouterTransport(
+          ratelimitRoutes(
+            createMemoryRatelimitDeps({
+              clock,
+              log: (options.log ?? createLogger("keys")).child({ service: "ratelimit" }),
+            }),
+          ),
+        ),
+    ),
+    close() {
+      unsubscribe();
+      identityCache.close();
+    },
   };
 }

@@ -4,6 +4,7 @@ import {
   type EventSink,
   ensureEventsStream,
   env,
+  internalTransport,
   JetStreamEventSink,
   MemoryBus,
   migrate,
@@ -48,6 +49,8 @@ const deps = createKeysDeps({
   sql,
   bus,
   log,
+  // Identities, roles and permissions live in the identity service.
+  identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? ""),
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
 });
