@@ -1,10 +1,10 @@
-import { create } from "@bufbuild/protobuf";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
-import { type LimitResult, LimitResultSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { LimitResult } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import type { RatelimitDeps } from "./deps.ts";
 import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
 import { mayOnNamespace, NAMESPACE_ID_PREFIX, namespaceForbidden } from "./namespaces.ts";
+import type { OverrideSet } from "./overrides.ts";
 import type { Namespace } from "./store/ratelimit-store.ts";
 import type { ValidCheck } from "./validate.ts";
 
@@ -13,7 +13,7 @@ export interface ResolvedCheck {
   check: ValidCheck;
   namespace: Namespace;
   counter: CounterCheck;
-  overrideId?: string;
+  overrideId: string | undefined;
 }
 
 const SEP = "\u001f";
@@ -23,22 +23,42 @@ export const counterKey = (workspaceId: string, namespaceId: string, identifier:
   workspaceId + SEP + namespaceId + SEP + identifier;
 
 /**
+ * mayOnNamespace remembered per caller object: the items of a LimitBatch share
+ * their caller, so its permissions are matched once per namespace and action,
+ * not once per check. Callers are decoded per call, so nothing outlives it.
+ */
+const decided = new WeakMap<Caller, Map<string, boolean>>();
+function may(caller: Caller, namespaceId: string, action: string): boolean {
+  let seen = decided.get(caller);
+  if (seen === undefined) {
+    seen = new Map();
+    decided.set(caller, seen);
+  }
+  const key = namespaceId + SEP + action;
+  let yes = seen.get(key);
+  if (yes === undefined) {
+    yes = mayOnNamespace(caller, namespaceId, action);
+    seen.set(key, yes);
+  }
+  return yes;
+}
+
+/**
  * The namespace a limit check counts in. An unknown name is created on first
  * use, which takes ratelimit.*.create_namespace besides ratelimit.*.limit; an
  * unknown rlns_ id is never created.
  */
 async function namespaceForLimit(deps: RatelimitDeps, caller: Caller, ref: string): Promise<Namespace> {
-  const ns =
-    deps.namespaces.peek(caller.workspaceId, ref) ?? (await deps.namespaces.find(caller.workspaceId, ref));
+  const ns = await deps.namespaces.find(caller.workspaceId, ref);
   if (ns) {
-    if (!mayOnNamespace(caller, ns.id, "limit")) throw namespaceForbidden("limit");
+    if (!may(caller, ns.id, "limit")) throw namespaceForbidden("limit");
     return ns;
   }
-  if (!mayOnNamespace(caller, "*", "limit")) throw namespaceForbidden("limit");
+  if (!may(caller, "*", "limit")) throw namespaceForbidden("limit");
   if (ref.startsWith(NAMESPACE_ID_PREFIX)) {
     throw domainError(ErrorReason.NAMESPACE_NOT_FOUND, `The namespace '${ref}' does not exist.`);
   }
-  if (!mayOnNamespace(caller, "*", "create_namespace")) {
+  if (!may(caller, "*", "create_namespace")) {
     throw domainError(
       ErrorReason.INSUFFICIENT_PERMISSIONS,
       `The namespace '${ref}' does not exist yet, and creating it on first use takes the permission 'ratelimit.*.create_namespace'.`,
@@ -47,37 +67,66 @@ async function namespaceForLimit(deps: RatelimitDeps, caller: Caller, ref: strin
   return deps.namespaces.create(caller.workspaceId, ref);
 }
 
-export async function resolveCheck(
-  deps: RatelimitDeps,
+function resolved(
   caller: Caller,
   check: ValidCheck,
-): Promise<ResolvedCheck> {
-  const namespace = await namespaceForLimit(deps, caller, check.namespace);
-  const overrides = deps.overrides.peek(namespace.id) ?? (await deps.overrides.get(namespace.id));
+  namespace: Namespace,
+  overrides: OverrideSet,
+): ResolvedCheck {
   const override = overrides.match(check.identifier);
   return {
     check,
     namespace,
     counter: {
       key: counterKey(caller.workspaceId, namespace.id, check.identifier),
-      limit: override?.limit ?? check.limit,
-      duration: override?.duration ?? check.duration,
+      limit: override === undefined ? check.limit : override.limit,
+      duration: override === undefined ? check.duration : override.duration,
       cost: check.cost,
     },
-    ...(override ? { overrideId: override.id } : {}),
+    overrideId: override?.id,
   };
 }
 
+/**
+ * The check resolved without waiting, when its namespace and the namespace's
+ * overrides are cached (the steady state); undefined when something must be
+ * loaded first. Throws as resolveCheck would.
+ */
+export function resolveCheckNow(
+  deps: RatelimitDeps,
+  caller: Caller,
+  check: ValidCheck,
+): ResolvedCheck | undefined {
+  const namespace = deps.namespaces.peek(caller.workspaceId, check.namespace);
+  if (namespace === undefined) return undefined;
+  if (!may(caller, namespace.id, "limit")) throw namespaceForbidden("limit");
+  const overrides = deps.overrides.peek(namespace.id);
+  return overrides === undefined ? undefined : resolved(caller, check, namespace, overrides);
+}
+
+export async function resolveCheck(
+  deps: RatelimitDeps,
+  caller: Caller,
+  check: ValidCheck,
+): Promise<ResolvedCheck> {
+  const now = resolveCheckNow(deps, caller, check);
+  if (now !== undefined) return now;
+  const namespace = await namespaceForLimit(deps, caller, check.namespace);
+  return resolved(caller, check, namespace, await deps.overrides.get(namespace.id));
+}
+
+/** Written as a literal, not with create(): once per check, on the hot path, and every field is set. */
 export function limitResult(resolved: ResolvedCheck, outcome: CounterOutcome): LimitResult {
-  return create(LimitResultSchema, {
+  return {
+    $typeName: "ratelimit.v1.LimitResult",
     namespace: resolved.check.namespace,
     identifier: resolved.check.identifier,
     success: outcome.success,
     limit: BigInt(outcome.limit),
     remaining: BigInt(outcome.remaining),
     reset: BigInt(outcome.reset),
-    ...(resolved.overrideId ? { overrideId: resolved.overrideId } : {}),
-  });
+    overrideId: resolved.overrideId,
+  };
 }
 
 /** Announces one counted check to analytics, off the request path; `index` is its place in the request. */

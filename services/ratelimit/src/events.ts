@@ -1,6 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { OverridesChangedSchema, RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { OverridesChangedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { type Bus, type EventSink, newId } from "@latchkey/runtime";
+import { WireWriter } from "./wire-writer.ts";
 
 export const SUBJECT_CHECKED = "events.ratelimit.checked";
 export const SUBJECT_OVERRIDES_CHANGED = "events.ratelimit.overrides_changed";
@@ -45,24 +46,37 @@ export interface RatelimitEvents {
   overridesChanged(workspaceId: string, namespaceId: string): void;
 }
 
+/** ratelimit.v1.RatelimitChecked in its binary form, written field by field (see wire-writer.ts). */
+export function encodeChecked(e: Checked, w = new WireWriter()): Uint8Array {
+  return w
+    .string(1, e.requestId)
+    .int64(2, e.time)
+    .string(3, e.workspaceId)
+    .string(4, e.namespaceId)
+    .string(5, e.identifier)
+    .bool(6, e.passed)
+    .int64(7, e.limit)
+    .int64(8, e.remaining)
+    .int64(9, e.reset)
+    .int64(10, e.cost)
+    .string(11, e.overrideId)
+    .double(12, e.latency)
+    .int64(13, e.index)
+    .finish();
+}
+
 export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): RatelimitEvents {
   let queue: Checked[] = [];
+  const writer = new WireWriter();
   const flush = () => {
     const batch = queue;
     queue = [];
     for (const e of batch) {
-      const data = toBinary(
-        RatelimitCheckedSchema,
-        create(RatelimitCheckedSchema, {
-          ...e,
-          time: BigInt(e.time),
-          limit: BigInt(e.limit),
-          remaining: BigInt(e.remaining),
-          reset: BigInt(e.reset),
-          cost: BigInt(e.cost),
-        }),
+      sink.publish(
+        SUBJECT_CHECKED,
+        e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"),
+        encodeChecked(e, writer),
       );
-      sink.publish(SUBJECT_CHECKED, e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"), data);
     }
   };
   return {

@@ -39,14 +39,16 @@ export function text(value: string, location: string): string {
 }
 
 export function integer(value: bigint, location: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value < BigInt(min) || value > BigInt(max)) {
+  // Compared as a number, without a BigInt per bound: beyond 2^53 rounding can only move a value further out of range.
+  const n = Number(value);
+  if (!(n >= min && n <= max)) {
     throw invalidInput(
       location,
       `must be between ${min} and ${max}`,
       `Send an integer from ${min} to ${max}.`,
     );
   }
-  return Number(value);
+  return n;
 }
 
 /** `at` prefixes the locations, e.g. "/3" for the fourth check of a multiLimit. */

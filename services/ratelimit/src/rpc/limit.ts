@@ -1,11 +1,8 @@
-import { create } from "@bufbuild/protobuf";
-import {
-  type LimitRequest,
-  type LimitResponse,
-  LimitResponseSchema,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { emitChecked, limitResult, resolveCheck } from "../checks.ts";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { LimitCheck, LimitRequest, LimitResponse } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { emitChecked, limitResult, type ResolvedCheck, resolveCheck, resolveCheckNow } from "../checks.ts";
 import type { RatelimitDeps } from "../deps.ts";
+import type { CounterOutcome } from "../limiter/sliding-windows.ts";
 import { validCaller, validCheck } from "../validate.ts";
 
 /** ratelimits.limit: one check; a denial is an answer (success:false), not an error. */
@@ -13,10 +10,30 @@ export function limit(deps: RatelimitDeps) {
   return async (req: LimitRequest): Promise<LimitResponse> => {
     const started = performance.now();
     const caller = validCaller(req.caller);
-    const check = validCheck(req.check);
-    const resolved = await resolveCheck(deps, caller, check);
+    const resolved = await resolveLimit(deps, caller, req.check);
     const outcome = (await deps.limiter.apply([[resolved.counter]]))[0]![0]!;
-    emitChecked(deps, req.requestId, 0, resolved, outcome, started);
-    return create(LimitResponseSchema, { result: limitResult(resolved, outcome) });
+    return limitAnswer(deps, req.requestId, resolved, outcome, started);
   };
+}
+
+/** Validation and resolution of one check; synchronous when namespace and overrides are cached. */
+export function resolveLimit(
+  deps: RatelimitDeps,
+  caller: Caller,
+  check: LimitCheck | undefined,
+): ResolvedCheck | Promise<ResolvedCheck> {
+  const valid = validCheck(check);
+  return resolveCheckNow(deps, caller, valid) ?? resolveCheck(deps, caller, valid);
+}
+
+/** The answer to a counted check, recorded for analytics. */
+export function limitAnswer(
+  deps: RatelimitDeps,
+  requestId: string,
+  resolved: ResolvedCheck,
+  outcome: CounterOutcome,
+  started: number,
+): LimitResponse {
+  emitChecked(deps, requestId, 0, resolved, outcome, started);
+  return { $typeName: "ratelimit.v1.LimitResponse", result: limitResult(resolved, outcome) };
 }

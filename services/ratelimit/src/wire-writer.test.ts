@@ -1,0 +1,66 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { describe, expect, it } from "vitest";
+import { type Checked, encodeChecked } from "./events.ts";
+import { WireWriter } from "./wire-writer.ts";
+
+const checked = (over: Partial<Checked> = {}): Checked => ({
+  requestId: "req_1",
+  index: 3,
+  time: 1_767_225_600_500,
+  workspaceId: "ws_1",
+  namespaceId: "rlns_1",
+  identifier: "user é 🙂",
+  passed: true,
+  limit: 1_000_000_000_000,
+  remaining: 129,
+  reset: 1_767_225_660_000,
+  cost: 1,
+  overrideId: "rlor_1",
+  latency: 0.0123,
+  ...over,
+});
+
+const reference = (e: Checked) =>
+  toBinary(
+    RatelimitCheckedSchema,
+    create(RatelimitCheckedSchema, {
+      ...e,
+      time: BigInt(e.time),
+      limit: BigInt(e.limit),
+      remaining: BigInt(e.remaining),
+      reset: BigInt(e.reset),
+      cost: BigInt(e.cost),
+    }),
+  );
+
+describe("the hand-written RatelimitChecked encoder", () => {
+  it("writes the same bytes as toBinary for an event with every field set", () => {
+    expect(encodeChecked(checked())).toEqual(reference(checked()));
+  });
+
+  it("leaves out default values as toBinary does", () => {
+    const e = checked({
+      requestId: "",
+      index: 0,
+      passed: false,
+      remaining: 0,
+      cost: 0,
+      overrideId: "",
+      latency: 0,
+    });
+    expect(encodeChecked(e)).toEqual(reference(e));
+  });
+
+  it("writes negative, huge and -0 values as toBinary does", () => {
+    const e = checked({ limit: -5, remaining: 2 ** 60, latency: -0, identifier: "x".repeat(300) });
+    expect(encodeChecked(e)).toEqual(reference(e));
+  });
+
+  it("starts over after finish, growing past its first capacity", () => {
+    const w = new WireWriter(8);
+    const long = checked({ identifier: "y".repeat(5000) });
+    expect(encodeChecked(long, w)).toEqual(reference(long));
+    expect(encodeChecked(checked(), w)).toEqual(reference(checked()));
+  });
+});
