@@ -1,6 +1,8 @@
 import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { createIdentityDeps, createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import {
   type Bus,
   type Clock,
@@ -12,6 +14,7 @@ import {
   systemClock,
 } from "@latchkey/runtime";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
+import { IdentityCache } from "./identity-cache.ts";
 import { KeyCache } from "./key-cache.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
@@ -35,6 +38,10 @@ export interface KeysDeps {
   vault: KeyVault | undefined;
   /** The identity service: identities linked by externalId, roles and permissions by name and slug. */
   identity: Client<typeof IdentityService>;
+  /** Roles and identities for verification, dropped on events.identity.changed. */
+  identityCache: IdentityCache;
+  /** The ratelimit service: a verification's named limits, one CheckNamedLimits call per batch. */
+  ratelimit: Client<typeof RatelimitService>;
   /** Stops listening to the bus. The bus and the database belong to the caller. */
   close(): void;
 }
@@ -56,6 +63,11 @@ export interface KeysDepsOptions {
    * the all-in-one runs it (its migrations must have been applied).
    */
   identity?: Transport;
+  /**
+   * The ratelimit service (main.ts: internalTransport(RATELIMIT_URL)). Default:
+   * counters in this process, right for one keys instance (the all-in-one).
+   */
+  ratelimit?: Transport;
 }
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
@@ -78,6 +90,8 @@ export function createMemoryKeysDeps(
     encryptionKey?: Buffer;
     /** Default: a fresh in-memory identity service on the same bus. */
     identity?: Transport;
+    /** Default: a fresh in-memory ratelimit service on the same clock. */
+    ratelimit?: Transport;
   } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
@@ -105,6 +119,7 @@ function assemble(
     cacheSize?: number;
     encryptionKey?: Buffer;
     identity: Transport;
+    ratelimit?: Transport;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -112,6 +127,8 @@ function assemble(
     ...(options.cacheSize ? { max: options.cacheSize } : {}),
   });
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
+  const identity = createClient(IdentityService, options.identity);
+  const identityCache = new IdentityCache(identity, options.bus);
   return {
     store,
     bus: options.bus,
@@ -120,7 +137,23 @@ function assemble(
     clock,
     log: options.log ?? createLogger("keys"),
     vault: options.encryptionKey ? new KeyVault(options.encryptionKey) : undefined,
-    identity: createClient(IdentityService, options.identity),
-    close: unsubscribe,
+    identity,
+    identityCache,
+    ratelimit: createClient(
+      RatelimitService,
+      options.ratelimit ??
+        createRouterTransport(
+          ratelimitRoutes(
+            createMemoryRatelimitDeps({
+              clock,
+              log: (options.log ?? createLogger("keys")).child({ service: "ratelimit" }),
+            }),
+          ),
+        ),
+    ),
+    close() {
+      unsubscribe();
+      identityCache.close();
+    },
   };
 }

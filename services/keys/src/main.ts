@@ -51,6 +51,8 @@ const deps = createKeysDeps({
   log,
   // Identities, roles and permissions live in the identity service.
   identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? ""),
+  // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
+  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? ""),
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
 });

@@ -211,7 +211,8 @@ describe("verifyKey", () => {
       expect(await rejection(client.verifyKey({ caller: verifier(), key, permissions: "a AND !b" }))).toEqual(
         {
           reason: ErrorReason.PERMISSIONS_QUERY_SYNTAX,
-          message: "Invalid character '!' found in query at position 6.",
+          message:
+            "Invalid character '!' found in query at position 6: a permission may hold letters, digits and . _ - * : /",
         },
       );
     });
@@ -226,7 +227,7 @@ describe("verifyKey", () => {
         await rejection(client.verifyKey({ caller: verifier(), key, ratelimits: [{ name: "tokens" }] })),
       ).toEqual({
         reason: ErrorReason.PRECONDITION_FAILED,
-        message: `ratelimit 'tokens' was requested but does not exist for key '${keyId}'`,
+        message: `ratelimit 'tokens' was requested but does not exist for key '${keyId}' and there is no identity connected`,
       });
     });
 

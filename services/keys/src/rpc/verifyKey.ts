@@ -1,15 +1,25 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { evaluatePermissionQuery, type PermissionQuery, parsePermissionQuery } from "@latchkey/identity";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   VerifyCode,
   type VerifyKeyRequest,
   type VerifyKeyResponseSchema,
+  type VerifyRatelimitResultSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { domainError, ErrorReason, hashKey, holds, invalidInput } from "@latchkey/runtime";
+import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { callerOf, keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified } from "../events.ts";
-import { type PermissionQuery, parsePermissionQuery, satisfies } from "../permission-query.ts";
+import type { ResolvedIdentity, ResolvedRole } from "../identity-cache.ts";
+import {
+  type AppliedLimit,
+  checkEach,
+  type LimitChecker,
+  type LimitsVerdict,
+  limitsToCheck,
+  type RequestedLimit,
+} from "../named-limits.ts";
 import type { Spend, VerifiableKey } from "../store/keys-store.ts";
 
 export type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
@@ -23,22 +33,30 @@ export const spendEach =
   (keyId, cost) =>
     deps.store.spendCredits(keyId, cost, deps.clock.now());
 
+/** The shared steps of a verification: unary calls make their own, a batch shares them between items. */
+export interface VerifySteps {
+  spend: Spender;
+  checkLimits: LimitChecker;
+}
+
 const MAX_COST = 1_000_000_000_000;
 
 export function verifyKey(deps: KeysDeps) {
   return (req: VerifyKeyRequest): Promise<VerifyKeyResult> => verify(deps, callerOf(req), req);
 }
 
-/** One verification, recorded for analytics once judged. */
+/** One verification, counted by outcome and recorded for analytics once judged. */
 export async function verify(
   deps: KeysDeps,
   caller: Caller,
   req: VerifyKeyRequest,
-  spend: Spender = spendEach(deps),
+  steps: VerifySteps = { spend: spendEach(deps), checkLimits: checkEach(deps) },
 ): Promise<VerifyKeyResult> {
   const started = performance.now();
   const input = validVerifyKey(req);
-  const { result, key, spent } = await judge(deps, caller, input, req, spend);
+  const { result, key, spent } = await judge(deps, caller, input, steps);
+  const outcome = VerifyCode[result.code ?? VerifyCode.UNSPECIFIED];
+  verificationOutcomes.inc({ outcome });
   keyVerified(deps, {
     requestId: req.requestId,
     time: deps.clock.now(),
@@ -48,7 +66,7 @@ export async function verify(
     keyId: key?.id ?? "",
     identityId: key?.identityId ?? "",
     externalId: key?.externalId ?? "",
-    outcome: VerifyCode[result.code ?? VerifyCode.UNSPECIFIED],
+    outcome,
     tags: req.tags,
     spentCredits: spent,
     latency: performance.now() - started,
@@ -64,17 +82,29 @@ interface Judgement {
   spent: number;
 }
 
+/** What a found key answers besides its code, gathered step by step. */
+interface Facts {
+  key: VerifiableKey;
+  roles: readonly ResolvedRole[];
+  identity: ResolvedIdentity | null;
+  limits: readonly AppliedLimit[];
+  verdict: LimitsVerdict | undefined;
+}
+
 /**
- * The reference's order (notes b.3). Outcomes are data: only malformed input
- * and a request naming an unknown rate limit raise. The hot path is one cache
- * lookup and, for keys with credits, one UPDATE (shared by a whole batch).
+ * The reference's order (notes b.3): found, enabled, expired, permission
+ * query, rate limits, credits; each failure stops the steps after it, so a
+ * denied query spends neither limits nor credits, and a rate-limited
+ * verification spends no credits. Outcomes are data: only malformed input and
+ * a request naming an unknown rate limit raise. The hot path is one cache
+ * lookup each for the key, its roles and its identity, one CheckNamedLimits
+ * call and one UPDATE (each shared by a whole batch).
  */
 async function judge(
   deps: KeysDeps,
   caller: Caller,
   input: VerifyKeyInput,
-  req: VerifyKeyRequest,
-  spendCredits: Spender,
+  steps: VerifySteps,
 ): Promise<Judgement> {
   const hash = hashKey(input.key);
   const cached = deps.keyCache.peek(hash);
@@ -84,41 +114,49 @@ async function judge(
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
     return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
   }
-  if (!key.enabled) return outcome(key, VerifyCode.DISABLED);
-  if (key.expires !== null && deps.clock.now() > key.expires) return outcome(key, VerifyCode.EXPIRED);
-  if (input.query !== undefined && !satisfies(input.query, key.permissions)) {
-    return outcome(key, VerifyCode.INSUFFICIENT_PERMISSIONS);
+  const [roles, identity] = await Promise.all([
+    deps.identityCache.resolveRoles(key.workspaceId, key.roles),
+    key.identityId === null ? null : deps.identityCache.identity(key.workspaceId, key.identityId),
+  ]);
+  const facts: Facts = { key, roles, identity, limits: [], verdict: undefined };
+  if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
+  if (key.expires !== null && deps.clock.now() > key.expires) return outcome(facts, VerifyCode.EXPIRED);
+  if (input.query !== undefined && !evaluatePermissionQuery(input.query, permissionsOf(facts))) {
+    return outcome(facts, VerifyCode.INSUFFICIENT_PERMISSIONS);
   }
-  for (const r of req.ratelimits) {
-    // An inline limit (limit and duration given) needs no stored config.
-    if (r.limit !== undefined && r.duration !== undefined) continue;
-    if (!key.ratelimits.some((k) => k.name === r.name)) {
-      throw domainError(
-        ErrorReason.PRECONDITION_FAILED,
-        `ratelimit '${r.name}' was requested but does not exist for key '${key.id}'`,
-      );
-    }
+  facts.limits = limitsToCheck(key, identity, input.ratelimits);
+  if (facts.limits.length > 0) {
+    facts.verdict = await steps.checkLimits(key.workspaceId, facts.limits);
+    if (!facts.verdict.passed) return outcome(facts, VerifyCode.RATE_LIMITED);
   }
-  // Rate limits are evaluated here once issue 4 lands; a limited verification must spend no credits.
-  if (key.remaining === null) return outcome(key, VerifyCode.VALID);
+  if (key.remaining === null) return outcome(facts, VerifyCode.VALID);
   // The cached balance is never trusted: the store spends or reads the current one.
-  const spend = await spendCredits(key.id, input.cost);
+  const spend = await steps.spend(key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate(hash);
     return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
   }
-  if (spend.remaining === null) return outcome(key, VerifyCode.VALID);
-  if (!spend.spent) return outcome(key, VerifyCode.USAGE_EXCEEDED, spend.remaining);
-  return outcome(key, VerifyCode.VALID, spend.remaining, input.cost);
+  if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
+  if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
+  return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);
 }
 
-function outcome(key: VerifiableKey, code: VerifyCode, credits?: number, spent = 0): Judgement {
-  return { result: response(key, code, credits), key, spent };
+/** The key's direct permissions, then those of its roles, each once. */
+function permissionsOf({ key, roles }: Pick<Facts, "key" | "roles">): readonly string[] {
+  if (roles.length === 0) return key.permissions;
+  const all = new Set(key.permissions);
+  for (const role of roles) for (const p of role.permissions) all.add(p);
+  return [...all];
 }
 
-function response(key: VerifiableKey, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
-  // undefined fields are left unset by create(); arrays are shared with the cached record, never copied.
+function outcome(facts: Facts, code: VerifyCode, credits?: number, spent = 0): Judgement {
+  return { result: response(facts, code, credits), key: facts.key, spent };
+}
+
+function response(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
+  const { key, roles, identity } = facts;
+  // undefined fields are left unset by create(); arrays of the cached records are shared, never copied.
   return {
     valid: code === VerifyCode.VALID,
     code,
@@ -129,29 +167,85 @@ function response(key: VerifiableKey, code: VerifyCode, credits: number | undefi
     // The balance after this verification: only where it was read from the store, never a cached guess.
     credits: credits === undefined ? undefined : BigInt(credits),
     enabled: key.enabled,
-    permissions: key.permissions,
-    roles: key.roles,
+    permissions: permissionsOf(facts) as string[],
+    // A role deleted since it was given to the key no longer counts.
+    roles: roles.length === key.roles.length ? key.roles : roles.map((r) => r.name),
+    identity: identity
+      ? {
+          id: identity.id,
+          externalId: identity.externalId,
+          metaJson: identity.metaJson,
+          ratelimits: identity.ratelimits.map((r) => ({
+            id: r.id,
+            name: r.name,
+            limit: BigInt(r.limit),
+            duration: BigInt(r.duration),
+            autoApply: r.autoApply,
+          })),
+        }
+      : undefined,
+    ratelimits: limitResults(facts),
   };
+}
+
+type LimitResult = MessageInitShape<typeof VerifyRatelimitResultSchema>;
+
+/** Each evaluated limit (contract 2.6); none when the limiter could not be asked. */
+function limitResults({ limits, verdict }: Facts): LimitResult[] {
+  if (!verdict || verdict.results.length !== limits.length) return [];
+  return limits.map((l, i) => {
+    const r = verdict.results[i]!;
+    return {
+      id: l.id,
+      name: l.name,
+      limit: r.limit,
+      duration: BigInt(l.duration),
+      reset: r.reset,
+      remaining: r.remaining,
+      exceeded: r.exceeded,
+      autoApply: l.autoApply,
+    };
+  });
 }
 
 interface VerifyKeyInput {
   key: string;
   cost: number;
   query: PermissionQuery | undefined;
+  ratelimits: RequestedLimit[];
 }
 
 function validVerifyKey(req: VerifyKeyRequest): VerifyKeyInput {
   if (req.key === "") throw invalidInput("/key", "key is required");
-  let cost = 1;
-  if (req.cost !== undefined) {
-    if (req.cost < 0n || req.cost > BigInt(MAX_COST)) {
-      throw invalidInput("/credits/cost", `cost must be between 0 and ${MAX_COST}, got ${req.cost}`);
-    }
-    cost = Number(req.cost);
-  }
   return {
     key: req.key,
-    cost,
+    cost: req.cost === undefined ? 1 : integer(req.cost, "/credits/cost", 0, MAX_COST),
     query: req.permissions === undefined ? undefined : parsePermissionQuery(req.permissions),
+    ratelimits: req.ratelimits.map((r, i): RequestedLimit => {
+      const at = `/ratelimits/${i}`;
+      if (r.name === "") throw invalidInput(`${at}/name`, "a rate limit needs a name");
+      return {
+        name: r.name,
+        cost: r.cost === undefined ? 1 : integer(r.cost, `${at}/cost`, 0, MAX_COST),
+        // With both, a custom limit of this key; with one alone, the stored limit of that name.
+        custom:
+          r.limit !== undefined && r.duration !== undefined
+            ? {
+                limit: integer(r.limit, `${at}/limit`, 0, MAX_COST),
+                duration: integer(r.duration, `${at}/duration`, 1, MAX_DURATION),
+              }
+            : undefined,
+      };
+    }),
   };
+}
+
+/** 30 days, the reference's longest window. */
+const MAX_DURATION = 2_592_000_000;
+
+function integer(value: bigint, location: string, min: number, max: number): number {
+  if (value < BigInt(min) || value > BigInt(max)) {
+    throw invalidInput(location, `${location.slice(1)} must be between ${min} and ${max}, got ${value}`);
+  }
+  return Number(value);
 }

@@ -52,7 +52,7 @@ describe("verifyKeyBatch", () => {
     if (first?.case === "error") {
       expect(first.value.code).toBe(Code.FailedPrecondition);
       expect(first.value.message).toBe(
-        `ratelimit 'missing' was requested but does not exist for key '${keyId}'`,
+        `ratelimit 'missing' was requested but does not exist for key '${keyId}' and there is no identity connected`,
       );
       expect(first.value.detail?.reason).toBe(ErrorReason.PRECONDITION_FAILED);
     }

@@ -10,6 +10,7 @@ import type {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { errorDetailOf, invalidInput } from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
+import { LimitCollector } from "../named-limits.ts";
 import { SpendCollector } from "../spend-collector.ts";
 import { verify } from "./verifyKey.ts";
 
@@ -18,17 +19,20 @@ type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
 /**
  * Many verifications in one call (the gateway coalesces concurrent requests).
  * Items run concurrently, each exactly as verifyKey would, except that their
- * credit spends are decided together in one statement (SpendCollector): one
- * result per item, in order, and spends of one key succeed in item order. An
- * item's error becomes its BatchError and never fails the batch.
+ * named rate limits go to the ratelimit service in one CheckNamedLimits call
+ * (LimitCollector) and their credit spends are decided together in one
+ * statement (SpendCollector): one result per item, in order, and spends of
+ * one key succeed in item order. An item's error becomes its BatchError and
+ * never fails the batch.
  */
 export function verifyKeyBatch(deps: KeysDeps) {
   return async (
     req: VerifyKeyBatchRequest,
   ): Promise<MessageInitShape<typeof VerifyKeyBatchResponseSchema>> => {
-    const collector = new SpendCollector(deps, req.items.length);
+    const spends = new SpendCollector(deps, req.items.length);
+    const limits = new LimitCollector(deps, req.items.length);
     const results = await Promise.all(
-      req.items.map((item) => verifyItem(deps, req.callers, item, collector.forItem())),
+      req.items.map((item) => verifyItem(deps, req.callers, item, spends.forItem(), limits.forItem())),
     );
     return { results };
   };
@@ -39,6 +43,7 @@ async function verifyItem(
   callers: Caller[],
   item: VerifyKeyBatchItem,
   credits: ReturnType<SpendCollector["forItem"]>,
+  limits: ReturnType<LimitCollector["forItem"]>,
 ): Promise<BatchResult> {
   try {
     const caller = callers[item.callerIndex];
@@ -46,11 +51,17 @@ async function verifyItem(
       throw invalidInput("/callerIndex", `caller index ${item.callerIndex} names no caller of this batch`);
     }
     if (!item.request) throw invalidInput("/request", "a batch item needs a request");
-    return { result: { case: "response", value: await verify(deps, caller, item.request, credits.spend) } };
+    return {
+      result: {
+        case: "response",
+        value: await verify(deps, caller, item.request, { spend: credits.spend, checkLimits: limits.check }),
+      },
+    };
   } catch (err) {
     return { result: { case: "error", value: batchError(deps, err) } };
   } finally {
-    // An item that never reached its credit step must not hold up the others' spends.
+    // An item that never reached its rate-limit or credit step must not hold up the others'.
+    limits.done();
     credits.done();
   }
 }

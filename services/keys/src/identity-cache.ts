@@ -1,0 +1,165 @@
+import { create } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import { onIdentityChanged } from "@latchkey/identity";
+import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
+import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { Batcher, type Bus } from "@latchkey/runtime";
+import type { KeyRatelimitRecord } from "./store/keys-store.ts";
+
+/** A role as verification needs it: its name and its permission slugs. */
+export interface ResolvedRole {
+  name: string;
+  permissions: readonly string[];
+}
+
+/** An identity as verification answers it and applies its limits. */
+export interface ResolvedIdentity {
+  id: string;
+  externalId: string;
+  metaJson: string | undefined;
+  ratelimits: readonly KeyRatelimitRecord[];
+}
+
+interface Lookup {
+  workspaceId: string;
+  name: string;
+}
+
+/**
+ * Roles (by name) and identities (by id) of the identity service, cached in
+ * process for verification, per workspace. Freshness comes from
+ * events.identity.changed: any change in a workspace drops everything cached
+ * for it (changes are rare; verifications are not), so a role's new
+ * permissions apply at the next verification. Misses that arrive together,
+ * as a verification batch's do, travel in one call per workspace.
+ *
+ * Cached values are shared: never mutate one.
+ */
+export class IdentityCache {
+  private readonly roles = new Map<string, Map<string, ResolvedRole | null>>();
+  private readonly identities = new Map<string, Map<string, ResolvedIdentity | null>>();
+  // Bumped by every invalidation: a load that started before one must not be cached after it.
+  private generation = 0;
+  private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
+  private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    client: Client<typeof IdentityService>,
+    bus: Bus,
+    private readonly options: { maxPerWorkspace?: number } = {},
+  ) {
+    this.roleLoader = new Batcher<Lookup, ResolvedRole | null>((lookups) =>
+      perWorkspace<ResolvedRole>(lookups, async (workspaceId, names) => {
+        const res = await client.resolveRoles({ caller: internalCaller(workspaceId), names });
+        return new Map(
+          res.roles.map((r) => [r.name, { name: r.name, permissions: r.permissions.map((p) => p.slug) }]),
+        );
+      }),
+    );
+    this.identityLoader = new Batcher<Lookup, ResolvedIdentity | null>((lookups) =>
+      perWorkspace<ResolvedIdentity>(lookups, async (workspaceId, identityIds) => {
+        const res = await client.getIdentities({ caller: internalCaller(workspaceId), identityIds });
+        return new Map(
+          res.identities.map((i) => [
+            i.id,
+            {
+              id: i.id,
+              externalId: i.externalId,
+              metaJson: i.metaJson,
+              ratelimits: i.ratelimits.map((r) => ({
+                id: r.id,
+                name: r.name,
+                limit: Number(r.limit),
+                duration: Number(r.duration),
+                autoApply: r.autoApply,
+              })),
+            },
+          ]),
+        );
+      }),
+    );
+    this.unsubscribe = onIdentityChanged(bus, (change) => this.invalidate(change.workspaceId || undefined));
+  }
+
+  /** The roles of these names that exist, in the order named. */
+  async resolveRoles(workspaceId: string, names: readonly string[]): Promise<ResolvedRole[]> {
+    if (names.length === 0) return [];
+    const found = await Promise.all(
+      names.map((name) => this.cached(this.roles, this.roleLoader, workspaceId, name)),
+    );
+    return found.filter((r): r is ResolvedRole => r !== null);
+  }
+
+  /** The identity with this id, or null when it no longer exists. */
+  identity(
+    workspaceId: string,
+    identityId: string,
+  ): ResolvedIdentity | null | Promise<ResolvedIdentity | null> {
+    return this.cached(this.identities, this.identityLoader, workspaceId, identityId);
+  }
+
+  /** Drops what is cached for one workspace, or everything. */
+  invalidate(workspaceId?: string): void {
+    this.generation++;
+    if (workspaceId === undefined) {
+      this.roles.clear();
+      this.identities.clear();
+    } else {
+      this.roles.delete(workspaceId);
+      this.identities.delete(workspaceId);
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  private cached<T>(
+    cache: Map<string, Map<string, T | null>>,
+    loader: Batcher<Lookup, T | null>,
+    workspaceId: string,
+    name: string,
+  ): T | null | Promise<T | null> {
+    const hit = cache.get(workspaceId)?.get(name);
+    if (hit !== undefined) return hit;
+    const generation = this.generation;
+    return loader.call({ workspaceId, name }).then((value) => {
+      if (generation === this.generation) this.put(cache, workspaceId, name, value);
+      return value;
+    });
+  }
+
+  private put<T>(cache: Map<string, Map<string, T>>, workspaceId: string, name: string, value: T): void {
+    let entries = cache.get(workspaceId);
+    if (!entries) {
+      entries = new Map();
+      cache.set(workspaceId, entries);
+    }
+    entries.set(name, value);
+    if (entries.size > (this.options.maxPerWorkspace ?? 100_000)) {
+      const oldest = entries.keys().next().value;
+      if (oldest !== undefined) entries.delete(oldest);
+    }
+  }
+}
+
+/** The identity service trusts the keys service: only the workspace travels. */
+const internalCaller = (workspaceId: string) => create(CallerSchema, { workspaceId });
+
+/** One call per workspace for a batch of lookups; null for names the service did not find. */
+async function perWorkspace<T>(
+  lookups: Lookup[],
+  load: (workspaceId: string, names: string[]) => Promise<Map<string, T>>,
+): Promise<(T | null)[]> {
+  const byWorkspace = new Map<string, Set<string>>();
+  for (const l of lookups) {
+    const names = byWorkspace.get(l.workspaceId);
+    if (names) names.add(l.name);
+    else byWorkspace.set(l.workspaceId, new Set([l.name]));
+  }
+  const found = new Map(
+    await Promise.all([...byWorkspace].map(async ([ws, names]) => [ws, await load(ws, [...names])] as const)),
+  );
+  return lookups.map((l) => found.get(l.workspaceId)?.get(l.name) ?? null);
+}

@@ -1,0 +1,184 @@
+import { createHash } from "node:crypto";
+import type { NamedLimitResult } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { domainError, ErrorReason } from "@latchkey/runtime";
+import type { KeysDeps } from "./deps.ts";
+import type { ResolvedIdentity } from "./identity-cache.ts";
+import type { VerifiableKey } from "./store/keys-store.ts";
+
+/** A limit named in a verification request, validated. */
+export interface RequestedLimit {
+  name: string;
+  cost: number;
+  /** Both set: a custom limit of this verification's key, needing no stored config. */
+  custom: { limit: number; duration: number } | undefined;
+}
+
+/** One limit a verification checks, with whose counter it counts on. */
+export interface AppliedLimit {
+  /** The config's id; a custom limit gets a stable one of its own. */
+  id: string;
+  name: string;
+  limit: number;
+  duration: number;
+  autoApply: boolean;
+  /** The key id for a key's own limit, the identity id for one shared by the identity's keys. */
+  owner: string;
+  cost: number;
+}
+
+/**
+ * The limits one verification checks (contract 2.5, 4.1 rule 5; notes b.6):
+ * every autoApply limit of the key and of its identity with cost 1, and each
+ * named one with its own cost (a name given overrides an autoApply limit of
+ * the same name). A key's limit beats its identity's limit of the same name.
+ * Naming a limit that exists on neither is PRECONDITION_FAILED.
+ */
+export function limitsToCheck(
+  key: VerifiableKey,
+  identity: ResolvedIdentity | null,
+  requested: readonly RequestedLimit[],
+): AppliedLimit[] {
+  const configs = new Map<string, AppliedLimit>();
+  for (const r of key.ratelimits) configs.set(r.name, { ...r, owner: key.id, cost: 1 });
+  if (identity) {
+    for (const r of identity.ratelimits) {
+      if (!configs.has(r.name)) configs.set(r.name, { ...r, owner: identity.id, cost: 1 });
+    }
+  }
+  const applied = new Map<string, AppliedLimit>();
+  for (const config of configs.values()) if (config.autoApply) applied.set(config.name, config);
+  for (const r of requested) {
+    if (r.custom) {
+      applied.set(r.name, {
+        id: customLimitId(key.id, r.name),
+        name: r.name,
+        ...r.custom,
+        autoApply: false,
+        owner: key.id,
+        cost: r.cost,
+      });
+      continue;
+    }
+    const config = configs.get(r.name);
+    if (!config) throw unknownLimit(r.name, key, identity);
+    applied.set(r.name, { ...config, cost: r.cost });
+  }
+  return [...applied.values()];
+}
+
+function unknownLimit(name: string, key: VerifiableKey, identity: ResolvedIdentity | null): Error {
+  const where = identity
+    ? `for key '${key.id}' nor identity: '${identity.id}' external ID: '${identity.externalId}'`
+    : `for key '${key.id}' and there is no identity connected`;
+  return domainError(
+    ErrorReason.PRECONDITION_FAILED,
+    `ratelimit '${name}' was requested but does not exist ${where}`,
+  );
+}
+
+/** A custom limit is not stored, yet answers an id (the reference's pattern rl_…), the same on every call. */
+export function customLimitId(keyId: string, name: string): string {
+  return `rl_custom_${createHash("sha256").update(`${keyId}\u001f${name}`).digest("hex").slice(0, 20)}`;
+}
+
+/** The verdict on one verification's limits; results one per limit, or none when the limiter was unreachable. */
+export interface LimitsVerdict {
+  passed: boolean;
+  results: readonly NamedLimitResult[];
+}
+
+/** Checks one verification's limits all or nothing; a batch passes one that coalesces its calls. */
+export type LimitChecker = (workspaceId: string, limits: readonly AppliedLimit[]) => Promise<LimitsVerdict>;
+
+interface LimitGroup {
+  workspaceId: string;
+  limits: readonly AppliedLimit[];
+}
+
+/** One CheckNamedLimits call per verification. */
+export const checkEach =
+  (deps: KeysDeps): LimitChecker =>
+  async (workspaceId, limits) =>
+    (await checkGroups(deps, [{ workspaceId, limits }]))[0]!;
+
+/**
+ * Many verifications' limits in one CheckNamedLimits call, each group all or
+ * nothing. When the ratelimit service cannot be reached, verification fails
+ * open, as the reference does (notes b.6): a limiter outage must not take
+ * every key down. The cause is logged.
+ */
+async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promise<LimitsVerdict[]> {
+  try {
+    const res = await deps.ratelimit.checkNamedLimits({
+      groups: groups.map((g) => ({
+        workspaceId: g.workspaceId,
+        limits: g.limits.map((l) => ({
+          owner: l.owner,
+          name: l.name,
+          limit: BigInt(l.limit),
+          duration: BigInt(l.duration),
+          cost: BigInt(l.cost),
+        })),
+      })),
+    });
+    return groups.map((_, i) => {
+      const group = res.groups[i];
+      if (!group)
+        throw new Error(`CheckNamedLimits answered ${res.groups.length} groups for ${groups.length}`);
+      return { passed: group.passed, results: group.results };
+    });
+  } catch (err) {
+    deps.log.error({ err, groups: groups.length }, "named rate limits could not be checked; allowing");
+    return groups.map(() => ({ passed: true, results: [] }));
+  }
+}
+
+interface Waiting {
+  group: LimitGroup;
+  resolve(verdict: LimitsVerdict): void;
+}
+
+/**
+ * Coalesces the limit checks of one verification batch, as SpendCollector
+ * does its credit spends: every item either reaches its rate-limit step
+ * (check) or finishes without one (done); when all have, their groups go to
+ * the ratelimit service in one call, and none when no item has a limit.
+ */
+export class LimitCollector {
+  private readonly waiting: Waiting[] = [];
+  private outstanding: number;
+
+  constructor(
+    private readonly deps: KeysDeps,
+    items: number,
+  ) {
+    this.outstanding = items;
+  }
+
+  forItem(): { check: LimitChecker; done(): void } {
+    let arrived = false;
+    const arrive = () => {
+      if (arrived) return;
+      arrived = true;
+      this.outstanding--;
+      if (this.outstanding === 0) void this.flush();
+    };
+    return {
+      check: (workspaceId, limits) =>
+        new Promise<LimitsVerdict>((resolve) => {
+          this.waiting.push({ group: { workspaceId, limits }, resolve });
+          arrive();
+        }),
+      done: arrive,
+    };
+  }
+
+  private async flush(): Promise<void> {
+    if (this.waiting.length === 0) return;
+    const verdicts = await checkGroups(
+      this.deps,
+      this.waiting.map((w) => w.group),
+    );
+    for (const [i, w] of this.waiting.entries()) w.resolve(verdicts[i]!);
+  }
+}
