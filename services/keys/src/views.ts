@@ -1,14 +1,22 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Identity } from "@latchkey/proto/identity/v1/identity_pb";
 import { type KeySchema, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
+import { identityView } from "./rbac.ts";
 import { effectiveRemaining } from "./refills.ts";
 import type { KeyRecord, RefillRecord } from "./store/keys-store.ts";
 
 /**
  * A stored key as reads return it (the reference's KeyResponseData) at `at`:
  * a refill due and not yet applied shows as applied. `plaintext` only for a
- * recoverable key whose reader may decrypt it.
+ * recoverable key whose reader may decrypt it. `identity`: the key's identity
+ * as the identity service has it (absent when unlinked or deleted).
  */
-export function keyView(key: KeyRecord, at: number, plaintext?: string): MessageInitShape<typeof KeySchema> {
+export function keyView(
+  key: KeyRecord,
+  at: number,
+  plaintext?: string,
+  identity?: Identity,
+): MessageInitShape<typeof KeySchema> {
   const remaining = effectiveRemaining(key, at);
   return {
     keyId: key.id,
@@ -35,6 +43,7 @@ export function keyView(key: KeyRecord, at: number, plaintext?: string): Message
       duration: BigInt(r.duration),
       autoApply: r.autoApply,
     })),
+    ...(identity !== undefined && { identity: identityView(identity) }),
     ...(plaintext !== undefined && { plaintext }),
   };
 }

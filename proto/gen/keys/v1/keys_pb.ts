@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file keys/v1/keys.proto.
  */
 export const file_keys_v1_keys: GenFile = /*@__PURE__*/
-  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyIq0BCg9MaXN0S2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSGAoLZXh0ZXJuYWxfaWQYBSABKAlIAYgBARIPCgdkZWNyeXB0GAYgASgIQggKBl9saW1pdEIOCgxfZXh0ZXJuYWxfaWQiWwoQTGlzdEtleXNSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwua2V5cy52MS5LZXkSKwoKcGFnaW5hdGlvbhgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiRQoQRGVsZXRlQXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSITChFEZWxldGVBcGlSZXNwb25zZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSI/Cg1SYXRlbGltaXRMaXN0Ei4KCnJhdGVsaW1pdHMYASADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnImYKDUNyZWRpdHNVcGRhdGUSFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwi8gMKEFVwZGF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAGIAQESFgoJbWV0YV9qc29uGAUgASgJSAKIAQESFAoHZXhwaXJlcxgGIAEoA0gDiAEBEhQKB2VuYWJsZWQYByABKAhIBIgBARIsCgdjcmVkaXRzGAggASgLMhYua2V5cy52MS5DcmVkaXRzVXBkYXRlSAWIAQESLwoKcmF0ZWxpbWl0cxgJIAEoCzIWLmtleXMudjEuUmF0ZWxpbWl0TGlzdEgGiAEBEicKBXJvbGVzGAogASgLMhMua2V5cy52MS5TdHJpbmdMaXN0SAeIAQESLQoLcGVybWlzc2lvbnMYCyABKAsyEy5rZXlzLnYxLlN0cmluZ0xpc3RICIgBARIPCgdjbGVhcmVkGAwgAygJQgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzQg0KC19yYXRlbGltaXRzQggKBl9yb2xlc0IOCgxfcGVybWlzc2lvbnMiEwoRVXBkYXRlS2V5UmVzcG9uc2UilQEKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEiwKCW9wZXJhdGlvbhgDIAEoDjIZLmtleXMudjEuQ3JlZGl0c09wZXJhdGlvbhISCgV2YWx1ZRgEIAEoA0gAiAEBQggKBl92YWx1ZSJuChVVcGRhdGVDcmVkaXRzUmVzcG9uc2USFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiWAoQRGVsZXRlS2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiEwoRRGVsZXRlS2V5UmVzcG9uc2UiPwoNV2hvYW1pUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCSIrCg5XaG9hbWlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSJZChBSZXJvbGxLZXlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhIKCmV4cGlyYXRpb24YAyABKAMiMAoRUmVyb2xsS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEgsKA2tleRgCIAEoCSLwAgoKTWlncmF0ZUtleRIMCgRoYXNoGAEgASgJEhIKBXN0YXJ0GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFgoJbWV0YV9qc29uGAUgASgJSAOIAQESDQoFcm9sZXMYBiADKAkSEwoLcGVybWlzc2lvbnMYByADKAkSFAoHZXhwaXJlcxgIIAEoA0gEiAEBEhQKB2VuYWJsZWQYCSABKAhIBYgBARImCgdjcmVkaXRzGAogASgLMhAua2V5cy52MS5DcmVkaXRzSAaIAQESLgoKcmF0ZWxpbWl0cxgLIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCCAoGX3N0YXJ0QgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzIoABChJNaWdyYXRlS2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxtaWdyYXRpb25faWQYAiABKAkSDgoGYXBpX2lkGAMgASgJEiEKBGtleXMYBCADKAsyEy5rZXlzLnYxLk1pZ3JhdGVLZXkiKwoLTWlncmF0ZWRLZXkSDAoEaGFzaBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiTQoTTWlncmF0ZUtleXNSZXNwb25zZRImCghtaWdyYXRlZBgBIAMoCzIULmtleXMudjEuTWlncmF0ZWRLZXkSDgoGZmFpbGVkGAIgAygJKmkKDlJlZmlsbEludGVydmFsEh8KG1JFRklMTF9JTlRFUlZBTF9VTlNQRUNJRklFRBAAEhkKFVJFRklMTF9JTlRFUlZBTF9EQUlMWRABEhsKF1JFRklMTF9JTlRFUlZBTF9NT05USExZEAIqkQIKClZlcmlmeUNvZGUSGwoXVkVSSUZZX0NPREVfVU5TUEVDSUZJRUQQABIVChFWRVJJRllfQ09ERV9WQUxJRBABEhkKFVZFUklGWV9DT0RFX05PVF9GT1VORBACEhkKFVZFUklGWV9DT0RFX0ZPUkJJRERFThADEigKJFZFUklGWV9DT0RFX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxAEEh4KGlZFUklGWV9DT0RFX1VTQUdFX0VYQ0VFREVEEAUSHAoYVkVSSUZZX0NPREVfUkFURV9MSU1JVEVEEAYSGAoUVkVSSUZZX0NPREVfRElTQUJMRUQQBxIXChNWRVJJRllfQ09ERV9FWFBJUkVEEAgqkgEKEENyZWRpdHNPcGVyYXRpb24SIQodQ1JFRElUU19PUEVSQVRJT05fVU5TUEVDSUZJRUQQABIZChVDUkVESVRTX09QRVJBVElPTl9TRVQQARIfChtDUkVESVRTX09QRVJBVElPTl9JTkNSRU1FTlQQAhIfChtDUkVESVRTX09QRVJBVElPTl9ERUNSRU1FTlQQAzKqCAoLS2V5c1NlcnZpY2USQgoJQ3JlYXRlQXBpEhkua2V5cy52MS5DcmVhdGVBcGlSZXF1ZXN0Ghoua2V5cy52MS5DcmVhdGVBcGlSZXNwb25zZRI5CgZHZXRBcGkSFi5rZXlzLnYxLkdldEFwaVJlcXVlc3QaFy5rZXlzLnYxLkdldEFwaVJlc3BvbnNlEj8KCExpc3RLZXlzEhgua2V5cy52MS5MaXN0S2V5c1JlcXVlc3QaGS5rZXlzLnYxLkxpc3RLZXlzUmVzcG9uc2USQgoJRGVsZXRlQXBpEhkua2V5cy52MS5EZWxldGVBcGlSZXF1ZXN0Ghoua2V5cy52MS5EZWxldGVBcGlSZXNwb25zZRJCCglDcmVhdGVLZXkSGS5rZXlzLnYxLkNyZWF0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkNyZWF0ZUtleVJlc3BvbnNlEjkKBkdldEtleRIWLmtleXMudjEuR2V0S2V5UmVxdWVzdBoXLmtleXMudjEuR2V0S2V5UmVzcG9uc2USQgoJVXBkYXRlS2V5Ehkua2V5cy52MS5VcGRhdGVLZXlSZXF1ZXN0Ghoua2V5cy52MS5VcGRhdGVLZXlSZXNwb25zZRJOCg1VcGRhdGVDcmVkaXRzEh0ua2V5cy52MS5VcGRhdGVDcmVkaXRzUmVxdWVzdBoeLmtleXMudjEuVXBkYXRlQ3JlZGl0c1Jlc3BvbnNlEkIKCURlbGV0ZUtleRIZLmtleXMudjEuRGVsZXRlS2V5UmVxdWVzdBoaLmtleXMudjEuRGVsZXRlS2V5UmVzcG9uc2USOQoGV2hvYW1pEhYua2V5cy52MS5XaG9hbWlSZXF1ZXN0Ghcua2V5cy52MS5XaG9hbWlSZXNwb25zZRJCCglSZXJvbGxLZXkSGS5rZXlzLnYxLlJlcm9sbEtleVJlcXVlc3QaGi5rZXlzLnYxLlJlcm9sbEtleVJlc3BvbnNlEkgKC01pZ3JhdGVLZXlzEhsua2V5cy52MS5NaWdyYXRlS2V5c1JlcXVlc3QaHC5rZXlzLnYxLk1pZ3JhdGVLZXlzUmVzcG9uc2USQgoJVmVyaWZ5S2V5Ehkua2V5cy52MS5WZXJpZnlLZXlSZXF1ZXN0Ghoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZRJRCg5WZXJpZnlLZXlCYXRjaBIeLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXF1ZXN0Gh8ua2V5cy52MS5WZXJpZnlLZXlCYXRjaFJlc3BvbnNlEmAKE0F1dGhlbnRpY2F0ZVJvb3RLZXkSIy5rZXlzLnYxLkF1dGhlbnRpY2F0ZVJvb3RLZXlSZXF1ZXN0GiQua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
+  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyIq0BCg9MaXN0S2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSGAoLZXh0ZXJuYWxfaWQYBSABKAlIAYgBARIPCgdkZWNyeXB0GAYgASgIQggKBl9saW1pdEIOCgxfZXh0ZXJuYWxfaWQiWwoQTGlzdEtleXNSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwua2V5cy52MS5LZXkSKwoKcGFnaW5hdGlvbhgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiRQoQRGVsZXRlQXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSITChFEZWxldGVBcGlSZXNwb25zZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSI/Cg1SYXRlbGltaXRMaXN0Ei4KCnJhdGVsaW1pdHMYASADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnImYKDUNyZWRpdHNVcGRhdGUSFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwi8gMKEFVwZGF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAGIAQESFgoJbWV0YV9qc29uGAUgASgJSAKIAQESFAoHZXhwaXJlcxgGIAEoA0gDiAEBEhQKB2VuYWJsZWQYByABKAhIBIgBARIsCgdjcmVkaXRzGAggASgLMhYua2V5cy52MS5DcmVkaXRzVXBkYXRlSAWIAQESLwoKcmF0ZWxpbWl0cxgJIAEoCzIWLmtleXMudjEuUmF0ZWxpbWl0TGlzdEgGiAEBEicKBXJvbGVzGAogASgLMhMua2V5cy52MS5TdHJpbmdMaXN0SAeIAQESLQoLcGVybWlzc2lvbnMYCyABKAsyEy5rZXlzLnYxLlN0cmluZ0xpc3RICIgBARIPCgdjbGVhcmVkGAwgAygJQgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzQg0KC19yYXRlbGltaXRzQggKBl9yb2xlc0IOCgxfcGVybWlzc2lvbnMiEwoRVXBkYXRlS2V5UmVzcG9uc2UilQEKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEiwKCW9wZXJhdGlvbhgDIAEoDjIZLmtleXMudjEuQ3JlZGl0c09wZXJhdGlvbhISCgV2YWx1ZRgEIAEoA0gAiAEBQggKBl92YWx1ZSJuChVVcGRhdGVDcmVkaXRzUmVzcG9uc2USFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiWAoQRGVsZXRlS2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiEwoRRGVsZXRlS2V5UmVzcG9uc2UiPwoNV2hvYW1pUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCSIrCg5XaG9hbWlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSJZChBSZXJvbGxLZXlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhIKCmV4cGlyYXRpb24YAyABKAMiMAoRUmVyb2xsS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEgsKA2tleRgCIAEoCSLwAgoKTWlncmF0ZUtleRIMCgRoYXNoGAEgASgJEhIKBXN0YXJ0GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFgoJbWV0YV9qc29uGAUgASgJSAOIAQESDQoFcm9sZXMYBiADKAkSEwoLcGVybWlzc2lvbnMYByADKAkSFAoHZXhwaXJlcxgIIAEoA0gEiAEBEhQKB2VuYWJsZWQYCSABKAhIBYgBARImCgdjcmVkaXRzGAogASgLMhAua2V5cy52MS5DcmVkaXRzSAaIAQESLgoKcmF0ZWxpbWl0cxgLIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCCAoGX3N0YXJ0QgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzIoABChJNaWdyYXRlS2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxtaWdyYXRpb25faWQYAiABKAkSDgoGYXBpX2lkGAMgASgJEiEKBGtleXMYBCADKAsyEy5rZXlzLnYxLk1pZ3JhdGVLZXkiKwoLTWlncmF0ZWRLZXkSDAoEaGFzaBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiTQoTTWlncmF0ZUtleXNSZXNwb25zZRImCghtaWdyYXRlZBgBIAMoCzIULmtleXMudjEuTWlncmF0ZWRLZXkSDgoGZmFpbGVkGAIgAygJImEKDUtleVBlcm1pc3Npb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uInoKB0tleVJvbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKC3Blcm1pc3Npb25zGAQgAygLMhYua2V5cy52MS5LZXlQZXJtaXNzaW9uQg4KDF9kZXNjcmlwdGlvbiJfChVBZGRQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiRQoWQWRkUGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJiChhSZW1vdmVQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiSAoZUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJfChVTZXRQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiRQoWU2V0UGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJTCg9BZGRSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiMwoQQWRkUm9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSJWChJSZW1vdmVSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiNgoTUmVtb3ZlUm9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSJTCg9TZXRSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiMwoQU2V0Um9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSppCg5SZWZpbGxJbnRlcnZhbBIfChtSRUZJTExfSU5URVJWQUxfVU5TUEVDSUZJRUQQABIZChVSRUZJTExfSU5URVJWQUxfREFJTFkQARIbChdSRUZJTExfSU5URVJWQUxfTU9OVEhMWRACKpECCgpWZXJpZnlDb2RlEhsKF1ZFUklGWV9DT0RFX1VOU1BFQ0lGSUVEEAASFQoRVkVSSUZZX0NPREVfVkFMSUQQARIZChVWRVJJRllfQ09ERV9OT1RfRk9VTkQQAhIZChVWRVJJRllfQ09ERV9GT1JCSURERU4QAxIoCiRWRVJJRllfQ09ERV9JTlNVRkZJQ0lFTlRfUEVSTUlTU0lPTlMQBBIeChpWRVJJRllfQ09ERV9VU0FHRV9FWENFRURFRBAFEhwKGFZFUklGWV9DT0RFX1JBVEVfTElNSVRFRBAGEhgKFFZFUklGWV9DT0RFX0RJU0FCTEVEEAcSFwoTVkVSSUZZX0NPREVfRVhQSVJFRBAIKpIBChBDcmVkaXRzT3BlcmF0aW9uEiEKHUNSRURJVFNfT1BFUkFUSU9OX1VOU1BFQ0lGSUVEEAASGQoVQ1JFRElUU19PUEVSQVRJT05fU0VUEAESHwobQ1JFRElUU19PUEVSQVRJT05fSU5DUkVNRU5UEAISHwobQ1JFRElUU19PUEVSQVRJT05fREVDUkVNRU5UEAMy+AsKC0tleXNTZXJ2aWNlEkIKCUNyZWF0ZUFwaRIZLmtleXMudjEuQ3JlYXRlQXBpUmVxdWVzdBoaLmtleXMudjEuQ3JlYXRlQXBpUmVzcG9uc2USOQoGR2V0QXBpEhYua2V5cy52MS5HZXRBcGlSZXF1ZXN0Ghcua2V5cy52MS5HZXRBcGlSZXNwb25zZRI/CghMaXN0S2V5cxIYLmtleXMudjEuTGlzdEtleXNSZXF1ZXN0Ghkua2V5cy52MS5MaXN0S2V5c1Jlc3BvbnNlEkIKCURlbGV0ZUFwaRIZLmtleXMudjEuRGVsZXRlQXBpUmVxdWVzdBoaLmtleXMudjEuRGVsZXRlQXBpUmVzcG9uc2USQgoJQ3JlYXRlS2V5Ehkua2V5cy52MS5DcmVhdGVLZXlSZXF1ZXN0Ghoua2V5cy52MS5DcmVhdGVLZXlSZXNwb25zZRI5CgZHZXRLZXkSFi5rZXlzLnYxLkdldEtleVJlcXVlc3QaFy5rZXlzLnYxLkdldEtleVJlc3BvbnNlEkIKCVVwZGF0ZUtleRIZLmtleXMudjEuVXBkYXRlS2V5UmVxdWVzdBoaLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USTgoNVXBkYXRlQ3JlZGl0cxIdLmtleXMudjEuVXBkYXRlQ3JlZGl0c1JlcXVlc3QaHi5rZXlzLnYxLlVwZGF0ZUNyZWRpdHNSZXNwb25zZRJCCglEZWxldGVLZXkSGS5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkRlbGV0ZUtleVJlc3BvbnNlEjkKBldob2FtaRIWLmtleXMudjEuV2hvYW1pUmVxdWVzdBoXLmtleXMudjEuV2hvYW1pUmVzcG9uc2USQgoJUmVyb2xsS2V5Ehkua2V5cy52MS5SZXJvbGxLZXlSZXF1ZXN0Ghoua2V5cy52MS5SZXJvbGxLZXlSZXNwb25zZRJICgtNaWdyYXRlS2V5cxIbLmtleXMudjEuTWlncmF0ZUtleXNSZXF1ZXN0Ghwua2V5cy52MS5NaWdyYXRlS2V5c1Jlc3BvbnNlEkIKCVZlcmlmeUtleRIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdBoaLmtleXMudjEuVmVyaWZ5S2V5UmVzcG9uc2USUQoOVmVyaWZ5S2V5QmF0Y2gSHi5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVxdWVzdBofLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXNwb25zZRJgChNBdXRoZW50aWNhdGVSb290S2V5EiMua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBokLmtleXMudjEuQXV0aGVudGljYXRlUm9vdEtleVJlc3BvbnNlElEKDkFkZFBlcm1pc3Npb25zEh4ua2V5cy52MS5BZGRQZXJtaXNzaW9uc1JlcXVlc3QaHy5rZXlzLnYxLkFkZFBlcm1pc3Npb25zUmVzcG9uc2USWgoRUmVtb3ZlUGVybWlzc2lvbnMSIS5rZXlzLnYxLlJlbW92ZVBlcm1pc3Npb25zUmVxdWVzdBoiLmtleXMudjEuUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRJRCg5TZXRQZXJtaXNzaW9ucxIeLmtleXMudjEuU2V0UGVybWlzc2lvbnNSZXF1ZXN0Gh8ua2V5cy52MS5TZXRQZXJtaXNzaW9uc1Jlc3BvbnNlEj8KCEFkZFJvbGVzEhgua2V5cy52MS5BZGRSb2xlc1JlcXVlc3QaGS5rZXlzLnYxLkFkZFJvbGVzUmVzcG9uc2USSAoLUmVtb3ZlUm9sZXMSGy5rZXlzLnYxLlJlbW92ZVJvbGVzUmVxdWVzdBocLmtleXMudjEuUmVtb3ZlUm9sZXNSZXNwb25zZRI/CghTZXRSb2xlcxIYLmtleXMudjEuU2V0Um9sZXNSZXF1ZXN0Ghkua2V5cy52MS5TZXRSb2xlc1Jlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
 
 /**
  * @generated from message keys.v1.Api
@@ -1443,6 +1443,364 @@ export const MigrateKeysResponseSchema: GenMessage<MigrateKeysResponse> = /*@__P
   messageDesc(file_keys_v1_keys, 44);
 
 /**
+ * A permission as the key operations answer it (the reference's Permission).
+ *
+ * @generated from message keys.v1.KeyPermission
+ */
+export type KeyPermission = Message<"keys.v1.KeyPermission"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string slug = 3;
+   */
+  slug: string;
+
+  /**
+   * @generated from field: optional string description = 4;
+   */
+  description?: string | undefined;
+};
+
+/**
+ * Describes the message keys.v1.KeyPermission.
+ * Use `create(KeyPermissionSchema)` to create a new message.
+ */
+export const KeyPermissionSchema: GenMessage<KeyPermission> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 45);
+
+/**
+ * A role as the key operations answer it (the reference's Role).
+ *
+ * @generated from message keys.v1.KeyRole
+ */
+export type KeyRole = Message<"keys.v1.KeyRole"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * Ordered by slug.
+   *
+   * @generated from field: repeated keys.v1.KeyPermission permissions = 4;
+   */
+  permissions: KeyPermission[];
+};
+
+/**
+ * Describes the message keys.v1.KeyRole.
+ * Use `create(KeyRoleSchema)` to create a new message.
+ */
+export const KeyRoleSchema: GenMessage<KeyRole> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 46);
+
+/**
+ * @generated from message keys.v1.AddPermissionsRequest
+ */
+export type AddPermissionsRequest = Message<"keys.v1.AddPermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Slugs, 1 to 1000.
+   *
+   * @generated from field: repeated string permissions = 3;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keys.v1.AddPermissionsRequest.
+ * Use `create(AddPermissionsRequestSchema)` to create a new message.
+ */
+export const AddPermissionsRequestSchema: GenMessage<AddPermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 47);
+
+/**
+ * @generated from message keys.v1.AddPermissionsResponse
+ */
+export type AddPermissionsResponse = Message<"keys.v1.AddPermissionsResponse"> & {
+  /**
+   * The key's direct permissions, ordered by slug.
+   *
+   * @generated from field: repeated keys.v1.KeyPermission permissions = 1;
+   */
+  permissions: KeyPermission[];
+};
+
+/**
+ * Describes the message keys.v1.AddPermissionsResponse.
+ * Use `create(AddPermissionsResponseSchema)` to create a new message.
+ */
+export const AddPermissionsResponseSchema: GenMessage<AddPermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 48);
+
+/**
+ * @generated from message keys.v1.RemovePermissionsRequest
+ */
+export type RemovePermissionsRequest = Message<"keys.v1.RemovePermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Slugs, 1 to 1000; one the key does not hold is ignored.
+   *
+   * @generated from field: repeated string permissions = 3;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keys.v1.RemovePermissionsRequest.
+ * Use `create(RemovePermissionsRequestSchema)` to create a new message.
+ */
+export const RemovePermissionsRequestSchema: GenMessage<RemovePermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 49);
+
+/**
+ * @generated from message keys.v1.RemovePermissionsResponse
+ */
+export type RemovePermissionsResponse = Message<"keys.v1.RemovePermissionsResponse"> & {
+  /**
+   * The key's direct permissions, ordered by slug.
+   *
+   * @generated from field: repeated keys.v1.KeyPermission permissions = 1;
+   */
+  permissions: KeyPermission[];
+};
+
+/**
+ * Describes the message keys.v1.RemovePermissionsResponse.
+ * Use `create(RemovePermissionsResponseSchema)` to create a new message.
+ */
+export const RemovePermissionsResponseSchema: GenMessage<RemovePermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 50);
+
+/**
+ * @generated from message keys.v1.SetPermissionsRequest
+ */
+export type SetPermissionsRequest = Message<"keys.v1.SetPermissionsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * The whole set, 0 to 1000 slugs; empty clears it.
+   *
+   * @generated from field: repeated string permissions = 3;
+   */
+  permissions: string[];
+};
+
+/**
+ * Describes the message keys.v1.SetPermissionsRequest.
+ * Use `create(SetPermissionsRequestSchema)` to create a new message.
+ */
+export const SetPermissionsRequestSchema: GenMessage<SetPermissionsRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 51);
+
+/**
+ * @generated from message keys.v1.SetPermissionsResponse
+ */
+export type SetPermissionsResponse = Message<"keys.v1.SetPermissionsResponse"> & {
+  /**
+   * The key's direct permissions, ordered by slug.
+   *
+   * @generated from field: repeated keys.v1.KeyPermission permissions = 1;
+   */
+  permissions: KeyPermission[];
+};
+
+/**
+ * Describes the message keys.v1.SetPermissionsResponse.
+ * Use `create(SetPermissionsResponseSchema)` to create a new message.
+ */
+export const SetPermissionsResponseSchema: GenMessage<SetPermissionsResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 52);
+
+/**
+ * @generated from message keys.v1.AddRolesRequest
+ */
+export type AddRolesRequest = Message<"keys.v1.AddRolesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Role names, 1 to 100.
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keys.v1.AddRolesRequest.
+ * Use `create(AddRolesRequestSchema)` to create a new message.
+ */
+export const AddRolesRequestSchema: GenMessage<AddRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 53);
+
+/**
+ * @generated from message keys.v1.AddRolesResponse
+ */
+export type AddRolesResponse = Message<"keys.v1.AddRolesResponse"> & {
+  /**
+   * The key's roles, ordered by name.
+   *
+   * @generated from field: repeated keys.v1.KeyRole roles = 1;
+   */
+  roles: KeyRole[];
+};
+
+/**
+ * Describes the message keys.v1.AddRolesResponse.
+ * Use `create(AddRolesResponseSchema)` to create a new message.
+ */
+export const AddRolesResponseSchema: GenMessage<AddRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 54);
+
+/**
+ * @generated from message keys.v1.RemoveRolesRequest
+ */
+export type RemoveRolesRequest = Message<"keys.v1.RemoveRolesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * Role names, 1 to 100; one the key does not have is ignored.
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keys.v1.RemoveRolesRequest.
+ * Use `create(RemoveRolesRequestSchema)` to create a new message.
+ */
+export const RemoveRolesRequestSchema: GenMessage<RemoveRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 55);
+
+/**
+ * @generated from message keys.v1.RemoveRolesResponse
+ */
+export type RemoveRolesResponse = Message<"keys.v1.RemoveRolesResponse"> & {
+  /**
+   * The key's roles, ordered by name.
+   *
+   * @generated from field: repeated keys.v1.KeyRole roles = 1;
+   */
+  roles: KeyRole[];
+};
+
+/**
+ * Describes the message keys.v1.RemoveRolesResponse.
+ * Use `create(RemoveRolesResponseSchema)` to create a new message.
+ */
+export const RemoveRolesResponseSchema: GenMessage<RemoveRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 56);
+
+/**
+ * @generated from message keys.v1.SetRolesRequest
+ */
+export type SetRolesRequest = Message<"keys.v1.SetRolesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * The whole set, 0 to 100 role names; empty clears it.
+   *
+   * @generated from field: repeated string roles = 3;
+   */
+  roles: string[];
+};
+
+/**
+ * Describes the message keys.v1.SetRolesRequest.
+ * Use `create(SetRolesRequestSchema)` to create a new message.
+ */
+export const SetRolesRequestSchema: GenMessage<SetRolesRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 57);
+
+/**
+ * @generated from message keys.v1.SetRolesResponse
+ */
+export type SetRolesResponse = Message<"keys.v1.SetRolesResponse"> & {
+  /**
+   * The key's roles, ordered by name.
+   *
+   * @generated from field: repeated keys.v1.KeyRole roles = 1;
+   */
+  roles: KeyRole[];
+};
+
+/**
+ * Describes the message keys.v1.SetRolesResponse.
+ * Use `create(SetRolesResponseSchema)` to create a new message.
+ */
+export const SetRolesResponseSchema: GenMessage<SetRolesResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 58);
+
+/**
  * @generated from enum keys.v1.RefillInterval
  */
 export enum RefillInterval {
@@ -1693,6 +2051,63 @@ export const KeysService: GenService<{
     methodKind: "unary";
     input: typeof AuthenticateRootKeyRequestSchema;
     output: typeof AuthenticateRootKeyResponseSchema;
+  },
+  /**
+   * keys.addPermissions, keys.removePermissions, keys.setPermissions: a key's
+   * direct permissions by slug; each answers the key's full list after it.
+   * All idempotent. add and set create missing slugs only when the root key
+   * holds rbac.*.create_permission (INSUFFICIENT_PERMISSIONS naming it).
+   *
+   * @generated from rpc keys.v1.KeysService.AddPermissions
+   */
+  addPermissions: {
+    methodKind: "unary";
+    input: typeof AddPermissionsRequestSchema;
+    output: typeof AddPermissionsResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.RemovePermissions
+   */
+  removePermissions: {
+    methodKind: "unary";
+    input: typeof RemovePermissionsRequestSchema;
+    output: typeof RemovePermissionsResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.SetPermissions
+   */
+  setPermissions: {
+    methodKind: "unary";
+    input: typeof SetPermissionsRequestSchema;
+    output: typeof SetPermissionsResponseSchema;
+  },
+  /**
+   * keys.addRoles, keys.removeRoles, keys.setRoles: a key's roles by name;
+   * each answers the key's roles after it. Roles are never created here
+   * (ROLE_NOT_FOUND naming the first missing one). All idempotent.
+   *
+   * @generated from rpc keys.v1.KeysService.AddRoles
+   */
+  addRoles: {
+    methodKind: "unary";
+    input: typeof AddRolesRequestSchema;
+    output: typeof AddRolesResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.RemoveRoles
+   */
+  removeRoles: {
+    methodKind: "unary";
+    input: typeof RemoveRolesRequestSchema;
+    output: typeof RemoveRolesResponseSchema;
+  },
+  /**
+   * @generated from rpc keys.v1.KeysService.SetRoles
+   */
+  setRoles: {
+    methodKind: "unary";
+    input: typeof SetRolesRequestSchema;
+    output: typeof SetRolesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_keys_v1_keys, 0);

@@ -5,8 +5,8 @@ import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
+import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { requireVault } from "../recovery.ts";
-import { resolveRoles } from "../roles.ts";
 import type { KeyRatelimitRecord, RefillRecord } from "../store/keys-store.ts";
 import { metaObject, validCredits, validExpires, validPermissions, validRatelimits } from "./validation.ts";
 
@@ -21,7 +21,10 @@ export function createKey(deps: KeysDeps) {
     const api = await visibleApi(deps, caller, input.apiId);
     if (input.recoverable) requireOrMask(caller, [need("api", api.id, "encrypt_key")], apiNotFound);
     const vault = input.recoverable ? requireVault(deps) : undefined;
-    const roles = await resolveRoles(deps, caller.workspaceId, input.roles);
+    const roles = (await requireRoles(deps, caller, input.roles)).map((r) => r.name);
+    // As the reference: the key's permission slugs exist from now on, created with no rbac permission asked.
+    await ensureInlinePermissions(deps, caller, input.permissions);
+    const identity = input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
     const material = generateKey(input.prefix, input.byteLength);
     const keyId = newId("key");
     await deps.store.createKey(
@@ -33,8 +36,8 @@ export function createKey(deps: KeysDeps) {
         start: material.start,
         name: input.name,
         metaJson: input.metaJson,
-        externalId: input.externalId,
-        identityId: null,
+        externalId: identity?.externalId ?? null,
+        identityId: identity?.id ?? null,
         permissions: input.permissions,
         roles,
         expires: input.expires,

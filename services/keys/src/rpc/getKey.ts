@@ -3,6 +3,7 @@ import type { GetKeyRequest, GetKeyResponseSchema } from "@latchkey/proto/keys/v
 import { need, requirePermissions } from "@latchkey/runtime";
 import { callerOf, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
+import { identitiesById } from "../rbac.ts";
 import { recoverPlaintext } from "../recovery.ts";
 import { keyView } from "../views.ts";
 
@@ -16,6 +17,7 @@ export function getKey(deps: KeysDeps) {
       ...(req.decrypt ? [need("api", key.apiId, "decrypt_key")] : []),
     ]);
     const plaintext = req.decrypt ? await recoverPlaintext(deps, key) : undefined;
-    return { key: keyView(key, deps.clock.now(), plaintext) };
+    const identity = (await identitiesById(deps, caller, [key.identityId])).get(key.identityId ?? "");
+    return { key: keyView(key, deps.clock.now(), plaintext, identity) };
   };
 }

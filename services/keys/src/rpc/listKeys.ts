@@ -3,6 +3,7 @@ import type { ListKeysRequest, ListKeysResponseSchema } from "@latchkey/proto/ke
 import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
 import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
+import { identitiesById } from "../rbac.ts";
 import { recoverPlaintext } from "../recovery.ts";
 import { keyView } from "../views.ts";
 
@@ -24,9 +25,20 @@ export function listKeys(deps: KeysDeps) {
       ...(input.externalId !== undefined && { externalId: input.externalId }),
     });
     const now = deps.clock.now();
+    // The page's identities in one call.
+    const identities = await identitiesById(
+      deps,
+      caller,
+      page.keys.map((k) => k.identityId),
+    );
     const keys = await Promise.all(
       page.keys.map(async (k) =>
-        keyView(k, now, input.decrypt ? await recoverPlaintext(deps, k) : undefined),
+        keyView(
+          k,
+          now,
+          input.decrypt ? await recoverPlaintext(deps, k) : undefined,
+          identities.get(k.identityId ?? ""),
+        ),
       ),
     );
     return { keys, pagination: { cursor: page.next ?? "", hasMore: page.next !== null } };

@@ -4,7 +4,7 @@ import { invalidInput, need, newId } from "@latchkey/runtime";
 import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
-import { resolveRoles } from "../roles.ts";
+import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import type { NewKey } from "../store/keys-store.ts";
 import { metaObject, validCredits, validExpires, validPermissions, validRatelimits } from "./validation.ts";
 
@@ -32,10 +32,15 @@ export function migrateKeys(deps: KeysDeps) {
     const seen = new Set<string>();
     const failed: string[] = [];
     const imports: { given: string; key: NewKey }[] = [];
+    // Each role, permission and identity is looked up once for the whole request.
+    const roleNames = new Set(
+      (await requireRoles(deps, caller, distinct(req.keys.flatMap((k) => k.roles)))).map((r) => r.name),
+    );
     for (const [i, k] of req.keys.entries()) {
       const at = `/keys/${i}`;
       const hash = storedHash(k.hash, `${at}/hash`);
-      const roles = await resolveRoles(deps, caller.workspaceId, [...new Set(k.roles)]);
+      const roles = distinct(k.roles).filter((r) => roleNames.has(r));
+      const externalId = k.externalId === undefined || k.externalId === "" ? null : k.externalId;
       const key: NewKey = {
         id: newId("key"),
         workspaceId: caller.workspaceId,
@@ -44,7 +49,7 @@ export function migrateKeys(deps: KeysDeps) {
         start: k.start ?? "",
         name: k.name === undefined || k.name === "" ? null : k.name,
         metaJson: metaObject(k.metaJson, `${at}/meta`),
-        externalId: k.externalId === undefined || k.externalId === "" ? null : k.externalId,
+        externalId,
         identityId: null,
         permissions: validPermissions(k.permissions, at),
         roles,
@@ -60,6 +65,18 @@ export function migrateKeys(deps: KeysDeps) {
         seen.add(hash);
         imports.push({ given: k.hash, key });
       }
+    }
+    // Side effects only once the whole request is valid.
+    await ensureInlinePermissions(deps, caller, distinct(imports.flatMap((i) => i.key.permissions)));
+    const identityIds = new Map<string, string>();
+    for (const { key } of imports) {
+      if (key.externalId === null) continue;
+      let id = identityIds.get(key.externalId);
+      if (id === undefined) {
+        id = (await ensureIdentity(deps, caller, key.externalId)).id;
+        identityIds.set(key.externalId, id);
+      }
+      key.identityId = id;
     }
     const inserted = await deps.store.importKeys(imports.map((i) => i.key));
     const migrated: { hash: string; keyId: string }[] = [];
@@ -90,3 +107,5 @@ export function storedHash(given: string, location: string): string {
     "hash must be the SHA-256 of the key, as 64 hex characters or 44 base64 characters",
   );
 }
+
+const distinct = (values: readonly string[]) => [...new Set(values)];

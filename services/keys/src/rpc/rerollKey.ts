@@ -5,6 +5,7 @@ import { callerOf, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
+import { existingRoles } from "../rbac.ts";
 import { requireVault } from "../recovery.ts";
 import { validExpires } from "./validation.ts";
 
@@ -36,6 +37,8 @@ export function rerollKey(deps: KeysDeps) {
       ...(original.recoverable ? [need("api", original.apiId, "encrypt_key")] : []),
     ]);
     const vault = original.recoverable ? requireVault(deps) : undefined;
+    // The roles that still exist: one deleted since is not carried over.
+    const roles = (await existingRoles(deps, caller, original.roles)).map((r) => r.name);
     const byteLength = original.byteLength ?? 16;
     const material = generateKey(prefixOf(original.start), byteLength);
     const keyId = newId("key");
@@ -53,7 +56,7 @@ export function rerollKey(deps: KeysDeps) {
         externalId: original.externalId,
         identityId: original.identityId,
         permissions: original.permissions,
-        roles: original.roles,
+        roles,
         expires: original.expires,
         enabled: original.enabled,
         // The store hands over the balance as it is when the original is locked.

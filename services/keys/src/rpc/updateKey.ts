@@ -4,8 +4,8 @@ import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime
 import { callerOf, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
+import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { dueRefill } from "../refills.ts";
-import { resolveRoles } from "../roles.ts";
 import type { KeyPatch, KeyRatelimitRecord, VerifiableKey } from "../store/keys-store.ts";
 import {
   int64,
@@ -26,7 +26,15 @@ export function updateKey(deps: KeysDeps) {
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "update_key")]);
     const patch = validUpdateKey(req, key, deps.clock.now());
-    if (req.roles) patch.roles = await resolveRoles(deps, caller.workspaceId, patch.roles ?? []);
+    if (patch.roles) patch.roles = (await requireRoles(deps, caller, patch.roles)).map((r) => r.name);
+    if (patch.permissions) await ensureInlinePermissions(deps, caller, patch.permissions);
+    // An externalId links the key to that identity (created when missing); null unlinks it.
+    if (patch.externalId === null) patch.identityId = null;
+    else if (patch.externalId !== undefined) {
+      const identity = await ensureIdentity(deps, caller, patch.externalId);
+      patch.externalId = identity.externalId;
+      patch.identityId = identity.id;
+    }
     const updated = await deps.store.updateKey(key.id, patch);
     if (!updated) throw keyNotFound();
     keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });

@@ -113,3 +113,43 @@ export function validRatelimits(
     };
   });
 }
+
+const SLUG = /^[a-zA-Z0-9_:\-.*]+$/;
+
+export function validKeyId(keyId: string): string {
+  if (keyId === "") throw invalidInput("/keyId", "keyId is required");
+  return keyId;
+}
+
+/** Permission slugs of keys.add/remove/setPermissions: min to 1000, each 1 to 128 of [a-zA-Z0-9_:-.*]; each once. */
+export function validSlugs(slugs: readonly string[], min: 0 | 1): string[] {
+  if (slugs.length < min) throw invalidInput("/permissions", "permissions must name at least one permission");
+  if (slugs.length > 1000) {
+    throw invalidInput("/permissions", `at most 1000 permissions are allowed, got ${slugs.length}`);
+  }
+  slugs.forEach((slug, i) => {
+    if (slug.length === 0 || slug.length > 128) {
+      throw invalidInput(`/permissions/${i}`, "a permission slug must be 1 to 128 characters long");
+    }
+    if (!SLUG.test(slug)) {
+      throw invalidInput(
+        `/permissions/${i}`,
+        `'${slug}' is not a valid permission slug: use letters, digits and _ : - . *`,
+        "Use ^[a-zA-Z0-9_:\\-.*]+$.",
+      );
+    }
+  });
+  return [...new Set(slugs)];
+}
+
+/** Role names of keys.add/remove/setRoles: min to 100, each 1 to 128 characters; each once. */
+export function validRoleNames(names: readonly string[], min: 0 | 1): string[] {
+  if (names.length < min) throw invalidInput("/roles", "roles must name at least one role");
+  if (names.length > 100) throw invalidInput("/roles", `at most 100 roles are allowed, got ${names.length}`);
+  names.forEach((name, i) => {
+    if (name.length === 0 || name.length > 128) {
+      throw invalidInput(`/roles/${i}`, "a role name must be 1 to 128 characters long");
+    }
+  });
+  return [...new Set(names)];
+}

@@ -3,6 +3,7 @@ import type { WhoamiRequest, WhoamiResponseSchema } from "@latchkey/proto/keys/v
 import { hashKey, invalidInput, need } from "@latchkey/runtime";
 import { callerOf, keyIsVisible, keyNotFound, requireOrMask } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
+import { identitiesById } from "../rbac.ts";
 import { keyView } from "../views.ts";
 
 /** The key behind a plaintext, as getKey shows it (never its plaintext). */
@@ -15,6 +16,7 @@ export function whoami(deps: KeysDeps) {
     if (!keyIsVisible(caller, key)) throw keyNotFound();
     // As the reference: without read_key the key is not found, so a plaintext reveals nothing.
     requireOrMask(caller, [need("api", key.apiId, "read_key")], keyNotFound);
-    return { key: keyView(key, deps.clock.now()) };
+    const identity = (await identitiesById(deps, caller, [key.identityId])).get(key.identityId ?? "");
+    return { key: keyView(key, deps.clock.now(), undefined, identity) };
   };
 }

@@ -252,6 +252,43 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect(await store.updateKey("key_unknown", { updatedAt: 1 })).toBeUndefined();
     });
 
+    it("adds and removes permission slugs and role names in order, without duplicates", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId, { permissions: ["b", "a"], roles: ["admin"] });
+      await store.createKey(key);
+      const added = await store.changeKeyList(
+        key.id,
+        "permissions",
+        { add: ["c", "a", "d", "c"], remove: [] },
+        5,
+      );
+      expect(added).toMatchObject({ permissions: ["b", "a", "c", "d"], roles: ["admin"], updatedAt: 5 });
+      const removed = await store.changeKeyList(key.id, "permissions", { add: [], remove: ["a", "zz"] }, 6);
+      expect(removed).toMatchObject({ permissions: ["b", "c", "d"], updatedAt: 6 });
+      const roles = await store.changeKeyList(
+        key.id,
+        "roles",
+        { add: ["reader", "admin"], remove: ["admin"] },
+        7,
+      );
+      expect(roles).toMatchObject({ permissions: ["b", "c", "d"], roles: ["reader"] });
+      expect((await store.findKeyById(key.id))?.roles).toEqual(["reader"]);
+      expect(
+        await store.changeKeyList("key_unknown", "roles", { add: ["x"], remove: [] }, 8),
+      ).toBeUndefined();
+    });
+
+    it("loses none of many concurrent additions to one key", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const key = newKey(workspaces[0], apiId);
+      await store.createKey(key);
+      const slugs = Array.from({ length: 20 }, (_, i) => `p.${String(i).padStart(2, "0")}`);
+      await Promise.all(
+        slugs.map((slug) => store.changeKeyList(key.id, "permissions", { add: [slug], remove: [] }, 9)),
+      );
+      expect([...(await store.findKeyById(key.id))!.permissions].sort()).toEqual(slugs);
+    });
+
     it("sets, increments and decrements credits, clamping at 0", async () => {
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, {

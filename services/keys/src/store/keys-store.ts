@@ -107,6 +107,9 @@ export interface KeyPatch {
   updatedAt: number;
 }
 
+/** The name lists of a key that keys.add/remove/set(Permissions|Roles) change. */
+export type KeyList = "permissions" | "roles";
+
 export type CreditsOperation = "set" | "increment" | "decrement";
 
 /** A key's credits after an update. remaining null: unlimited. */
@@ -163,6 +166,18 @@ export interface KeysStore {
   listKeys(apiId: string, options: { limit: number; after: string; externalId?: string }): Promise<KeyPage>;
   /** Applies the patch atomically with respect to credit spends; undefined when the key is gone. */
   updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined>;
+  /**
+   * Adds to and removes from a key's direct permission slugs or role names in
+   * one atomic step, so concurrent changes all land: `add` entries it lacks are
+   * appended in order, `remove` entries are dropped (remove wins over add),
+   * duplicates never arise. Sets updatedAt to `at`. undefined when the key is gone.
+   */
+  changeKeyList(
+    id: string,
+    list: KeyList,
+    change: { add: readonly string[]; remove: readonly string[] },
+    at: number,
+  ): Promise<VerifiableKey | undefined>;
   /**
    * set, increment or decrement the balance in one statement, after applying
    * a refill due at `at`. Decrement stops at 0; set null makes the key

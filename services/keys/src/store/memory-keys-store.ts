@@ -5,6 +5,7 @@ import type {
   CreditsState,
   EncryptedKeyRecord,
   GroupSpend,
+  KeyList,
   KeyPage,
   KeyPatch,
   KeyRecord,
@@ -94,6 +95,20 @@ export class MemoryKeysStore implements KeysStore {
     if (!key) return undefined;
     const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     Object.assign(key, structuredClone(defined));
+    return this.findKeyById(id);
+  }
+
+  async changeKeyList(
+    id: string,
+    list: KeyList,
+    change: { add: readonly string[]; remove: readonly string[] },
+    at: number,
+  ): Promise<VerifiableKey | undefined> {
+    const key = this.keys.get(id);
+    if (!key) return undefined;
+    const removed = new Set(change.remove);
+    key[list] = [...new Set([...key[list], ...change.add])].filter((v) => !removed.has(v));
+    key.updatedAt = at;
     return this.findKeyById(id);
   }
 

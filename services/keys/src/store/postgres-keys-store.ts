@@ -5,6 +5,7 @@ import type {
   CreditsState,
   EncryptedKeyRecord,
   GroupSpend,
+  KeyList,
   KeyPage,
   KeyPatch,
   KeyRatelimitRecord,
@@ -131,6 +132,23 @@ export class PostgresKeysStore implements KeysStore {
       >`${this.selectKeys(tx)} WHERE k.id = ${id}`;
       return updated && { ...keyOf(updated), apiDeleted: updated.api_deleted };
     });
+  }
+
+  async changeKeyList(
+    id: string,
+    list: KeyList,
+    change: { add: readonly string[]; remove: readonly string[] },
+    at: number,
+  ): Promise<VerifiableKey | undefined> {
+    const column = this.sql(list);
+    // One UPDATE: the row lock serialises concurrent changes, each applied to the list as the previous left it.
+    const [changed] = await this.sql<{ id: string }[]>`UPDATE keys SET ${column} = ARRAY(
+        SELECT v FROM unnest(${column} || ${change.add as string[]}::text[]) WITH ORDINALITY AS t (v, n)
+        WHERE v <> ALL (${change.remove as string[]}::text[])
+        GROUP BY v ORDER BY min(n)),
+        updated_at = ${at}
+      WHERE id = ${id} RETURNING id`;
+    return changed && this.findKeyById(id);
   }
 
   async updateCredits(

@@ -1,0 +1,35 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AddPermissionsRequest, AddPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+import { ensurePermissions, permissionsView } from "../rbac.ts";
+import { validKeyId, validSlugs } from "./validation.ts";
+
+/**
+ * keys.addPermissions: adds direct permissions by slug; one the key holds
+ * already is a no-op. A missing slug is created only when the root key holds
+ * rbac.*.create_permission. Answers the key's direct permissions.
+ */
+export function addPermissions(deps: KeysDeps) {
+  return async (
+    req: AddPermissionsRequest,
+  ): Promise<MessageInitShape<typeof AddPermissionsResponseSchema>> => {
+    const caller = callerOf(req);
+    const keyId = validKeyId(req.keyId);
+    const slugs = validSlugs(req.permissions, 1);
+    const key = await visibleKey(deps, caller, keyId);
+    requirePermissions(caller, [need("api", key.apiId, "update_key"), "rbac.*.add_permission_to_key"]);
+    await ensurePermissions(deps, caller, slugs);
+    const updated = await deps.store.changeKeyList(
+      key.id,
+      "permissions",
+      { add: slugs, remove: [] },
+      deps.clock.now(),
+    );
+    if (!updated) throw keyNotFound();
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return { permissions: await permissionsView(deps, caller, updated.permissions) };
+  };
+}

@@ -1,0 +1,29 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AddRolesRequest, AddRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+import { requireRoles, rolesView } from "../rbac.ts";
+import { validKeyId, validRoleNames } from "./validation.ts";
+
+/**
+ * keys.addRoles: adds existing roles by name (ROLE_NOT_FOUND naming the first
+ * that does not exist, and nothing changes); one the key has is a no-op.
+ * Answers the key's roles.
+ */
+export function addRoles(deps: KeysDeps) {
+  return async (req: AddRolesRequest): Promise<MessageInitShape<typeof AddRolesResponseSchema>> => {
+    const caller = callerOf(req);
+    const keyId = validKeyId(req.keyId);
+    const names = validRoleNames(req.roles, 1);
+    const key = await visibleKey(deps, caller, keyId);
+    requirePermissions(caller, [need("api", key.apiId, "update_key"), "rbac.*.add_role_to_key"]);
+    const roles = await requireRoles(deps, caller, names);
+    const add = roles.map((r) => r.name);
+    const updated = await deps.store.changeKeyList(key.id, "roles", { add, remove: [] }, deps.clock.now());
+    if (!updated) throw keyNotFound();
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return { roles: await rolesView(deps, caller, updated.roles) };
+  };
+}

@@ -1,0 +1,35 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SetPermissionsRequest, SetPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { need, requirePermissions } from "@latchkey/runtime";
+import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import type { KeysDeps } from "../deps.ts";
+import { keyChanged } from "../events.ts";
+import { ensurePermissions, permissionsView } from "../rbac.ts";
+import { validKeyId, validSlugs } from "./validation.ts";
+
+/**
+ * keys.setPermissions: the key's direct permissions become exactly these slugs
+ * in one write (an empty list clears them). A missing slug is created only
+ * when the root key holds rbac.*.create_permission, and then nothing changes
+ * if it does not. Answers the key's direct permissions.
+ */
+export function setPermissions(deps: KeysDeps) {
+  return async (
+    req: SetPermissionsRequest,
+  ): Promise<MessageInitShape<typeof SetPermissionsResponseSchema>> => {
+    const caller = callerOf(req);
+    const keyId = validKeyId(req.keyId);
+    const slugs = validSlugs(req.permissions, 0);
+    const key = await visibleKey(deps, caller, keyId);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      "rbac.*.add_permission_to_key",
+      "rbac.*.remove_permission_from_key",
+    ]);
+    await ensurePermissions(deps, caller, slugs);
+    const updated = await deps.store.updateKey(key.id, { permissions: slugs, updatedAt: deps.clock.now() });
+    if (!updated) throw keyNotFound();
+    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    return { permissions: await permissionsView(deps, caller, updated.permissions) };
+  };
+}
