@@ -134,6 +134,7 @@ async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promi
 }
 
 interface Waiting {
+  item: number;
   group: LimitGroup;
   resolve(verdict: LimitsVerdict): void;
 }
@@ -143,6 +144,9 @@ interface Waiting {
  * does its credit spends: every item either reaches its rate-limit step
  * (check) or finishes without one (done); when all have, their groups go to
  * the ratelimit service in one call, and none when no item has a limit.
+ * Groups travel in item order, whatever order the items arrived in, so limits
+ * shared by several items are granted to the earlier ones, as if the items had
+ * come one by one.
  */
 export class LimitCollector {
   private readonly waiting: Waiting[] = [];
@@ -155,7 +159,8 @@ export class LimitCollector {
     this.outstanding = items;
   }
 
-  forItem(): { check: LimitChecker; done(): void } {
+  /** The checker for the item at `index` of the batch, and the function to call when that item is done. */
+  forItem(index: number): { check: LimitChecker; done(): void } {
     let arrived = false;
     const arrive = () => {
       if (arrived) return;
@@ -166,7 +171,7 @@ export class LimitCollector {
     return {
       check: (workspaceId, limits) =>
         new Promise<LimitsVerdict>((resolve) => {
-          this.waiting.push({ group: { workspaceId, limits }, resolve });
+          this.waiting.push({ item: index, group: { workspaceId, limits }, resolve });
           arrive();
         }),
       done: arrive,
@@ -175,6 +180,7 @@ export class LimitCollector {
 
   private async flush(): Promise<void> {
     if (this.waiting.length === 0) return;
+    this.waiting.sort((a, b) => a.item - b.item);
     const verdicts = await checkGroups(
       this.deps,
       this.waiting.map((w) => w.group),

@@ -32,7 +32,7 @@ export function verifyKeyBatch(deps: KeysDeps) {
     const spends = new SpendCollector(deps, req.items.length);
     const limits = new LimitCollector(deps, req.items.length);
     const results = await Promise.all(
-      req.items.map((item) => verifyItem(deps, req.callers, item, spends.forItem(), limits.forItem())),
+      req.items.map((item, i) => verifyItem(deps, req.callers, item, spends.forItem(), limits.forItem(i))),
     );
     return { results };
   };
