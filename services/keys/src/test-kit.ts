@@ -1,8 +1,23 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
+import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
+import {
+  type Caller,
+  CallerSchema,
+  type ErrorReason,
+  ErrorReason as ErrorReasonEnum,
+} from "@latchkey/proto/common/v1/common_pb";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { type CreateKeyRequestSchema, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { type Bus, type EventSink, errorDetailOf, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import {
+  type Bus,
+  createLogger,
+  type EventSink,
+  errorDetailOf,
+  hashKey,
+  MemoryBus,
+  TestClock,
+} from "@latchkey/runtime";
 import { createMemoryKeysDeps } from "./deps.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -16,9 +31,16 @@ export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7);
 /** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
 export function memoryKeys(options: { bus?: Bus; events?: EventSink; encryptionKey?: Buffer } = {}) {
   const clock = new TestClock();
+  const bus = options.bus ?? new MemoryBus();
+  // The real identity service in memory, on the same bus and clock, reachable for seeding roles and permissions.
+  const identityTransport = createRouterTransport(
+    identityRoutes(createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") })),
+  );
+  const identity: Client<typeof IdentityService> = createClient(IdentityService, identityTransport);
   const deps = createMemoryKeysDeps({
-    bus: options.bus ?? new MemoryBus(),
+    bus,
     clock,
+    identity: identityTransport,
     ...(options.events ? { events: options.events } : {}),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
   });
@@ -56,7 +78,28 @@ export function memoryKeys(options: { bus?: Bus; events?: EventSink; encryptionK
       return { id, hash: hashKey(plaintext) };
     },
   };
-  return { deps, client, clock, seed, admin };
+  const rbac = {
+    /** A permission of ws_1 (name = slug); answers its id. */
+    async permission(slug: string, description?: string): Promise<string> {
+      const { permissionId } = await identity.createPermission({
+        caller: admin,
+        name: slug,
+        slug,
+        ...(description !== undefined && { description }),
+      });
+      return permissionId;
+    },
+    /** A role of ws_1 with these permission slugs (created when missing); answers its id. */
+    async role(name: string, permissions: string[] = [], workspaceId = "ws_1"): Promise<string> {
+      const { roleId } = await identity.createRole({
+        caller: callerOf(workspaceId, "*"),
+        name,
+        permissions,
+      });
+      return roleId;
+    },
+  };
+  return { deps, client, clock, seed, admin, identity, rbac };
 }
 
 /** The domain reason and message of what `promise` rejected with. */
@@ -68,6 +111,19 @@ export async function rejection(
   } catch (err) {
     if (!(err instanceof ConnectError)) throw err;
     return { reason: errorDetailOf(err)?.reason, message: err.rawMessage };
+  }
+  throw new Error("expected the call to fail, it succeeded");
+}
+
+/** Where an INVALID_INPUT rejection points (its first violation's location), with its message. */
+export async function invalidAt(promise: Promise<unknown>): Promise<{ location: string; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    if (!(err instanceof ConnectError)) throw err;
+    const detail = errorDetailOf(err);
+    if (detail?.reason !== ErrorReasonEnum.INVALID_INPUT) throw err;
+    return { location: detail.violations[0]?.location ?? "", message: err.rawMessage };
   }
   throw new Error("expected the call to fail, it succeeded");
 }
