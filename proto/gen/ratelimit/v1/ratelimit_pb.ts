@@ -469,7 +469,10 @@ export const LimitBatchItemSchema: GenMessage<LimitBatchItem> = /*@__PURE__*/
  */
 export type LimitBatchResponse = Message<"ratelimit.v1.LimitBatchResponse"> & {
   /**
-   * One result per item, in order.
+   * One result per item, in order. A LimitResult here leaves namespace and
+   * identifier empty: the caller sent them, and two strings fewer per item
+   * halve the cost of encoding the answer (protobuf-es writes each string
+   * as its own chunk).
    *
    * @generated from field: repeated ratelimit.v1.LimitBatchResult results = 1;
    */

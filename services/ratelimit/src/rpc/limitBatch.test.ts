@@ -19,6 +19,11 @@ describe("LimitBatch", () => {
       ],
     });
     const r = res.results.map((x) => x.result);
+    // The caller sent namespace and identifier: the batch does not send them back.
+    expect(r[0]).toMatchObject({
+      case: "response",
+      value: { result: { namespace: "", identifier: "", remaining: 1n } },
+    });
     expect(r.slice(0, 3).map((x) => x.case === "response" && x.value.result?.success)).toEqual([
       true,
       true,

@@ -72,6 +72,7 @@ export function limitBatch(deps: RatelimitDeps) {
             resolved[i]!,
             outcomes[j]![0]!,
             started,
+            false,
           ),
         },
       };
