@@ -2,7 +2,7 @@ import { RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
+import { callerOf, invalidAt, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
 
 describe("createKey", () => {
   it("issues prefix_base58 of byteLength random bytes, stored only as its SHA-256", async () => {
@@ -134,13 +134,14 @@ describe("createKey", () => {
     });
   });
 
-  it("answers ROLE_NOT_FOUND for a role, since none can exist yet", async () => {
+  it("answers ROLE_NOT_FOUND for a role that does not exist, and creates neither role nor key", async () => {
     const { client, seed } = memoryKeys();
     const apiId = await seed.api();
     const failure = await rejection(
       client.createKey({ caller: callerOf("ws_1", "*"), apiId, roles: ["admin"] }),
     );
     expect(failure).toEqual({ reason: ErrorReason.ROLE_NOT_FOUND, message: "Role 'admin' was not found." });
+    expect((await client.listKeys({ caller: callerOf("ws_1", "*"), apiId })).keys).toEqual([]);
   });
 
   it("masks a missing create_key permission as API_NOT_FOUND", async () => {
@@ -195,5 +196,70 @@ describe("createKey", () => {
     expect(sealed?.kekId).toBe(deps.vault?.kekId);
     expect(JSON.stringify(sealed)).not.toContain(key);
     expect(deps.vault?.open(sealed!)).toBe(key);
+  });
+
+  it("links the key to the identity of its externalId, creating it once and sharing it after", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    const first = await m.seed.key({ apiId, externalId: "user_1" });
+    const second = await m.seed.key({ apiId, externalId: "user_1" });
+    const identity = (await m.identity.getIdentity({ caller: m.admin, identity: "user_1" })).identity!;
+    expect(identity.id).toMatch(/^id_/);
+    for (const { keyId } of [first, second]) {
+      expect(await m.deps.store.findKeyById(keyId)).toMatchObject({
+        externalId: "user_1",
+        identityId: identity.id,
+      });
+    }
+    expect((await m.client.getKey({ caller: m.admin, keyId: first.keyId })).key?.identity).toMatchObject({
+      id: identity.id,
+      externalId: "user_1",
+    });
+  });
+
+  it("links to an identity that exists already, with its meta and rate limits", async () => {
+    const m = memoryKeys();
+    const { identityId } = await m.identity.createIdentity({
+      caller: m.admin,
+      externalId: "org_9",
+      metaJson: '{"tier":"gold"}',
+      ratelimits: [{ name: "org", limit: 10n, duration: 1000n, autoApply: true }],
+    });
+    const { keyId } = await m.seed.key({ apiId: await m.seed.api(), externalId: "org_9" });
+    const identity = (await m.client.getKey({ caller: m.admin, keyId })).key?.identity;
+    expect(identity).toMatchObject({ id: identityId, externalId: "org_9", metaJson: '{"tier":"gold"}' });
+    expect(identity?.ratelimits.map((r) => [r.name, r.limit, r.duration, r.autoApply])).toEqual([
+      ["org", 10n, 1000n, true],
+    ]);
+  });
+
+  it("keeps existing roles by name, and creates the permission slugs it names without rbac permissions", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    await m.rbac.role("reader", ["docs.read"]);
+    const res = await m.client.createKey({
+      caller: callerOf("ws_1", "api.*.create_key"),
+      apiId,
+      roles: ["reader"],
+      permissions: ["billing.read"],
+    });
+    expect(await m.deps.store.findKeyById(res.keyId)).toMatchObject({
+      roles: ["reader"],
+      permissions: ["billing.read"],
+    });
+    expect(
+      (await m.identity.getPermission({ caller: m.admin, permission: "billing.read" })).permission,
+    ).toMatchObject({
+      name: "billing.read",
+      slug: "billing.read",
+    });
+  });
+
+  it("answers INVALID_INPUT naming externalId with characters an identity cannot have", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    expect(
+      (await invalidAt(m.client.createKey({ caller: m.admin, apiId, externalId: "user 1" }))).location,
+    ).toBe("/externalId");
   });
 });

@@ -121,4 +121,22 @@ describe("getKey", () => {
     clock.advance(86_400_000);
     expect((await client.getKey({ caller: callerOf("ws_1", "*"), keyId })).key?.credits?.remaining).toBe(9n);
   });
+
+  it("answers the key's identity, and none once the identity is deleted", async () => {
+    const m = memoryKeys();
+    const { identityId } = await m.identity.createIdentity({
+      caller: m.admin,
+      externalId: "user_1",
+      metaJson: '{"a":1}',
+    });
+    const { keyId } = await m.seed.key({ apiId: await m.seed.api(), externalId: "user_1" });
+    expect((await m.client.getKey({ caller: m.admin, keyId })).key?.identity).toMatchObject({
+      id: identityId,
+      externalId: "user_1",
+      metaJson: '{"a":1}',
+      ratelimits: [],
+    });
+    await m.identity.deleteIdentity({ caller: m.admin, identity: identityId });
+    expect((await m.client.getKey({ caller: m.admin, keyId })).key?.identity).toBeUndefined();
+  });
 });

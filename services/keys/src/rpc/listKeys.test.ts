@@ -83,4 +83,16 @@ describe("listKeys", () => {
       });
     }
   });
+
+  it("answers each key's identity", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    await m.seed.key({ apiId, externalId: "user_1" });
+    await m.seed.key({ apiId, externalId: "user_2" });
+    await m.seed.key({ apiId });
+    const { keys } = await m.client.listKeys({ caller: m.admin, apiId });
+    expect(keys.map((k) => k.identity?.externalId ?? null).sort()).toEqual(["user_1", "user_2", null].sort());
+    const ids = new Set(keys.flatMap((k) => (k.identity ? [k.identity.id] : [])));
+    expect(ids.size).toBe(2);
+  });
 });

@@ -114,4 +114,41 @@ describe("migrateKeys", () => {
     ).toEqual(notFound);
     expect((await client.verifyKey({ caller: verifier, key: "x" })).code).toBe(VerifyCode.NOT_FOUND);
   });
+
+  it("links imported keys to their identities (one per externalId) and keeps existing roles", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    await m.rbac.role("reader", ["docs.read"]);
+    const res = await m.client.migrateKeys({
+      caller: importer,
+      migrationId: "m1",
+      apiId,
+      keys: [
+        { hash: hashKey("one"), externalId: "user_1", roles: ["reader"], permissions: ["p.one"] },
+        { hash: hashKey("two"), externalId: "user_1" },
+      ],
+    });
+    const identity = (await m.identity.getIdentity({ caller: m.admin, identity: "user_1" })).identity!;
+    const [one, two] = await Promise.all(res.migrated.map((k) => m.deps.store.findKeyById(k.keyId)));
+    expect(one).toMatchObject({ identityId: identity.id, roles: ["reader"], permissions: ["p.one"] });
+    expect(two?.identityId).toBe(identity.id);
+    expect((await m.identity.getPermission({ caller: m.admin, permission: "p.one" })).permission?.slug).toBe(
+      "p.one",
+    );
+  });
+
+  it("answers ROLE_NOT_FOUND for a role that does not exist and imports nothing", async () => {
+    const m = memoryKeys();
+    const apiId = await m.seed.api();
+    const failure = await rejection(
+      m.client.migrateKeys({
+        caller: importer,
+        migrationId: "m1",
+        apiId,
+        keys: [{ hash: hashKey("one"), roles: ["ghost"] }],
+      }),
+    );
+    expect(failure).toEqual({ reason: ErrorReason.ROLE_NOT_FOUND, message: "Role 'ghost' was not found." });
+    expect(await m.deps.store.findKeyByHash(hashKey("one"))).toBeUndefined();
+  });
 });

@@ -116,4 +116,29 @@ describe("rerollKey", () => {
       message: "expiration must be between 0 and 4102444800000, got -1",
     });
   });
+
+  it("carries the identity and the roles that still exist over to the new key", async () => {
+    const m = memoryKeys();
+    await m.rbac.role("reader", ["docs.read"]);
+    await m.rbac.role("writer", ["docs.write"]);
+    const original = await m.seed.key({
+      apiId: await m.seed.api(),
+      externalId: "user_1",
+      roles: ["reader", "writer"],
+    });
+    await m.identity.deleteRole({ caller: admin, role: "writer" });
+    const res = await m.client.rerollKey({ caller: admin, keyId: original.keyId, expiration: 0n });
+    const before = await m.deps.store.findKeyById(original.keyId);
+    expect(await m.deps.store.findKeyById(res.keyId)).toMatchObject({
+      externalId: "user_1",
+      identityId: before?.identityId,
+      roles: ["reader"],
+    });
+    expect(
+      await m.client.verifyKey({ caller: verifier, key: res.key, permissions: "docs.read" }),
+    ).toMatchObject({
+      code: VerifyCode.VALID,
+      roles: ["reader"],
+    });
+  });
 });

@@ -188,4 +188,41 @@ describe("updateKey", () => {
       (await rejection(m.client.updateKey({ caller: admin, keyId: theirs.keyId, name: "x" }))).reason,
     ).toBe(ErrorReason.KEY_NOT_FOUND);
   });
+
+  it("links the key to another identity by externalId, creating it, and unlinks it with null", async () => {
+    const m = memoryKeys();
+    const { keyId } = await fullKey(m);
+    const before = await m.deps.store.findKeyById(keyId);
+    expect(before?.identityId).toMatch(/^id_/);
+    await m.client.updateKey({ caller: updater, keyId, externalId: "user_2" });
+    const user2 = (await m.identity.getIdentity({ caller: admin, identity: "user_2" })).identity!;
+    expect(user2.id).not.toBe(before?.identityId);
+    expect(await m.deps.store.findKeyById(keyId)).toMatchObject({
+      externalId: "user_2",
+      identityId: user2.id,
+    });
+    expect((await m.client.getKey({ caller: admin, keyId })).key?.identity?.externalId).toBe("user_2");
+    await m.client.updateKey({ caller: updater, keyId, cleared: ["externalId"] });
+    expect(await m.deps.store.findKeyById(keyId)).toMatchObject({ externalId: null, identityId: null });
+    expect((await m.client.getKey({ caller: admin, keyId })).key?.identity).toBeUndefined();
+  });
+
+  it("replaces roles with existing ones and creates the permission slugs it names", async () => {
+    const m = memoryKeys();
+    const { keyId } = await fullKey(m);
+    await m.rbac.role("reader", ["docs.read"]);
+    await m.client.updateKey({
+      caller: updater,
+      keyId,
+      roles: { values: ["reader", "reader"] },
+      permissions: { values: ["p.fresh"] },
+    });
+    expect(await m.deps.store.findKeyById(keyId)).toMatchObject({
+      roles: ["reader"],
+      permissions: ["p.fresh"],
+    });
+    expect((await m.identity.getPermission({ caller: admin, permission: "p.fresh" })).permission?.slug).toBe(
+      "p.fresh",
+    );
+  });
 });

@@ -48,4 +48,14 @@ describe("whoami", () => {
       message: "key is required",
     });
   });
+
+  it("answers the key's identity", async () => {
+    const m = memoryKeys();
+    const { key } = await m.seed.key({ apiId: await m.seed.api(), externalId: "user_1" });
+    const identity = (await m.identity.getIdentity({ caller: m.admin, identity: "user_1" })).identity!;
+    expect((await m.client.whoami({ caller: m.admin, key })).key?.identity).toMatchObject({
+      id: identity.id,
+      externalId: "user_1",
+    });
+  });
 });
