@@ -98,18 +98,24 @@ export async function startStack(
     DATABASE_URL: db.url,
     ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
   };
-  const keys: Proc[] = [];
-  // One at a time: each runs the migrations at start, under an advisory lock.
-  for (let i = 0; i < (options.keysInstances ?? 1); i++) {
-    keys.push(
-      await startProcess(`keys-${i}`, "services/keys/src/main.ts", { ...common, ...options.env?.keys }),
-    );
-  }
+  // The keys service calls the ratelimit and identity services: those start first.
   const ratelimit = await startProcess("ratelimit", "services/ratelimit/src/main.ts", {
     ...common,
     ...options.env?.ratelimit,
   });
   const identity = await startProcess("identity", "services/identity/src/main.ts", common);
+  const keys: Proc[] = [];
+  // One at a time: each runs the migrations at start, under an advisory lock.
+  for (let i = 0; i < (options.keysInstances ?? 1); i++) {
+    keys.push(
+      await startProcess(`keys-${i}`, "services/keys/src/main.ts", {
+        ...common,
+        RATELIMIT_URL: ratelimit.url,
+        IDENTITY_URL: identity.url,
+        ...options.env?.keys,
+      }),
+    );
+  }
   const gateway = await startProcess("gateway", "gateway/src/main.ts", {
     ...common,
     KEYS_URL: keys.map((k) => k.url).join(","),
