@@ -1,8 +1,9 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import type { RatelimitConfig } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { KeysService, type VerifyKeyRequest } from "@latchkey/proto/keys/v1/keys_pb";
+import { KeysService, type VerifyKeyRequestSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { createMemoryKeysDeps } from "./deps.ts";
@@ -97,8 +98,10 @@ export function verificationKit(options: { ratelimit?: Transport } = {}) {
     },
   };
 
-  const verify = (key: string, request: Partial<Omit<VerifyKeyRequest, "$typeName" | "key">> = {}) =>
-    keys.verifyKey({ caller: verifier, key, ...request });
+  const verify = (
+    key: string,
+    request: Omit<MessageInitShape<typeof VerifyKeyRequestSchema>, "$typeName" | "key" | "caller"> = {},
+  ) => keys.verifyKey({ caller: verifier, key, ...request });
   const balance = async (keyId: string) => (await deps.store.findKeyById(keyId))?.remaining;
 
   return { deps, keys, identity, seed, verify, balance, clock, calls, admin, verifier };

@@ -114,7 +114,7 @@ describe("verifyKey rate limits and credits on PostgreSQL", () => {
       ratelimits: [limit("calls", 15, true)],
     });
     const { apiId } = await client.createApi({ caller, name: "identity" });
-    const keys = [];
+    const keys: { keyId: string; key: string }[] = [];
     for (let i = 0; i < 2; i++) {
       const created = await client.createKey({ caller, apiId, credits: { remaining: 50n } });
       await deps.store.updateKey(created.keyId, { identityId, updatedAt: clock.now() });

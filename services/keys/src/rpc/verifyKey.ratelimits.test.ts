@@ -117,6 +117,17 @@ describe("verifyKey named rate limits", () => {
       expect(res).toMatchObject({ code: VerifyCode.VALID, ratelimits: [] });
       expect(res.identity?.ratelimits).toEqual([]);
     });
+    it("answers no identity, and applies none of its limits, once the identity is deleted", async () => {
+      const { seed, verify, identity, admin } = verificationKit();
+      const identityId = await seed.identity("user_1", [limit("calls", 1, true)]);
+      const { key } = await seed.key({ apiId: await seed.api(), identityId });
+      expect((await verify(key)).identity?.id).toBe(identityId);
+      expect((await verify(key)).code).toBe(VerifyCode.RATE_LIMITED);
+      await identity.deleteIdentity({ caller: admin, identity: identityId });
+      const res = await verify(key);
+      expect(res).toMatchObject({ code: VerifyCode.VALID, ratelimits: [] });
+      expect(res.identity).toBeUndefined();
+    });
   });
 
   describe("autoApply and manual limits", () => {
