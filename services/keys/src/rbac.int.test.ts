@@ -55,8 +55,8 @@ describe("key permissions and roles on PostgreSQL", () => {
     );
     const res = await b.client.addPermissions({ caller: adder, keyId, permissions: ["base"] });
     expect(res.permissions.map((p) => p.slug)).toEqual(["base", ...slugs]);
-    const [{ count }] = await db.sql<{ count: number }[]>`SELECT count(*)::int AS count FROM permissions`;
-    expect(count).toBe(25);
+    const [row] = await db.sql<{ count: number }[]>`SELECT count(*)::int AS count FROM permissions`;
+    expect(row?.count).toBe(25);
   });
 
   it("links keys to one identity per externalId, and getKey answers it", async () => {
