@@ -76,8 +76,20 @@ export class PeerLimiter implements Limiter {
   }
 
   apply(groups: readonly (readonly CounterCheck[])[]): Promise<CounterOutcome[][]> {
-    // applyGroup counts the groups owned here before its first await: no other check interleaves.
-    return Promise.all(groups.map((g) => this.applyGroup(g)));
+    // Groups owned here are counted now, before any await, so no other check interleaves;
+    // a batch that is all local (one replica, or keys this replica owns) makes no promise per group.
+    const out: (CounterOutcome[] | Promise<CounterOutcome[]>)[] = new Array(groups.length);
+    let waiting = false;
+    for (let i = 0; i < groups.length; i++) {
+      const g = groups[i]!;
+      const owner = g.length === 1 ? this.ring.owner(g[0]!.key) : undefined;
+      if (owner === this.config.self) out[i] = this.windows.apply(g);
+      else {
+        out[i] = owner === undefined ? this.applyGroup(g) : this.applyAt(owner, g);
+        waiting = true;
+      }
+    }
+    return waiting ? Promise.all(out) : Promise.resolve(out as CounterOutcome[][]);
   }
 
   async close(): Promise<void> {}

@@ -1,0 +1,77 @@
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { createTestDatabase } from "@latchkey/runtime/testing";
+import { type Proc, startProcess } from "../../../test/harness.ts";
+// A dev script, not part of the package: it reaches the keys package's source the way test/ does.
+import { ensureRootKey } from "../../keys/src/index.ts";
+
+/**
+ * ratelimits.limit through the gateway beside rate-limiter-flexible on Redis,
+ * alternating, like `pnpm bench` but only this pair (and with the ratelimit
+ * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
+ * versions can be compared on the same machine in the same minutes):
+ *   node --import tsx services/ratelimit/bench/gateway-limit.ts
+ * ROUNDS (2), DURATION (5 s), CONNECTIONS (64).
+ */
+const root = join(import.meta.dirname, "../../..");
+const autocannon = createRequire(join(root, "bench/package.json"))("autocannon");
+const ROUNDS = Number(process.env["ROUNDS"] ?? 2);
+const DURATION = Number(process.env["DURATION"] ?? 5);
+const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
+
+async function load(url: string, body: string, headers: Record<string, string>, duration: number) {
+  const r = await autocannon({
+    url,
+    method: "POST",
+    connections: CONNECTIONS,
+    duration,
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+  return { rps: r.requests.average as number, p99: r.latency.p99 as number, bad: r.non2xx + r.errors };
+}
+
+const db = await createTestDatabase();
+const procs: Proc[] = [];
+try {
+  const env = { DATABASE_URL: db.url, LOG_LEVEL: "warn" };
+  const keys = await startProcess("keys", "services/keys/src/main.ts", env);
+  procs.push(keys);
+  const entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
+  const ratelimit = await startProcess("ratelimit", entry, env);
+  procs.push(ratelimit);
+  const identity = await startProcess("identity", "services/identity/src/main.ts", env);
+  procs.push(identity);
+  const gateway = await startProcess("gateway", "gateway/src/main.ts", {
+    ...env,
+    KEYS_URL: keys.url,
+    RATELIMIT_URL: ratelimit.url,
+    IDENTITY_URL: identity.url,
+  });
+  procs.push(gateway);
+  const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {});
+  procs.push(rlflex);
+  const rootKey = `lk_root_bench_${Date.now()}`;
+  await ensureRootKey(db.sql, rootKey);
+  const auth = { authorization: `Bearer ${rootKey}` };
+  const body = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: 1e9, duration: 60_000 });
+  const first = await fetch(`${gateway.url}/v2/ratelimits.limit`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...auth },
+    body,
+  });
+  if (first.status !== 200)
+    throw new Error(`ratelimits.limit answered ${first.status}: ${await first.text()}`);
+  await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, 2);
+  await load(`${rlflex.url}/`, body, {}, 2);
+  for (let i = 0; i < ROUNDS; i++) {
+    const ours = await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, DURATION);
+    const peer = await load(`${rlflex.url}/`, body, {}, DURATION);
+    process.stdout.write(
+      `${entry}: latchkey ${Math.round(ours.rps)} req/s (p99 ${ours.p99} ms, ${ours.bad} bad) · rate-limiter-flexible ${Math.round(peer.rps)} req/s (p99 ${peer.p99} ms) · ratio ${(ours.rps / peer.rps).toFixed(2)}\n`,
+    );
+  }
+} finally {
+  for (const p of procs.reverse()) await p.stop();
+  await db.drop();
+}
