@@ -32,6 +32,12 @@ interface Entry {
  */
 export class RootKeyAuth {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Authorization header -> hash of its key, so a repeated header costs one
+   * Map lookup instead of parsing and SHA-256. It holds what every request
+   * carries anyway, in this process only, and is bounded like `entries`.
+   */
+  private readonly hashes = new Map<string, string>();
   private readonly pending = new Map<string, Promise<Caller | null>>();
   private readonly ttlMs: number;
   private readonly unknownTtlMs: number;
@@ -50,9 +56,22 @@ export class RootKeyAuth {
     this.unsubscribe = bus?.subscribe(KEYS_CHANGED_SUBJECT, (data) => this.onKeyChanged(data)) ?? (() => {});
   }
 
+  /**
+   * The caller behind an Authorization header when it is cached and fresh, so
+   * the hot path needs no promise; undefined sends the caller to `authenticate`.
+   */
+  cached(header: string | undefined): Caller | undefined {
+    if (header === undefined) return undefined;
+    const hash = this.hashes.get(header);
+    if (hash === undefined) return undefined;
+    const entry = this.entries.get(hash);
+    if (entry === undefined || entry.caller === null || entry.expiresAt <= this.clock.now()) return undefined;
+    return entry.caller;
+  }
+
   /** The caller behind an Authorization header; throws a 401 Problem for a missing, malformed or unknown key. */
   async authenticate(header: string | undefined): Promise<Caller> {
-    const hash = hashKey(bearerOf(header));
+    const hash = this.hashOf(header);
     const entry = this.entries.get(hash);
     const caller =
       entry !== undefined && entry.expiresAt > this.clock.now() ? entry.caller : await this.resolve(hash);
@@ -60,9 +79,20 @@ export class RootKeyAuth {
     return caller;
   }
 
+  private hashOf(header: string | undefined): string {
+    let hash = header === undefined ? undefined : this.hashes.get(header);
+    if (hash === undefined) {
+      hash = hashKey(bearerOf(header));
+      if (this.hashes.size >= this.maxEntries) this.hashes.clear();
+      this.hashes.set(header!, hash);
+    }
+    return hash;
+  }
+
   close(): void {
     this.unsubscribe();
     this.entries.clear();
+    this.hashes.clear();
   }
 
   private resolve(hash: string): Promise<Caller | null> {

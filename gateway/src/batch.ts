@@ -29,6 +29,7 @@ export function batchedByCaller<Req, Res>(
     callers: Caller[],
     items: { callerIndex: number; request: Req }[],
   ) => Promise<BatchResultLike<Res>[]>,
+  options: { maxInFlight?: number } = {},
 ): (caller: Caller, request: Req) => Promise<Res> {
   const batcher = new Batcher<{ caller: Caller; request: Req }, BatchResultLike<Res>>((items) => {
     const callers: Caller[] = [];
@@ -45,7 +46,7 @@ export function batchedByCaller<Req, Res>(
       batch[i] = { callerIndex, request };
     }
     return send(callers, batch);
-  });
+  }, options);
   return async (caller, request) => {
     const r = await batcher.call({ caller, request });
     if (r.result.case === "response") return r.result.value;

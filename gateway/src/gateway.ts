@@ -15,7 +15,7 @@ import { type Bus, type Clock, type Logger, type Probe, requirePermissions } fro
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
-import type { Route, Services } from "./route.ts";
+import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
 import { compile, type Validate } from "./schema.ts";
 
@@ -83,43 +83,59 @@ export function createGateway(deps: GatewayDeps): Gateway {
     table.set(`/v2/${operation}`, { operation, route, validate: compile(route.schema, route.refused) });
   }
 
+  // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
+  // give each one a defineProperty call, on the hot path.
   function serve(served: Served, req: IncomingMessage, res: ServerResponse, requestId: string, raw: Buffer) {
-    let caller: Caller | undefined;
-    const fail = (err: unknown) => {
-      const p = problemOf(err, (cause) =>
-        deps.log.error(
-          { err: cause, requestId, operation: served.operation, workspaceId: caller?.workspaceId },
-          "request failed",
-        ),
-      );
-      sendProblem(req, res, requestId, p);
-    };
     const body = parseJson(raw);
-    if (body instanceof Problem) return fail(body);
+    if (body instanceof Problem) return fail(served, req, res, requestId, undefined, body);
     const input = served.validate(body);
     if (!input.ok) {
-      return fail(
-        problems.invalidInput(
-          `POST request body for '/v2/${served.operation}' failed to validate schema: ${input.violations[0]?.message ?? "invalid"}`,
-          input.violations,
-        ),
+      const p = problems.invalidInput(
+        `POST request body for '/v2/${served.operation}' failed to validate schema: ${input.violations[0]?.message ?? "invalid"}`,
+        input.violations,
       );
+      return fail(served, req, res, requestId, undefined, p);
     }
-    auth
-      .authenticate(req.headers.authorization)
-      .then((c) => {
-        caller = c;
-        if (served.route.permissions) requirePermissions(c, served.route.permissions(input.value));
-        return served.route.handle(input.value, { caller: c, requestId, services });
-      })
-      .then((reply) => {
-        const out =
-          reply.pagination === undefined
-            ? { meta: { requestId }, data: reply.data }
-            : { meta: { requestId }, data: reply.data, pagination: reply.pagination };
-        send(res, 200, JSON_TYPE, JSON.stringify(out));
-      })
-      .catch(fail);
+    // A cached root key needs no promise hop before the route runs.
+    const header = req.headers.authorization;
+    let caller = auth.cached(header);
+    let replied: Promise<Reply>;
+    try {
+      replied =
+        caller !== undefined
+          ? run(served, input.value, caller, requestId)
+          : auth.authenticate(header).then((c) => {
+              caller = c;
+              return run(served, input.value, c, requestId);
+            });
+    } catch (err) {
+      return fail(served, req, res, requestId, caller, err);
+    }
+    replied
+      .then((reply) => answer(res, requestId, reply))
+      .catch((err: unknown) => fail(served, req, res, requestId, caller, err));
+  }
+
+  function run(served: Served, input: unknown, caller: Caller, requestId: string): Promise<Reply> {
+    if (served.route.permissions) requirePermissions(caller, served.route.permissions(input));
+    return served.route.handle(input, { caller, requestId, services });
+  }
+
+  function fail(
+    served: Served,
+    req: IncomingMessage,
+    res: ServerResponse,
+    requestId: string,
+    caller: Caller | undefined,
+    err: unknown,
+  ) {
+    const p = problemOf(err, (cause) =>
+      deps.log.error(
+        { err: cause, requestId, operation: served.operation, workspaceId: caller?.workspaceId },
+        "request failed",
+      ),
+    );
+    sendProblem(req, res, requestId, p);
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -198,6 +214,14 @@ export async function listen(
         server.closeIdleConnections();
       }).then(() => gateway.close()),
   };
+}
+
+/** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
+function answer(res: ServerResponse, requestId: string, reply: Reply) {
+  let out = `{"meta":{"requestId":"${requestId}"}`;
+  if (reply.data !== undefined) out += `,"data":${JSON.stringify(reply.data)}`;
+  if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
+  send(res, 200, JSON_TYPE, `${out}}`);
 }
 
 function parseJson(raw: Buffer): unknown {
