@@ -75,20 +75,29 @@ async function main() {
     events = new DirectEventSink(embedded.ingest);
   }
 
+  const ratelimit = createRatelimitDeps({
+    sql: db.sql,
+    bus,
+    events,
+    log: log.child({ service: "ratelimit" }),
+  });
+  const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
+  const transports = {
+    ratelimit: createRouterTransport(ratelimitRoutes(ratelimit)),
+    identity: createRouterTransport(identityRoutes(identity)),
+  };
   const keys = createKeysDeps({
     sql: db.sql,
     bus,
     events,
     encryptionKey: encryptionKey(),
     log: log.child({ service: "keys" }),
+    ...transports,
   });
   const stopRefills = startRefills(db.sql, { clock: keys.clock, log });
-  const ratelimit = createRatelimitDeps({ sql: db.sql, bus, log: log.child({ service: "ratelimit" }) });
-  const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
   const gateway = createGateway({
     keys: createRouterTransport(keysRoutes(keys)),
-    ratelimit: createRouterTransport(ratelimitRoutes(ratelimit)),
-    identity: createRouterTransport(identityRoutes(identity)),
+    ...transports,
     analytics: createRouterTransport(analyticsRoutes(analytics)),
     log: log.child({ service: "gateway" }),
     clock: systemClock,
