@@ -1,0 +1,133 @@
+import type { Sql } from "@latchkey/runtime";
+import { type Proc, startProcess, startStack } from "../test/harness.ts";
+import { describeLoad, type Figures, measure, row } from "./load.ts";
+import { serviceRssMiB } from "./procfs.ts";
+
+/** Inserted per statement: one generate_series chunk, hashed by PostgreSQL. */
+const CHUNK = 100_000;
+
+/** The sizes issue 8 names, capped by SCALE_MAX (itself measured when it is not one of them). */
+function sizes(): number[] {
+  const max = Number(process.env["SCALE_MAX"] ?? 1_000_000);
+  const listed = [1_000, 100_000, 1_000_000].filter((n) => n <= max);
+  return listed.includes(max) ? listed : [...listed, max];
+}
+
+const plaintext = (i: number) => `bench_${i}`;
+
+/**
+ * Keys i in [from, to) of one API, straight into the keys service's table:
+ * the key string is `bench_<i>` and its hash is computed by PostgreSQL exactly
+ * as hashKey does (standard base64 of SHA-256; 44 characters, so encode adds no
+ * line break). Unlimited, enabled, no limits or roles: the plain verification.
+ */
+async function seed(sql: Sql, apiId: string, from: number, to: number) {
+  const now = Date.now();
+  for (let start = from; start < to; start += CHUNK) {
+    const end = Math.min(to, start + CHUNK) - 1;
+    await sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at)
+      SELECT 'key_bench_' || i, 'ws_default', ${apiId},
+        encode(sha256(convert_to('bench_' || i, 'UTF8')), 'base64'), 'bench_', ${now}
+      FROM generate_series(${start}::int, ${end}::int) AS i`;
+  }
+  await sql`ANALYZE keys`;
+}
+
+interface Size {
+  keys: number;
+  figures: Figures;
+  keysRss: number;
+  gatewayRss: number;
+  tableMiB: number;
+  seconds: number;
+}
+
+/**
+ * `pnpm bench` (BENCH=scale): keys.verifyKey through the gateway (separate
+ * processes) over a key chosen at random per request among N keys seeded in
+ * bulk, for N = 10^3, 10^5, 10^6 (SCALE_MAX caps it). Cost per verification
+ * should stay flat as N grows, and the services' resident memory bounded: each
+ * row gives throughput, latency, the ratio to the ceiling and to the smallest
+ * size, and the keys service's and the gateway's RSS after the run.
+ *
+ * `ceiling` is the throughput table's, when that ran first; otherwise measured here.
+ */
+export async function scale(ceiling?: Figures): Promise<void> {
+  const stack = await startStack();
+  const peers: Proc[] = [];
+  try {
+    const apiId = (await stack.call("apis.createApi", { name: "scale" })).body.data.apiId as string;
+    const gw = `${stack.gateway.url}/v2/keys.verifyKey`;
+    const auth = { authorization: `Bearer ${stack.rootKey}` };
+    const keysProc = stack.keys[0]!;
+
+    let top = ceiling;
+    let seeded = 0;
+    if (!top) {
+      await seed(stack.db.sql, apiId, 0, 1);
+      seeded = 1;
+      const sample = await stack.call("keys.verifyKey", { key: plaintext(0) });
+      const ceilingProc = await startProcess("ceiling", "bench/ceiling.ts", {
+        BODY_SIZE: String(JSON.stringify(sample.body).length),
+      });
+      peers.push(ceilingProc);
+      process.stderr.write(`scale (${describeLoad()})\n`);
+      top = await measure("ceiling", {
+        url: `${ceilingProc.url}/`,
+        body: JSON.stringify({ key: plaintext(0) }),
+      });
+    } else {
+      process.stderr.write(`scale (${describeLoad()})\n`);
+    }
+
+    const results: Size[] = [];
+    for (const n of sizes()) {
+      const started = Date.now();
+      await seed(stack.db.sql, apiId, seeded, n);
+      seeded = n;
+      const seconds = (Date.now() - started) / 1000;
+      process.stderr.write(`  seeded ${n} keys (${seconds.toFixed(1)} s for the new ones)\n`);
+      // A figure over NOT_FOUND answers would measure the wrong thing: the seeded keys must verify.
+      for (const i of [0, n - 1, Math.floor(Math.random() * n)]) {
+        const check = await stack.call("keys.verifyKey", { key: plaintext(i) });
+        if (check.body.data?.code !== "VALID")
+          throw new Error(`seeded key ${plaintext(i)} does not verify: ${JSON.stringify(check.body)}`);
+      }
+      const figures = await measure(`verify among ${n} keys`, {
+        url: gw,
+        headers: auth,
+        body: () => `{"key":"${plaintext(Math.floor(Math.random() * n))}"}`,
+      });
+      const [table] = await stack.db.sql<{ bytes: number }[]>`SELECT pg_total_relation_size('keys') AS bytes`;
+      results.push({
+        keys: n,
+        figures,
+        keysRss: serviceRssMiB(keysProc.child.pid),
+        gatewayRss: serviceRssMiB(stack.gateway.child.pid),
+        tableMiB: Number(table?.bytes ?? 0) / 2 ** 20,
+        seconds,
+      });
+    }
+
+    const smallest = results[0]!.figures;
+    const mib = (n: number) => n.toFixed(0).padStart(8);
+    const lines = [
+      "",
+      `| ${"keys.verifyKey, random key among N (separate processes)".padEnd(64)} |   req/s | p50 ms | p99 ms | ratio | errors | vs 10^3 | keys RSS MiB | gateway RSS MiB | keys table MiB |`,
+      `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|--------------|-----------------|----------------|`,
+      ...results.map(
+        (r) =>
+          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.figures, top)} ${(r.figures.rps / smallest.rps)
+            .toFixed(2)
+            .padStart(7)} |     ${mib(r.keysRss)} |        ${mib(r.gatewayRss)} |       ${mib(r.tableMiB)} |`,
+      ),
+      "",
+      "ratio: to the ceiling; vs 10^3: to the smallest N (flat = 1.00); RSS: VmRSS of the service's node process after the run.",
+      "",
+    ];
+    process.stdout.write(lines.join("\n"));
+  } finally {
+    await Promise.all(peers.map((p) => p.stop()));
+    await stack.stop();
+  }
+}

@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestDatabase } from "@latchkey/runtime/testing";
+import { type Proc, startProcess, startStack } from "../test/harness.ts";
+import { type Call, caller, describeLoad, type Figures, header, measure, row } from "./load.ts";
+
+/**
+ * The verification issue 8 measures: a key with credits, one autoApply rate
+ * limit, two roles, and a permission query over the roles' permissions.
+ * Answers the request body, and a label saying what the key holds.
+ */
+async function seedFullVerification(call: Call, apiId: string): Promise<{ body: string; label: string }> {
+  const roles: string[] = [];
+  for (const [role, slug] of [
+    ["bench-reader", "documents.read"],
+    ["bench-writer", "documents.write"],
+  ] as const) {
+    await call("permissions.createPermission", { name: slug, slug });
+    if ((await call("permissions.createRole", { name: role, permissions: [slug] })).status === 200)
+      roles.push(role);
+  }
+  const full = await call("keys.createKey", {
+    apiId,
+    credits: { remaining: 1e12 },
+    ratelimits: [{ name: "requests", limit: 1e9, duration: 60_000, autoApply: true }],
+    roles,
+  });
+  if (full.status !== 200) throw new Error(`could not create the issue-8 key: ${JSON.stringify(full.body)}`);
+  const body = { key: full.body.data.key, permissions: "documents.read AND documents.write" };
+  const check = await call("keys.verifyKey", body);
+  if (check.body.data?.code !== "VALID")
+    throw new Error(`the issue-8 key does not verify: ${JSON.stringify(check.body)}`);
+  return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
+}
+
+/**
+ * `pnpm bench` (BENCH=throughput): throughput and latency of Latchkey beside a ceiling measured in
+ * the same run (a bare Node HTTP server that parses the JSON body and answers a
+ * fixed body of the same size), as ratios. autocannon, 64 connections, each
+ * target warmed up, then measured RUNS times for DURATION seconds; the median
+ * run is reported. A benchmark, not a test: it prints figures and asserts nothing.
+ *
+ * Answers the ceiling, for the tables that follow.
+ */
+export async function throughput(): Promise<Figures> {
+  // PROFILE=1 writes CPU profiles of the gateway and the keys service to .bench/ (node --cpu-prof).
+  const profile = process.env["PROFILE"] ? { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=.bench" } : undefined;
+  const stack = await startStack(profile ? { env: { gateway: profile, keys: profile } } : {});
+  const peers: Proc[] = [];
+  const allInOneDb = await createTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), "latchkey-bench-"));
+  try {
+    const call: Call = (op, body) => stack.call(op, body);
+    const apiId = (await call("apis.createApi", { name: "bench" })).body.data.apiId;
+    const unlimited = (await call("keys.createKey", { apiId, prefix: "bench" })).body.data.key;
+    const full = await seedFullVerification(call, apiId);
+    const sample = await call("keys.verifyKey", JSON.parse(full.body));
+    const size = JSON.stringify(sample.body).length;
+    const limitBody = JSON.stringify({
+      namespace: "bench",
+      identifier: "user_1",
+      limit: 1e9,
+      duration: 60_000,
+    });
+    // Creates the namespace before measuring.
+    await call("ratelimits.limit", JSON.parse(limitBody));
+
+    // The same through `pnpm start`: every service in one process, on the same PostgreSQL.
+    const rootKey = `lk_root_bench_${Date.now()}`;
+    const allInOne = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
+      DATABASE_URL: allInOneDb.url,
+      DATA_DIR: dataDir,
+      LATCHKEY_ROOT_KEY: rootKey,
+      NATS_URL: "",
+      CLICKHOUSE_URL: "",
+      LOG_LEVEL: "warn",
+    });
+    peers.push(allInOne);
+    const callAllInOne = caller(allInOne.url, rootKey);
+    const fullAllInOne = await seedFullVerification(
+      callAllInOne,
+      (await callAllInOne("apis.createApi", { name: "bench" })).body.data.apiId,
+    );
+
+    const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
+    peers.push(ceiling);
+    const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {});
+    peers.push(rlflex);
+    const auth = { authorization: `Bearer ${stack.rootKey}` };
+    const gw = (op: string) => `${stack.gateway.url}/v2/${op}`;
+
+    process.stderr.write(`throughput (${describeLoad()})\n`);
+    const top = await measure("ceiling", { url: `${ceiling.url}/`, body: full.body });
+    const verifyUnlimited = await measure("verify unlimited", {
+      url: gw("keys.verifyKey"),
+      body: JSON.stringify({ key: unlimited }),
+      headers: auth,
+    });
+    const verifyFull = await measure("verify full", {
+      url: gw("keys.verifyKey"),
+      body: full.body,
+      headers: auth,
+    });
+    const verifyAllInOne = await measure("verify all-in-one", {
+      url: `${allInOne.url}/v2/keys.verifyKey`,
+      body: fullAllInOne.body,
+      headers: { authorization: `Bearer ${rootKey}` },
+    });
+    const limit = await measure("ratelimits.limit", {
+      url: gw("ratelimits.limit"),
+      body: limitBody,
+      headers: auth,
+    });
+    const peer = await measure("rate-limiter-flexible", { url: `${rlflex.url}/`, body: limitBody });
+
+    const lines = [
+      "",
+      ...header(),
+      row("ceiling: bare node:http, JSON in and out", top, top),
+      row("keys.verifyKey, unlimited key (separate processes)", verifyUnlimited, top),
+      row(`keys.verifyKey, ${full.label} (separate processes)`, verifyFull, top),
+      row(`keys.verifyKey, the same, pnpm start (one process)`, verifyAllInOne, top),
+      row("ratelimits.limit through the gateway", limit, top),
+      row("rate-limiter-flexible on Redis, bare node:http", peer, top),
+      "",
+      `ratelimits.limit / rate-limiter-flexible: ${(limit.rps / peer.rps).toFixed(2)}`,
+      "",
+    ];
+    process.stdout.write(lines.join("\n"));
+    return top;
+  } finally {
+    await Promise.all(peers.map((p) => p.stop()));
+    await stack.stop();
+    await allInOneDb.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
