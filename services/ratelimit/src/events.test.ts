@@ -132,4 +132,26 @@ describe("standalone checks recorded for analytics (events.ratelimit.checked)", 
     expect(ids[0]).toMatch(/^rlc_/);
     expect(new Set(ids).size).toBe(2);
   });
+
+  it("records nothing for checks whose request carried X-Unkey-Metrics: disabled, counting them still", async () => {
+    const sink = recordingSink();
+    const { client } = harness({ events: sink });
+    const c = caller("ws_1", ...LIMITER);
+    await client.limit({ caller: c, check: check("a", 5n), requestId: "req_1", metricsDisabled: true });
+    await client.multiLimit({
+      caller: c,
+      checks: [check("a", 5n)],
+      requestId: "req_2",
+      metricsDisabled: true,
+    });
+    await client.limitBatch({
+      callers: [c],
+      items: [
+        { callerIndex: 0, request: { check: check("a", 5n), requestId: "req_3", metricsDisabled: true } },
+        { callerIndex: 0, request: { check: check("a", 5n), requestId: "req_4" } },
+      ],
+    });
+    await eventsSettled();
+    expect(decoded(sink).map((e) => [e.id, e.event.remaining])).toEqual([["req_4:0", 1n]]);
+  });
 });

@@ -12,7 +12,7 @@ export function limit(deps: RatelimitDeps) {
     const caller = validCaller(req.caller);
     const resolved = await resolveLimit(deps, caller, req.check);
     const outcome = (await deps.limiter.apply([[resolved.counter]]))[0]![0]!;
-    return limitAnswer(deps, req.requestId, resolved, outcome, started, true);
+    return limitAnswer(deps, req, resolved, outcome, started, true);
   };
 }
 
@@ -26,15 +26,15 @@ export function resolveLimit(
   return resolveCheckNow(deps, caller, valid) ?? resolveCheck(deps, caller, valid);
 }
 
-/** The answer to a counted check, recorded for analytics; `echo` as in limitResult. */
+/** The answer to a counted check, recorded for analytics unless the request opted out; `echo` as in limitResult. */
 export function limitAnswer(
   deps: RatelimitDeps,
-  requestId: string,
+  req: LimitRequest | undefined,
   resolved: ResolvedCheck,
   outcome: CounterOutcome,
   started: number,
   echo: boolean,
 ): LimitResponse {
-  emitChecked(deps, requestId, 0, resolved, outcome, started);
+  if (req?.metricsDisabled !== true) emitChecked(deps, req?.requestId ?? "", 0, resolved, outcome, started);
   return { $typeName: "ratelimit.v1.LimitResponse", result: limitResult(resolved, outcome, echo) };
 }

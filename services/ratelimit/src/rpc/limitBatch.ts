@@ -66,14 +66,7 @@ export function limitBatch(deps: RatelimitDeps) {
         $typeName: "ratelimit.v1.LimitBatchResult",
         result: {
           case: "response",
-          value: limitAnswer(
-            deps,
-            req.items[i]!.request?.requestId ?? "",
-            resolved[i]!,
-            outcomes[j]![0]!,
-            started,
-            false,
-          ),
+          value: limitAnswer(deps, req.items[i]!.request, resolved[i]!, outcomes[j]![0]!, started, false),
         },
       };
     }

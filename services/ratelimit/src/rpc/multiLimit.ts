@@ -24,16 +24,18 @@ export function multiLimit(deps: RatelimitDeps) {
     const resolved = await Promise.all(checks.map((c) => resolveCheck(deps, caller, c)));
     const outcomes = (await deps.limiter.apply([resolved.map((r) => r.counter)]))[0]!;
     const passed = outcomes.every((o) => o.success);
-    resolved.forEach((r, i) => {
-      emitChecked(
-        deps,
-        req.requestId,
-        i,
-        r,
-        { ...outcomes[i]!, success: outcomes[i]!.success && passed },
-        started,
-      );
-    });
+    if (req.metricsDisabled !== true) {
+      resolved.forEach((r, i) => {
+        emitChecked(
+          deps,
+          req.requestId,
+          i,
+          r,
+          { ...outcomes[i]!, success: outcomes[i]!.success && passed },
+          started,
+        );
+      });
+    }
     return create(MultiLimitResponseSchema, {
       passed,
       results: resolved.map((r, i) => limitResult(r, outcomes[i]!)),
