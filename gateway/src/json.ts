@@ -1,6 +1,11 @@
 import type { PageResponse, RatelimitConfig } from "@latchkey/proto/common/v1/common_pb";
 import type { Identity, Permission, Role } from "@latchkey/proto/identity/v1/identity_pb";
-import { type Credits, type KeyIdentity, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
+import {
+  type Credits,
+  type KeyIdentity,
+  type KeyRole,
+  RefillInterval,
+} from "@latchkey/proto/keys/v1/keys_pb";
 
 /**
  * Proto messages to the public JSON: int64 arrive as bigint and leave as
@@ -37,7 +42,8 @@ const INTERVALS = {
 
 export const INTERVAL_OF = { daily: RefillInterval.DAILY, monthly: RefillInterval.MONTHLY } as const;
 
-export function credits(c: Credits) {
+/** Credits of a key, or of updateCredits' answer (the same two fields). */
+export function credits(c: Pick<Credits, "remaining" | "refill">) {
   return {
     remaining: optNum(c.remaining) ?? null,
     ...(c.refill
@@ -77,8 +83,8 @@ export const identityData = (i: Identity) =>
     ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
   });
 
-/** The reference's Permission: id, name, slug, and description only when set. */
-export const permissionData = (p: Permission) =>
+/** The reference's Permission: id, name, slug, and description only when set (identity's Permission or keys' KeyPermission). */
+export const permissionData = (p: Pick<Permission, "id" | "name" | "slug"> & { description?: string }) =>
   defined({ id: p.id, name: p.name, slug: p.slug, description: p.description || undefined });
 
 /** The reference's Role: id, name, and description and permissions only when set. */
@@ -88,6 +94,15 @@ export const roleData = (r: Role) =>
     name: r.name,
     description: r.description || undefined,
     permissions: r.permissions.length > 0 ? r.permissions.map(permissionData) : undefined,
+  });
+
+/** A key's role as keys.add/remove/setRoles answer it: id, name, description when set, and always its permissions. */
+export const keyRoleData = (r: KeyRole) =>
+  defined({
+    id: r.id,
+    name: r.name,
+    description: r.description || undefined,
+    permissions: r.permissions.map(permissionData),
   });
 
 /** The reference's Pagination: cursor only while another page exists. */

@@ -184,6 +184,25 @@ describe("the gateway over the real keys and ratelimit services, through a real 
     expect((await post("permissions.getPermission", { permission: "documents.read" })).status).toBe(404);
   });
 
+  it("answers analytics in both forms from the real analytics service", async () => {
+    const range = {
+      start: Date.UTC(2026, 0, 1),
+      end: Date.UTC(2026, 0, 2),
+      granularity: "hour",
+      groupBy: "outcome",
+    };
+    const structured = await post("analytics.getVerifications", range);
+    expect(structured.status).toBe(200);
+    expect(structured.body.data).toEqual([]);
+    const raw = await post("analytics.getVerifications", {
+      query: "SELECT count() FROM key_verifications_v1",
+    });
+    expect(raw.status).toBe(412);
+    const mixed = await post("analytics.getVerifications", { ...range, query: "SELECT 1" });
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.error.errors[0].location).toBe("/body/query");
+  });
+
   it("answers 413 over a real socket for a body above 1 MiB", async () => {
     const res = await fetch(`http://127.0.0.1:${server.port}/v2/apis.createApi`, {
       method: "POST",

@@ -28,6 +28,14 @@ export const Enum = <const T extends readonly string[]>(values: T) =>
 export const Closed = <P extends Parameters<typeof Type.Object>[0]>(properties: P) =>
   Type.Object(properties, { additionalProperties: false });
 
+/**
+ * A field that also accepts JSON null, as one `type: [t, "null"]` keyword (a
+ * union would report one error per member). Only for three-state updates,
+ * where null means "clear it".
+ */
+export const Nullable = <S extends TSchema>(schema: S) =>
+  Type.Unsafe<Static<S> | null>({ ...schema, type: [schema["type"] as string, "null"] });
+
 export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
 export const SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
 export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
@@ -52,6 +60,8 @@ export function compile<S extends TSchema>(
     const seen = new Set<string>();
     const violations: Violation[] = [];
     for (const e of check.errors ?? []) {
+      // An if/then failure also reports what "then" required, which is the one to name.
+      if (e.keyword === "if") continue;
       const v = violationOf(e, refused);
       if (seen.has(v.location)) continue;
       seen.add(v.location);
@@ -101,6 +111,8 @@ function violationOf(e: ErrorObject, refused: Record<string, Omit<Violation, "lo
 function describe(e: ErrorObject, p: Record<string, unknown>): string {
   switch (e.keyword) {
     case "type": {
+      // Nullable: "must be an object or null".
+      if (Array.isArray(p["type"])) return `must be ${(p["type"] as string[]).map(aType).join(" or ")}`;
       const t = String(p["type"]);
       return `must be ${t === "object" || t === "array" || t === "integer" ? "an" : "a"} ${t}`;
     }
@@ -128,6 +140,9 @@ function describe(e: ErrorObject, p: Record<string, unknown>): string {
       return e.message ?? "is invalid";
   }
 }
+
+const aType = (t: string) =>
+  t === "null" ? t : `${t === "object" || t === "array" || t === "integer" ? "an" : "a"} ${t}`;
 
 /** The reference's RatelimitRequest; autoApply may be omitted (contract 2.5: then the limit is manual). */
 export const RatelimitRequest = () =>

@@ -200,6 +200,24 @@ export const VALID_BODIES = {
   "keys.createKey": { apiId: "api_123" },
   "keys.getKey": { keyId: "key_123" },
   "keys.verifyKey": { key: "sk_123" },
+  "apis.listKeys": { apiId: "api_123" },
+  "apis.deleteApi": { apiId: "api_123" },
+  "keys.updateKey": { keyId: "key_123", name: "Acme" },
+  "keys.updateCredits": { keyId: "key_123", operation: "set", value: 10 },
+  "keys.deleteKey": { keyId: "key_123" },
+  "keys.whoami": { key: "sk_123" },
+  "keys.rerollKey": { keyId: "key_123", expiration: 0 },
+  "keys.migrateKeys": {
+    migrationId: "acme",
+    apiId: "api_123",
+    keys: [{ hash: "LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564=" }],
+  },
+  "keys.addPermissions": { keyId: "key_123", permissions: ["documents.read"] },
+  "keys.removePermissions": { keyId: "key_123", permissions: ["documents.read"] },
+  "keys.setPermissions": { keyId: "key_123", permissions: ["documents.read"] },
+  "keys.addRoles": { keyId: "key_123", roles: ["admin"] },
+  "keys.removeRoles": { keyId: "key_123", roles: ["admin"] },
+  "keys.setRoles": { keyId: "key_123", roles: ["admin"] },
   "ratelimits.limit": { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
   "ratelimits.multiLimit": [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
   "ratelimits.setOverride": { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 },
@@ -226,7 +244,26 @@ export const VALID_BODIES = {
   "permissions.deleteRole": { role: "admin" },
   "permissions.listRoles": {},
   "permissions.setRolePermissions": { roleId: "role_123", permissions: ["documents.read"] },
+  "analytics.getVerifications": { start: 1_767_225_600_000, end: 1_767_312_000_000 },
 } satisfies Record<Operation, unknown>;
+
+/** The keys RPCs the 401 suite also counts (createApi to verifyKeyBatch are listed by name). */
+const KEYS_RPCS = [
+  "listKeys",
+  "deleteApi",
+  "updateKey",
+  "updateCredits",
+  "deleteKey",
+  "whoami",
+  "rerollKey",
+  "migrateKeys",
+  "addPermissions",
+  "removePermissions",
+  "setPermissions",
+  "addRoles",
+  "removeRoles",
+  "setRoles",
+] as const;
 
 const IDENTITY_RPCS = [
   "createIdentity",
@@ -268,6 +305,7 @@ export function describeUnauthenticated(...operations: Operation[]) {
           getKey: count("getKey"),
           verifyKey: count("verifyKey"),
           verifyKeyBatch: count("verifyKeyBatch"),
+          ...Object.fromEntries(KEYS_RPCS.map((name) => [name, count(name)])),
         },
         ratelimit: {
           limit: count("limit"),

@@ -1,14 +1,29 @@
 import type { Route } from "../route.ts";
+import { getVerifications } from "./analytics.getVerifications.ts";
 import { createApi } from "./apis.createApi.ts";
+import { deleteApi } from "./apis.deleteApi.ts";
 import { getApi } from "./apis.getApi.ts";
+import { listKeys } from "./apis.listKeys.ts";
 import { createIdentity } from "./identities.createIdentity.ts";
 import { deleteIdentity } from "./identities.deleteIdentity.ts";
 import { getIdentity } from "./identities.getIdentity.ts";
 import { listIdentities } from "./identities.listIdentities.ts";
 import { updateIdentity } from "./identities.updateIdentity.ts";
+import { addPermissions } from "./keys.addPermissions.ts";
+import { addRoles } from "./keys.addRoles.ts";
 import { createKey } from "./keys.createKey.ts";
+import { deleteKey } from "./keys.deleteKey.ts";
 import { getKey } from "./keys.getKey.ts";
+import { migrateKeys } from "./keys.migrateKeys.ts";
+import { removePermissions } from "./keys.removePermissions.ts";
+import { removeRoles } from "./keys.removeRoles.ts";
+import { rerollKey } from "./keys.rerollKey.ts";
+import { setPermissions } from "./keys.setPermissions.ts";
+import { setRoles } from "./keys.setRoles.ts";
+import { updateCredits } from "./keys.updateCredits.ts";
+import { updateKey } from "./keys.updateKey.ts";
 import { verifyKey } from "./keys.verifyKey.ts";
+import { whoami } from "./keys.whoami.ts";
 import { createPermission } from "./permissions.createPermission.ts";
 import { createRole } from "./permissions.createRole.ts";
 import { deletePermission } from "./permissions.deletePermission.ts";
@@ -36,6 +51,20 @@ export const OPERATIONS = [
   "keys.createKey",
   "keys.getKey",
   "keys.verifyKey",
+  "apis.listKeys",
+  "apis.deleteApi",
+  "keys.updateKey",
+  "keys.updateCredits",
+  "keys.deleteKey",
+  "keys.whoami",
+  "keys.rerollKey",
+  "keys.migrateKeys",
+  "keys.addPermissions",
+  "keys.removePermissions",
+  "keys.setPermissions",
+  "keys.addRoles",
+  "keys.removeRoles",
+  "keys.setRoles",
   "ratelimits.limit",
   "ratelimits.multiLimit",
   "ratelimits.setOverride",
@@ -62,6 +91,7 @@ export const OPERATIONS = [
   "permissions.deleteRole",
   "permissions.listRoles",
   "permissions.setRolePermissions",
+  "analytics.getVerifications",
 ] as const;
 
 export type Operation = (typeof OPERATIONS)[number];
@@ -73,6 +103,20 @@ export const routes = {
   "keys.createKey": createKey,
   "keys.getKey": getKey,
   "keys.verifyKey": verifyKey,
+  "apis.listKeys": listKeys,
+  "apis.deleteApi": deleteApi,
+  "keys.updateKey": updateKey,
+  "keys.updateCredits": updateCredits,
+  "keys.deleteKey": deleteKey,
+  "keys.whoami": whoami,
+  "keys.rerollKey": rerollKey,
+  "keys.migrateKeys": migrateKeys,
+  "keys.addPermissions": addPermissions,
+  "keys.removePermissions": removePermissions,
+  "keys.setPermissions": setPermissions,
+  "keys.addRoles": addRoles,
+  "keys.removeRoles": removeRoles,
+  "keys.setRoles": setRoles,
   "ratelimits.limit": limit,
   "ratelimits.multiLimit": multiLimit,
   "ratelimits.setOverride": setOverride,
@@ -99,4 +143,5 @@ export const routes = {
   "permissions.deleteRole": deleteRole,
   "permissions.listRoles": listRoles,
   "permissions.setRolePermissions": setRolePermissions,
+  "analytics.getVerifications": getVerifications,
 } satisfies Record<Operation, Route>;

@@ -1,0 +1,16 @@
+import { permissionData } from "../json.ts";
+import { route } from "../route.ts";
+import { keyPermissionsSchema } from "./keys.addPermissions.ts";
+
+/** A slug the key does not hold is ignored. Answers the key's direct permissions. */
+export const removePermissions = route({
+  schema: keyPermissionsSchema(1),
+  async handle(input, { caller, services }) {
+    const res = await services.keys.removePermissions({
+      caller,
+      keyId: input.keyId,
+      permissions: input.permissions,
+    });
+    return { data: res.permissions.map(permissionData) };
+  },
+});

@@ -1,0 +1,12 @@
+import { keyRoleData } from "../json.ts";
+import { route } from "../route.ts";
+import { keyRolesSchema } from "./keys.addRoles.ts";
+
+/** A role the key does not have is ignored. Answers the key's remaining roles. */
+export const removeRoles = route({
+  schema: keyRolesSchema(1),
+  async handle(input, { caller, services }) {
+    const res = await services.keys.removeRoles({ caller, keyId: input.keyId, roles: input.roles });
+    return { data: res.roles.map(keyRoleData) };
+  },
+});

@@ -1,0 +1,13 @@
+import { route } from "../route.ts";
+import { Closed, Str } from "../schema.ts";
+import { keyResponseData } from "./keys.getKey.ts";
+
+/** Notes a.4: the key behind a plaintext, as keys.getKey answers it; without read_key it is not found. */
+export const whoami = route({
+  schema: Closed({ key: Str(1, 512) }),
+  async handle(input, { caller, services }) {
+    const { key } = await services.keys.whoami({ caller, key: input.key });
+    if (!key) throw new Error("Whoami answered without a key");
+    return { data: keyResponseData(key) };
+  },
+});
