@@ -22,26 +22,46 @@ export interface Target {
   url: string;
   body: string | (() => string);
   headers?: Record<string, string>;
+  /** When set, a 2xx answer whose body lacks this text counts as an error too (e.g. a verification that is not VALID). */
+  expect?: string;
 }
 
 async function load(target: Target, duration: number): Promise<Figures> {
   const headers = { "content-type": "application/json", ...target.headers };
-  const { body } = target;
+  const { body, expect } = target;
+  let unexpected = 0;
+  const onResponse =
+    expect === undefined
+      ? undefined
+      : (status: number, text: string) => {
+          if (status < 300 && !text.includes(expect)) unexpected++;
+        };
   const result = await autocannon({
     url: target.url,
     method: "POST",
     connections: CONNECTIONS,
     duration,
     headers,
-    ...(typeof body === "string"
+    ...(typeof body === "string" && onResponse === undefined
       ? { body }
-      : { requests: [{ method: "POST", headers, setupRequest: (req) => ({ ...req, body: body() }) }] }),
+      : {
+          requests: [
+            {
+              method: "POST",
+              headers,
+              ...(typeof body === "string"
+                ? { body }
+                : { setupRequest: (req) => ({ ...req, body: body() }) }),
+              ...(onResponse ? { onResponse } : {}),
+            },
+          ],
+        }),
   });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    non2xx: result.non2xx + result.errors + result.timeouts,
+    non2xx: result.non2xx + result.errors + result.timeouts + unexpected,
   };
 }
 

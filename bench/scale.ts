@@ -97,6 +97,7 @@ export async function scale(ceiling?: Figures): Promise<void> {
         url: gw,
         headers: auth,
         body: () => `{"key":"${plaintext(Math.floor(Math.random() * n))}"}`,
+        expect: '"code":"VALID"',
       });
       const [table] = await stack.db.sql<{ bytes: number }[]>`SELECT pg_total_relation_size('keys') AS bytes`;
       results.push({
@@ -110,7 +111,7 @@ export async function scale(ceiling?: Figures): Promise<void> {
     }
 
     const smallest = results[0]!.figures;
-    const mib = (n: number) => n.toFixed(0).padStart(8);
+    const mib = (n: number) => n.toFixed(1).padStart(8);
     const lines = [
       "",
       `| ${"keys.verifyKey, random key among N (separate processes)".padEnd(64)} |   req/s | p50 ms | p99 ms | ratio | errors | vs 10^3 | keys RSS MiB | gateway RSS MiB | keys table MiB |`,
@@ -122,7 +123,8 @@ export async function scale(ceiling?: Figures): Promise<void> {
             .padStart(7)} |     ${mib(r.keysRss)} |        ${mib(r.gatewayRss)} |       ${mib(r.tableMiB)} |`,
       ),
       "",
-      "ratio: to the ceiling; vs 10^3: to the smallest N (flat = 1.00); RSS: VmRSS of the service's node process after the run.",
+      "ratio: to the ceiling; vs 10^3: to the smallest N (flat = 1.00); errors include answers that are not VALID;",
+      "RSS: VmRSS of the service's node process after the run; keys table: pg_total_relation_size('keys').",
       "",
     ];
     process.stdout.write(lines.join("\n"));
