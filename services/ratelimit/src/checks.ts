@@ -27,18 +27,23 @@ export const counterKey = (workspaceId: string, namespaceId: string, identifier:
  * their caller, so its permissions are matched once per namespace and action,
  * not once per check. Callers are decoded per call, so nothing outlives it.
  */
-const decided = new WeakMap<Caller, Map<string, boolean>>();
+const decided = new WeakMap<Caller, Map<string, Map<string, boolean>>>();
 function may(caller: Caller, namespaceId: string, action: string): boolean {
-  let seen = decided.get(caller);
-  if (seen === undefined) {
-    seen = new Map();
-    decided.set(caller, seen);
+  // Nested maps rather than one joined key: both strings are already hashed, a joined one never is.
+  let byAction = decided.get(caller);
+  if (byAction === undefined) {
+    byAction = new Map();
+    decided.set(caller, byAction);
   }
-  const key = namespaceId + SEP + action;
-  let yes = seen.get(key);
+  let byNamespace = byAction.get(action);
+  if (byNamespace === undefined) {
+    byNamespace = new Map();
+    byAction.set(action, byNamespace);
+  }
+  let yes = byNamespace.get(namespaceId);
   if (yes === undefined) {
     yes = mayOnNamespace(caller, namespaceId, action);
-    seen.set(key, yes);
+    byNamespace.set(namespaceId, yes);
   }
   return yes;
 }

@@ -65,10 +65,13 @@ export class SlidingWindows {
     const outcomes: CounterOutcome[] = new Array(group.length);
     // A group may name one counter twice: later items see the earlier items' cost.
     const pending = group.length > 1 ? new Map<string, number>() : undefined;
+    // Each counter's id is built and hashed once, for the read and the write.
+    const ids: string[] = new Array(group.length);
     let all = true;
     for (let i = 0; i < group.length; i++) {
       const c = group[i]!;
       const id = c.key + SEP + c.duration;
+      ids[i] = id;
       const seq = Math.floor(now / c.duration);
       const start = seq * c.duration;
       const { current, previous } = this.read(id, seq);
@@ -87,7 +90,10 @@ export class SlidingWindows {
       pending?.set(id, already + c.cost);
     }
     if (all) {
-      for (const c of group) if (c.cost > 0) this.add(c.key + SEP + c.duration, now, c.duration, c.cost);
+      for (let i = 0; i < group.length; i++) {
+        const c = group[i]!;
+        if (c.cost > 0) this.add(ids[i]!, now, c.duration, c.cost);
+      }
     }
     return outcomes;
   }

@@ -1,11 +1,7 @@
-import { create } from "@bufbuild/protobuf";
-import {
-  type CheckNamedLimitsRequest,
-  type CheckNamedLimitsResponse,
-  CheckNamedLimitsResponseSchema,
-  type NamedLimitGroup,
-  NamedLimitGroupResultSchema,
-  NamedLimitResultSchema,
+import type {
+  CheckNamedLimitsRequest,
+  CheckNamedLimitsResponse,
+  NamedLimitGroup,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { invalidInput } from "@latchkey/runtime";
 import type { RatelimitDeps } from "../deps.ts";
@@ -27,21 +23,21 @@ export function checkNamedLimits(deps: RatelimitDeps) {
   return async (req: CheckNamedLimitsRequest): Promise<CheckNamedLimitsResponse> => {
     const groups = req.groups.map(validGroup);
     const outcomes = await countNamedLimits(deps, groups);
-    return create(CheckNamedLimitsResponseSchema, {
-      groups: outcomes.map((group) =>
-        create(NamedLimitGroupResultSchema, {
-          passed: group.every((o) => o.success),
-          results: group.map((o) =>
-            create(NamedLimitResultSchema, {
-              limit: BigInt(o.limit),
-              remaining: BigInt(o.remaining),
-              reset: BigInt(o.reset),
-              exceeded: !o.success,
-            }),
-          ),
-        }),
-      ),
-    });
+    // Literals rather than create(): once per limit of every verification, on the hot path.
+    return {
+      $typeName: "ratelimit.v1.CheckNamedLimitsResponse",
+      groups: outcomes.map((group) => ({
+        $typeName: "ratelimit.v1.NamedLimitGroupResult",
+        passed: group.every((o) => o.success),
+        results: group.map((o) => ({
+          $typeName: "ratelimit.v1.NamedLimitResult",
+          limit: BigInt(o.limit),
+          remaining: BigInt(o.remaining),
+          reset: BigInt(o.reset),
+          exceeded: !o.success,
+        })),
+      })),
+    };
   };
 }
 
