@@ -18,7 +18,19 @@ describe("identity events", () => {
       externalId: "",
       permissionId: "",
       permissionSlug: "",
+      deleted: false,
     });
+  });
+
+  it("says when what it names was deleted", () => {
+    const bus = new MemoryBus();
+    const seen: IdentityChanged[] = [];
+    onIdentityChanged(bus, (e) => seen.push(e));
+    identityChanged(
+      { bus },
+      { workspaceId: "ws_1", permissionId: "perm_1", permissionSlug: "a", deleted: true },
+    );
+    expect(seen[0]).toMatchObject({ permissionId: "perm_1", permissionSlug: "a", deleted: true });
   });
 
   it("hands an unreadable message on as an empty change, so consumers drop everything", () => {

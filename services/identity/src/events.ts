@@ -15,6 +15,8 @@ export interface IdentityChange {
   roleName?: string;
   permissionId?: string;
   permissionSlug?: string;
+  /** The identity, role or permission named was deleted: consumers holding its name drop it. */
+  deleted?: boolean;
 }
 
 /**
@@ -35,6 +37,7 @@ export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: Identit
         roleName: change.roleName ?? "",
         permissionId: change.permissionId ?? "",
         permissionSlug: change.permissionSlug ?? "",
+        deleted: change.deleted ?? false,
       }),
     ),
   );

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/events.proto.
  */
 export const file_identity_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChhpZGVudGl0eS92MS9ldmVudHMucHJvdG8SC2lkZW50aXR5LnYxIqUBCg9JZGVudGl0eUNoYW5nZWQSFAoMd29ya3NwYWNlX2lkGAEgASgJEhMKC2lkZW50aXR5X2lkGAIgASgJEg8KB3JvbGVfaWQYAyABKAkSFQoNcGVybWlzc2lvbl9pZBgEIAEoCRIRCglyb2xlX25hbWUYBSABKAkSFwoPcGVybWlzc2lvbl9zbHVnGAYgASgJEhMKC2V4dGVybmFsX2lkGAcgASgJYgZwcm90bzM");
+  fileDesc("ChhpZGVudGl0eS92MS9ldmVudHMucHJvdG8SC2lkZW50aXR5LnYxIrYBCg9JZGVudGl0eUNoYW5nZWQSFAoMd29ya3NwYWNlX2lkGAEgASgJEhMKC2lkZW50aXR5X2lkGAIgASgJEg8KB3JvbGVfaWQYAyABKAkSFQoNcGVybWlzc2lvbl9pZBgEIAEoCRIRCglyb2xlX25hbWUYBSABKAkSFwoPcGVybWlzc2lvbl9zbHVnGAYgASgJEhMKC2V4dGVybmFsX2lkGAcgASgJEg8KB2RlbGV0ZWQYCCABKAhiBnByb3RvMw");
 
 /**
  * Published on subject "events.identity.changed" whenever an identity, a
@@ -58,6 +58,17 @@ export type IdentityChanged = Message<"identity.v1.IdentityChanged"> & {
    * @generated from field: string external_id = 7;
    */
   externalId: string;
+
+  /**
+   * The identity, role or permission named was deleted (not created or
+   * changed). Keys name roles and permissions, so the keys service takes a
+   * deleted role's name or permission's slug off every key of the workspace
+   * when it sees this, as Unkey does: a role or permission created later
+   * under the same name grants nothing to keys that had the old one.
+   *
+   * @generated from field: bool deleted = 8;
+   */
+  deleted: boolean;
 };
 
 /**

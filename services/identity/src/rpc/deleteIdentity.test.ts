@@ -10,7 +10,7 @@ describe("deleteIdentity", () => {
       const { client, seed, events } = harness();
       const id = await seed.identity("u");
       expect(await client.deleteIdentity({ caller: root(DELETE), identity: "u" })).toMatchObject({});
-      expect(events.at(-1)).toMatchObject({ identityId: id, externalId: "u" });
+      expect(events.at(-1)).toMatchObject({ identityId: id, externalId: "u", deleted: true });
       await expectReason(
         client.getIdentity({ caller: root("*"), identity: id }),
         ErrorReason.IDENTITY_NOT_FOUND,

@@ -23,6 +23,7 @@ export function deleteIdentity(deps: IdentityDeps) {
       workspaceId: caller.workspaceId,
       identityId: identity.id,
       externalId: identity.externalId,
+      deleted: true,
     });
     return {};
   };

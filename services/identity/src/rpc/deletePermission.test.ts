@@ -12,7 +12,7 @@ describe("deletePermission", () => {
       await seed.permission("b");
       const roleId = await seed.role("r", ["a", "b"]);
       await client.deletePermission({ caller: root(DELETE), permission: "a" });
-      expect(events.at(-1)).toMatchObject({ permissionId: id, permissionSlug: "a" });
+      expect(events.at(-1)).toMatchObject({ permissionId: id, permissionSlug: "a", deleted: true });
       await expectReason(
         client.getPermission({ caller: root("*"), permission: id }),
         ErrorReason.PERMISSION_NOT_FOUND,

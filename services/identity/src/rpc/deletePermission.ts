@@ -24,6 +24,7 @@ export function deletePermission(deps: IdentityDeps) {
       workspaceId: caller.workspaceId,
       permissionId: permission.id,
       permissionSlug: permission.slug,
+      deleted: true,
     });
     return {};
   };

@@ -10,7 +10,7 @@ describe("deleteRole", () => {
       const { client, seed, events } = harness();
       const id = await seed.role("admin", ["a"]);
       await client.deleteRole({ caller: root(DELETE), role: "admin" });
-      expect(events.at(-1)).toMatchObject({ roleId: id, roleName: "admin" });
+      expect(events.at(-1)).toMatchObject({ roleId: id, roleName: "admin", deleted: true });
       await expectReason(client.getRole({ caller: root("*"), role: id }), ErrorReason.ROLE_NOT_FOUND);
       expect((await client.getPermission({ caller: root("*"), permission: "a" })).permission?.slug).toBe("a");
     });

@@ -14,7 +14,12 @@ export function deleteRole(deps: IdentityDeps) {
     requirePermissions(caller, ["rbac.*.delete_role"]);
     const role = await visibleRole(deps, caller, ref);
     if (!(await deps.store.deleteRole(caller.workspaceId, role.id))) throw roleNotFound(ref);
-    identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
+    identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      roleId: role.id,
+      roleName: role.name,
+      deleted: true,
+    });
     return {};
   };
 }

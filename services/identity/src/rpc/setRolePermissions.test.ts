@@ -20,7 +20,7 @@ describe("setRolePermissions", () => {
       expect(res.permissions.map((p) => p.slug)).toEqual(["b", "c"]);
       const { role } = await client.getRole({ caller: root("*"), role: roleId });
       expect(role?.permissions).toEqual(res.permissions);
-      expect(events.at(-1)).toMatchObject({ workspaceId: WS, roleId, roleName: "r" });
+      expect(events.at(-1)).toMatchObject({ workspaceId: WS, roleId, roleName: "r", deleted: false });
     });
 
     it("clears the permissions with an empty set and keeps the permissions themselves", async () => {
