@@ -1,6 +1,7 @@
 import { EVENTS_STREAM, ensureEventsStream, type Logger } from "@latchkey/runtime";
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { Gauge } from "prom-client";
 import { type AnalyticsEvent, decodeEvent } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
@@ -192,4 +193,32 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
       await flush();
     },
   };
+}
+
+/** Reports the consumer's lag and counts at /metrics. */
+export function watchConsumer(consumer: RunningConsumer): void {
+  const gauge = (name: string, help: string, pick: (s: ConsumerStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      collect() {
+        this.set(pick(consumer.stats()));
+      },
+    });
+  gauge(
+    "latchkey_analytics_consumer_lag_ms",
+    "Age of the oldest event in the last inserted batch",
+    (s) => s.lagMs,
+  );
+  gauge("latchkey_analytics_events_inserted_total", "Events inserted into ClickHouse", (s) => s.inserted);
+  gauge(
+    "latchkey_analytics_events_duplicate_total",
+    "Redelivered events skipped as duplicates",
+    (s) => s.duplicates,
+  );
+  gauge(
+    "latchkey_analytics_insert_failures_total",
+    "Failed ClickHouse inserts (retried)",
+    (s) => s.failedInserts,
+  );
 }

@@ -1,7 +1,7 @@
 import { createLogger, env, serveRpc } from "@latchkey/runtime";
 import { connect } from "@nats-io/transport-node";
 import { openClickHouse } from "./clickhouse.ts";
-import { startConsumer } from "./consumer.ts";
+import { startConsumer, watchConsumer } from "./consumer.ts";
 import { createAnalyticsDeps } from "./deps.ts";
 import { migrateClickHouse } from "./migrations.ts";
 import { analyticsRoutes } from "./routes.ts";
@@ -18,7 +18,15 @@ const nats = await connect({
   maxReconnectAttempts: -1,
 });
 const deps = createAnalyticsDeps({ nats, clickhouse, log });
-const consumer = await startConsumer({ nats, store: deps.store, log });
+// ANALYTICS_CONSUMER names the durable consumer (one per deployment; replicas share it and split the work).
+const consumer = await startConsumer({
+  nats,
+  store: deps.store,
+  log,
+  durable: env.string("ANALYTICS_CONSUMER", "analytics")!,
+  startAt: env.string("ANALYTICS_START_AT") === "new" ? "new" : "all",
+});
+watchConsumer(consumer);
 const server = await serveRpc(analyticsRoutes(deps), env.int("PORT", 7074), { ready: deps.ready });
 log.info({ port: server.port }, "analytics service listening");
 
