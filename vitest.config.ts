@@ -17,7 +17,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts"],
+          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
