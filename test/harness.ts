@@ -71,6 +71,7 @@ export interface Stack {
   keys: Proc[];
   ratelimit: Proc;
   identity: Proc;
+  analytics: Proc | undefined;
   rootKey: string;
   /** POST /v2/<operation> with the bootstrap root key (or `rootKey`), answering status and parsed body. */
   call(operation: string, body: unknown, rootKey?: string | null): Promise<{ status: number; body: any }>;
@@ -85,6 +86,8 @@ export async function startStack(
   options: {
     keysInstances?: number;
     natsUrl?: string;
+    /** Runs the analytics service too (needs natsUrl): its ClickHouse URL, database in the path. */
+    analytics?: { clickhouseUrl: string; consumer: string };
     /** Extra env per process, e.g. NODE_OPTIONS=--cpu-prof for a profile. */
     env?: {
       gateway?: Record<string, string>;
@@ -116,11 +119,20 @@ export async function startStack(
       }),
     );
   }
+  const analytics = options.analytics
+    ? await startProcess("analytics", "services/analytics/src/main.ts", {
+        ...common,
+        CLICKHOUSE_URL: options.analytics.clickhouseUrl,
+        ANALYTICS_CONSUMER: options.analytics.consumer,
+        ANALYTICS_START_AT: "new",
+      })
+    : undefined;
   const gateway = await startProcess("gateway", "gateway/src/main.ts", {
     ...common,
     KEYS_URL: keys.map((k) => k.url).join(","),
     RATELIMIT_URL: ratelimit.url,
     IDENTITY_URL: identity.url,
+    ...(analytics ? { ANALYTICS_URL: analytics.url } : {}),
     ...options.env?.gateway,
   });
   const rootKey = `lk_root_e2e_${Math.random().toString(36).slice(2)}`;
@@ -132,6 +144,7 @@ export async function startStack(
     keys,
     ratelimit,
     identity,
+    analytics,
     rootKey,
     async call(operation, body, key = rootKey) {
       const res = await fetch(`${gateway.url}/v2/${operation}`, {
@@ -152,7 +165,13 @@ export async function startStack(
       return { status: res.status, body: parsed };
     },
     async stop() {
-      await Promise.all([gateway.stop(), ratelimit.stop(), identity.stop(), ...keys.map((k) => k.stop())]);
+      await Promise.all([
+        gateway.stop(),
+        ratelimit.stop(),
+        identity.stop(),
+        ...(analytics ? [analytics.stop()] : []),
+        ...keys.map((k) => k.stop()),
+      ]);
       await db.drop();
     },
   };
