@@ -13,6 +13,7 @@ import {
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
+import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { IdentityCache } from "./identity-cache.ts";
 import { KeyCache } from "./key-cache.ts";
@@ -38,12 +39,14 @@ export interface KeysDeps {
   vault: KeyVault | undefined;
   /** The identity service: identities linked by externalId, roles and permissions by name and slug. */
   identity: Client<typeof IdentityService>;
-  /** Roles and identities for verification, dropped on events.identity.changed. */
+  /** Roles, permissions and identities for verification, dropped on events.identity.changed. */
   identityCache: IdentityCache;
+  /** Takes roles and permissions the identity service deleted off every key (events.identity.changed). */
+  deletedGrants: DeletedGrants;
   /** The ratelimit service: a verification's named limits, one CheckNamedLimits call per batch. */
   ratelimit: Client<typeof RatelimitService>;
-  /** Stops listening to the bus. The bus and the database belong to the caller. */
-  close(): void;
+  /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
+  close(): Promise<void>;
 }
 
 export interface KeysDepsOptions {
@@ -129,16 +132,19 @@ function assemble(
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
   const identity = createClient(IdentityService, options.identity);
   const identityCache = new IdentityCache(identity, options.bus);
+  const log = options.log ?? createLogger("keys");
+  const deletedGrants = new DeletedGrants({ store, bus: options.bus, keyCache, clock, log });
   return {
     store,
     bus: options.bus,
     events: options.events ?? noEvents,
     keyCache,
     clock,
-    log: options.log ?? createLogger("keys"),
+    log,
     vault: options.encryptionKey ? new KeyVault(options.encryptionKey) : undefined,
     identity,
     identityCache,
+    deletedGrants,
     ratelimit: createClient(
       RatelimitService,
       options.ratelimit ??
@@ -146,14 +152,15 @@ function assemble(
           ratelimitRoutes(
             createMemoryRatelimitDeps({
               clock,
-              log: (options.log ?? createLogger("keys")).child({ service: "ratelimit" }),
+              log: log.child({ service: "ratelimit" }),
             }),
           ),
         ),
     ),
-    close() {
+    async close() {
       unsubscribe();
       identityCache.close();
+      await deletedGrants.close();
     },
   };
 }

@@ -26,8 +26,8 @@ interface Lookup {
 }
 
 /**
- * Roles (by name) and identities (by id) of the identity service, cached in
- * process for verification, per workspace. Freshness comes from
+ * Roles (by name), permissions (by slug) and identities (by id) of the
+ * identity service, cached in process for verification, per workspace. Freshness comes from
  * events.identity.changed: any change in a workspace drops everything cached
  * for it (changes are rare; verifications are not), so a role's new
  * permissions apply at the next verification. Misses that arrive together,
@@ -38,10 +38,13 @@ interface Lookup {
 export class IdentityCache {
   private readonly roles = new Map<string, Map<string, ResolvedRole | null>>();
   private readonly identities = new Map<string, Map<string, ResolvedIdentity | null>>();
+  /** slug → slug when the permission exists, null when it does not. */
+  private readonly permissions = new Map<string, Map<string, string | null>>();
   // Bumped by every invalidation: a load that started before one must not be cached after it.
   private generation = 0;
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
+  private readonly permissionLoader: Batcher<Lookup, string | null>;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -55,6 +58,16 @@ export class IdentityCache {
         return new Map(
           res.roles.map((r) => [r.name, { name: r.name, permissions: r.permissions.map((p) => p.slug) }]),
         );
+      }),
+    );
+    this.permissionLoader = new Batcher<Lookup, string | null>((lookups) =>
+      perWorkspace<string>(lookups, async (workspaceId, slugs) => {
+        const res = await client.resolvePermissions({
+          caller: internalCaller(workspaceId),
+          slugs,
+          createMissing: false,
+        });
+        return new Map(res.permissions.map((p) => [p.slug, p.slug]));
       }),
     );
     this.identityLoader = new Batcher<Lookup, ResolvedIdentity | null>((lookups) =>
@@ -91,6 +104,26 @@ export class IdentityCache {
     return found.filter((r): r is ResolvedRole => r !== null);
   }
 
+  /**
+   * The slugs among these that name a permission that exists, in the order
+   * given: a key's direct permission deleted since (its deletion not yet taken
+   * off the key, or missed) grants nothing. The same array when all exist;
+   * no promise when all are cached.
+   */
+  existingPermissions(
+    workspaceId: string,
+    slugs: readonly string[],
+  ): readonly string[] | Promise<readonly string[]> {
+    if (slugs.length === 0) return slugs;
+    const found = slugs.map((slug) =>
+      this.cached(this.permissions, this.permissionLoader, workspaceId, slug),
+    );
+    if (found.some((f) => f instanceof Promise)) {
+      return Promise.all(found).then((all) => existing(slugs, all));
+    }
+    return existing(slugs, found as (string | null)[]);
+  }
+
   /** The identity with this id, or null when it no longer exists. */
   identity(
     workspaceId: string,
@@ -105,9 +138,11 @@ export class IdentityCache {
     if (workspaceId === undefined) {
       this.roles.clear();
       this.identities.clear();
+      this.permissions.clear();
     } else {
       this.roles.delete(workspaceId);
       this.identities.delete(workspaceId);
+      this.permissions.delete(workspaceId);
     }
   }
 
@@ -142,6 +177,10 @@ export class IdentityCache {
       if (oldest !== undefined) entries.delete(oldest);
     }
   }
+}
+
+function existing(slugs: readonly string[], found: readonly (string | null)[]): readonly string[] {
+  return found.includes(null) ? slugs.filter((_, i) => found[i] !== null) : slugs;
 }
 
 /** The identity service trusts the keys service: only the workspace travels. */

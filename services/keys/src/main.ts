@@ -73,7 +73,7 @@ async function stop(signal: string) {
   log.info({ signal }, "keys service stopping");
   await server.close();
   stopRefills();
-  deps.close();
+  await deps.close();
   await events?.flush(5_000);
   events?.close();
   await bus.close();

@@ -141,4 +141,21 @@ LANGUAGE sql IMMUTABLE AS $fn$
 $fn$;
 `,
   },
+  {
+    version: 4,
+    name: "deleted roles and permissions taken off keys once per deletion",
+    sql: `
+-- One row per role or permission the identity service deleted and the keys
+-- service took off its keys: every keys instance sees the deletion, the first
+-- to insert its id applies it, the others do nothing (so a name re-added in
+-- between is not taken off again).
+CREATE TABLE keys_deleted_grants (
+  id text PRIMARY KEY,
+  workspace_id text NOT NULL,
+  list text NOT NULL CHECK (list IN ('roles', 'permissions')),
+  name text NOT NULL,
+  applied_at bigint NOT NULL
+);
+`,
+  },
 ];

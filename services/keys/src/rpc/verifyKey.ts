@@ -85,6 +85,8 @@ interface Judgement {
 /** What a found key answers besides its code, gathered step by step. */
 interface Facts {
   key: VerifiableKey;
+  /** The key's direct permission slugs that still name a permission. */
+  permissions: readonly string[];
   roles: readonly ResolvedRole[];
   identity: ResolvedIdentity | null;
   limits: readonly AppliedLimit[];
@@ -114,11 +116,14 @@ async function judge(
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
     return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
   }
-  const [roles, identity] = await Promise.all([
+  // A role or permission deleted since the key was given it counts for nothing, even before its
+  // deletion is taken off the key (deleted-grants.ts) or should that have been missed.
+  const [roles, identity, permissions] = await Promise.all([
     deps.identityCache.resolveRoles(key.workspaceId, key.roles),
     key.identityId === null ? null : deps.identityCache.identity(key.workspaceId, key.identityId),
+    deps.identityCache.existingPermissions(key.workspaceId, key.permissions),
   ]);
-  const facts: Facts = { key, roles, identity, limits: [], verdict: undefined };
+  const facts: Facts = { key, permissions, roles, identity, limits: [], verdict: undefined };
   if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
   if (key.expires !== null && deps.clock.now() > key.expires) return outcome(facts, VerifyCode.EXPIRED);
   if (input.query !== undefined && !evaluatePermissionQuery(input.query, permissionsOf(facts))) {
@@ -143,9 +148,9 @@ async function judge(
 }
 
 /** The key's direct permissions, then those of its roles, each once. */
-function permissionsOf({ key, roles }: Pick<Facts, "key" | "roles">): readonly string[] {
-  if (roles.length === 0) return key.permissions;
-  const all = new Set(key.permissions);
+function permissionsOf({ permissions, roles }: Pick<Facts, "permissions" | "roles">): readonly string[] {
+  if (roles.length === 0) return permissions;
+  const all = new Set(permissions);
   for (const role of roles) for (const p of role.permissions) all.add(p);
   return [...all];
 }

@@ -289,6 +289,64 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect([...(await store.findKeyById(key.id))!.permissions].sort()).toEqual(slugs);
     });
 
+    it("takes a deleted role or permission off every key of its workspace, once per deletion", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const role = unique("role");
+      const slug = unique("perm");
+      const otherApi = unique("api");
+      await store.createApi({ id: otherApi, workspaceId: workspaces[1], name: "other", createdAt: 1 });
+      const a = newKey(workspaces[0], apiId, { roles: ["x", role, "y"], permissions: [slug, "p"] });
+      const b = newKey(workspaces[0], apiId, { roles: [role] });
+      const without = newKey(workspaces[0], apiId, { roles: ["x"], permissions: ["p"] });
+      const elsewhere = newKey(workspaces[1], otherApi, { roles: [role], permissions: [slug] });
+      for (const k of [a, b, without, elsewhere]) await store.createKey(k);
+
+      const deletion = {
+        id: unique("role_id"),
+        workspaceId: workspaces[0],
+        list: "roles",
+        name: role,
+      } as const;
+      expect((await store.removeDeletedGrant(deletion, 10))?.sort()).toEqual([a.hash, b.hash].sort());
+      expect(await store.findKeyById(a.id)).toMatchObject({ roles: ["x", "y"], permissions: [slug, "p"] });
+      expect(await store.findKeyById(b.id)).toMatchObject({ roles: [], updatedAt: null });
+      expect(await store.findKeyById(without.id)).toMatchObject({ roles: ["x"], permissions: ["p"] });
+      expect(await store.findKeyById(elsewhere.id)).toMatchObject({ roles: [role], permissions: [slug] });
+
+      // The same deletion seen again (another instance) changes nothing, not even a name given back since.
+      await store.changeKeyList(b.id, "roles", { add: [role], remove: [] }, 11);
+      expect(await store.removeDeletedGrant(deletion, 12)).toBeUndefined();
+      expect((await store.findKeyById(b.id))?.roles).toEqual([role]);
+
+      const permission = {
+        id: unique("perm_id"),
+        workspaceId: workspaces[0],
+        list: "permissions",
+        name: slug,
+      } as const;
+      expect(await store.removeDeletedGrant(permission, 13)).toEqual([a.hash]);
+      expect(await store.findKeyById(a.id)).toMatchObject({ roles: ["x", "y"], permissions: ["p"] });
+      expect((await store.findKeyById(elsewhere.id))?.permissions).toEqual([slug]);
+    });
+
+    it("applies a deletion once when many ask at the same time", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const role = unique("role");
+      const key = newKey(workspaces[0], apiId, { roles: [role] });
+      await store.createKey(key);
+      const deletion = {
+        id: unique("role_id"),
+        workspaceId: workspaces[0],
+        list: "roles",
+        name: role,
+      } as const;
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () => store.removeDeletedGrant(deletion, 10)),
+      );
+      expect(answers.filter((a) => a !== undefined)).toEqual([[key.hash]]);
+      expect((await store.findKeyById(key.id))?.roles).toEqual([]);
+    });
+
     it("sets, increments and decrements credits, clamping at 0", async () => {
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, {

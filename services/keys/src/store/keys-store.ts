@@ -110,6 +110,17 @@ export interface KeyPatch {
 /** The name lists of a key that keys.add/remove/set(Permissions|Roles) change. */
 export type KeyList = "permissions" | "roles";
 
+/** A role or permission the identity service deleted, as keys name it. */
+export interface DeletedGrant {
+  /** The deleted role's or permission's id: each deletion is applied once. */
+  id: string;
+  workspaceId: string;
+  /** roles for a role, permissions for a permission. */
+  list: KeyList;
+  /** The role's name or the permission's slug. */
+  name: string;
+}
+
 export type CreditsOperation = "set" | "increment" | "decrement";
 
 /** A key's credits after an update. remaining null: unlimited. */
@@ -178,6 +189,14 @@ export interface KeysStore {
     change: { add: readonly string[]; remove: readonly string[] },
     at: number,
   ): Promise<VerifiableKey | undefined>;
+  /**
+   * Takes a deleted role's name or permission's slug off every key of its
+   * workspace in one statement, once per deletion however many instances ask
+   * (the first records its id, the others change nothing). Answers the hashes
+   * of the keys it changed; undefined when the deletion was already applied.
+   * updatedAt is left alone: the key did not change, what it named went away.
+   */
+  removeDeletedGrant(deleted: DeletedGrant, at: number): Promise<string[] | undefined>;
   /**
    * set, increment or decrement the balance in one statement, after applying
    * a refill due at `at`. Decrement stops at 0; set null makes the key

@@ -3,6 +3,7 @@ import type {
   ApiRecord,
   CreditsOperation,
   CreditsState,
+  DeletedGrant,
   EncryptedKeyRecord,
   GroupSpend,
   KeyList,
@@ -28,6 +29,7 @@ export class MemoryKeysStore implements KeysStore {
   private readonly keyIdByHash = new Map<string, string>();
   private readonly rootKeys = new Map<string, RootKeyRecord & { hash: string }>();
   private readonly encrypted = new Map<string, EncryptedKeyRecord>();
+  private readonly appliedDeletions = new Set<string>();
 
   async createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void> {
     this.apis.set(api.id, { ...api, deletedAt: null });
@@ -110,6 +112,18 @@ export class MemoryKeysStore implements KeysStore {
     key[list] = [...new Set([...key[list], ...change.add])].filter((v) => !removed.has(v));
     key.updatedAt = at;
     return this.findKeyById(id);
+  }
+
+  async removeDeletedGrant(deleted: DeletedGrant, _at: number): Promise<string[] | undefined> {
+    if (this.appliedDeletions.has(deleted.id)) return undefined;
+    this.appliedDeletions.add(deleted.id);
+    const hashes: string[] = [];
+    for (const key of this.keys.values()) {
+      if (key.workspaceId !== deleted.workspaceId || !key[deleted.list].includes(deleted.name)) continue;
+      key[deleted.list] = key[deleted.list].filter((n) => n !== deleted.name);
+      hashes.push(key.hash);
+    }
+    return hashes;
   }
 
   async updateCredits(

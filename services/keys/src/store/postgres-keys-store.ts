@@ -3,6 +3,7 @@ import type {
   ApiRecord,
   CreditsOperation,
   CreditsState,
+  DeletedGrant,
   EncryptedKeyRecord,
   GroupSpend,
   KeyList,
@@ -149,6 +150,23 @@ export class PostgresKeysStore implements KeysStore {
         updated_at = ${at}
       WHERE id = ${id} RETURNING id`;
     return changed && this.findKeyById(id);
+  }
+
+  async removeDeletedGrant(deleted: DeletedGrant, at: number): Promise<string[] | undefined> {
+    const column = this.sql(deleted.list);
+    // One statement: the id's primary key makes a second instance wait for the first and then change nothing.
+    const [row] = await this.sql<{ applied: boolean; hashes: string[] }[]>`WITH applied AS (
+        INSERT INTO keys_deleted_grants (id, workspace_id, list, name, applied_at)
+        VALUES (${deleted.id}, ${deleted.workspaceId}, ${deleted.list}, ${deleted.name}, ${at})
+        ON CONFLICT (id) DO NOTHING RETURNING id
+      ), removed AS (
+        UPDATE keys SET ${column} = array_remove(${column}, ${deleted.name}::text)
+        WHERE workspace_id = ${deleted.workspaceId} AND ${deleted.name}::text = ANY (${column})
+          AND EXISTS (SELECT 1 FROM applied)
+        RETURNING hash
+      )
+      SELECT EXISTS (SELECT 1 FROM applied) AS applied, ARRAY(SELECT hash FROM removed) AS hashes`;
+    return row?.applied ? row.hashes : undefined;
   }
 
   async updateCredits(

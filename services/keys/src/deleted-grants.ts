@@ -1,0 +1,84 @@
+import { onIdentityChanged } from "@latchkey/identity";
+import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
+import type { KeysDeps } from "./deps.ts";
+import { keyChanged } from "./events.ts";
+import type { DeletedGrant } from "./store/keys-store.ts";
+
+/** Above this many changed keys, one message drops every instance's whole key cache instead of one per key. */
+const MAX_KEY_MESSAGES = 1_000;
+
+/**
+ * Deleting a role or a permission takes it off every key, as Unkey does.
+ * Keys name their roles and direct permissions, so without this a role
+ * deleted and created again under the same name would silently grant again
+ * to the keys that had the old one.
+ *
+ * Every keys instance hears the identity service's IdentityChanged (deleted);
+ * the store applies each deletion once, keyed by the role's or permission's
+ * id, so whichever instance comes first takes the name off the workspace's
+ * keys in one statement and the others change nothing (a name given back to a
+ * key in between stays). That instance then announces the changed keys, so
+ * every instance drops them from its key cache.
+ *
+ * Should the message be missed (bus down) or the statement fail, verification
+ * still grants nothing through a role or permission that does not exist
+ * (identity-cache.ts); only a later re-creation under the same name would
+ * grant again to keys still naming it, the remaining gap.
+ */
+export class DeletedGrants {
+  private readonly pending = new Set<Promise<void>>();
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly deps: Pick<KeysDeps, "store" | "bus" | "keyCache" | "clock" | "log">) {
+    this.unsubscribe = onIdentityChanged(deps.bus, (change) => {
+      const deleted = deletedGrantOf(change);
+      if (!deleted) return;
+      const done = this.remove(deleted).finally(() => this.pending.delete(done));
+      this.pending.add(done);
+    });
+  }
+
+  /** Takes the deleted role or permission off the workspace's keys, unless an instance already did. */
+  async remove(deleted: DeletedGrant): Promise<void> {
+    try {
+      const hashes = await this.deps.store.removeDeletedGrant(deleted, this.deps.clock.now());
+      if (hashes === undefined || hashes.length === 0) return;
+      if (hashes.length > MAX_KEY_MESSAGES) {
+        keyChanged(this.deps, { workspaceId: deleted.workspaceId });
+      } else {
+        for (const hash of hashes) keyChanged(this.deps, { workspaceId: deleted.workspaceId, hash });
+      }
+      this.deps.log.info({ ...deleted, keys: hashes.length }, "deleted role or permission taken off keys");
+    } catch (err) {
+      this.deps.log.error({ err, ...deleted }, "a deleted role or permission could not be taken off keys");
+    }
+  }
+
+  /** Resolves once every removal started so far has finished. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all(this.pending);
+  }
+
+  /** Stops listening and waits for removals under way. */
+  async close(): Promise<void> {
+    this.unsubscribe();
+    await this.settled();
+  }
+}
+
+/** The role or permission an IdentityChanged says was deleted; undefined for anything else. */
+export function deletedGrantOf(change: IdentityChanged): DeletedGrant | undefined {
+  if (!change.deleted || change.workspaceId === "") return undefined;
+  if (change.roleId !== "" && change.roleName !== "") {
+    return { id: change.roleId, workspaceId: change.workspaceId, list: "roles", name: change.roleName };
+  }
+  if (change.permissionId !== "" && change.permissionSlug !== "") {
+    return {
+      id: change.permissionId,
+      workspaceId: change.workspaceId,
+      list: "permissions",
+      name: change.permissionSlug,
+    };
+  }
+  return undefined;
+}
