@@ -17,6 +17,7 @@ import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { IdentityCache } from "./identity-cache.ts";
 import { KeyCache } from "./key-cache.ts";
+import { LastUsed } from "./last-used.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
@@ -45,6 +46,8 @@ export interface KeysDeps {
   deletedGrants: DeletedGrants;
   /** The ratelimit service: a verification's named limits, one CheckNamedLimits call per batch. */
   ratelimit: Client<typeof RatelimitService>;
+  /** Each key's last verification, noted in memory and written once a second. */
+  lastUsed: LastUsed;
   /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
   close(): Promise<void>;
 }
@@ -71,6 +74,8 @@ export interface KeysDepsOptions {
    * counters in this process, right for one keys instance (the all-in-one).
    */
   ratelimit?: Transport;
+  /** How often verified keys' lastUsedAt is written. Default 1000 ms. */
+  lastUsedFlushMs?: number;
 }
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
@@ -95,6 +100,7 @@ export function createMemoryKeysDeps(
     identity?: Transport;
     /** Default: a fresh in-memory ratelimit service on the same clock. */
     ratelimit?: Transport;
+    lastUsedFlushMs?: number;
   } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
@@ -123,6 +129,7 @@ function assemble(
     encryptionKey?: Buffer;
     identity: Transport;
     ratelimit?: Transport;
+    lastUsedFlushMs?: number;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -134,6 +141,7 @@ function assemble(
   const identityCache = new IdentityCache(identity, options.bus);
   const log = options.log ?? createLogger("keys");
   const deletedGrants = new DeletedGrants({ store, bus: options.bus, keyCache, clock, log });
+  const lastUsed = new LastUsed(store, log, options.lastUsedFlushMs);
   return {
     store,
     bus: options.bus,
@@ -157,10 +165,12 @@ function assemble(
           ),
         ),
     ),
+    lastUsed,
     async close() {
       unsubscribe();
       identityCache.close();
       await deletedGrants.close();
+      await lastUsed.close();
     },
   };
 }

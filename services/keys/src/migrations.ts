@@ -158,4 +158,13 @@ CREATE TABLE keys_deleted_grants (
 );
 `,
   },
+  {
+    version: 5,
+    name: "keys.last_used_at",
+    sql: `
+-- The last verification of the key (unix ms), written at most once a second
+-- per keys instance for all keys verified meanwhile (last-used.ts).
+ALTER TABLE keys ADD COLUMN last_used_at bigint;
+`,
+  },
 ];

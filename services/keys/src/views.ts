@@ -27,6 +27,7 @@ export function keyView(
     ...(key.metaJson !== null && { metaJson: key.metaJson }),
     createdAt: BigInt(key.createdAt),
     ...(key.updatedAt !== null && { updatedAt: BigInt(key.updatedAt) }),
+    ...(key.lastUsedAt !== null && { lastUsedAt: BigInt(key.lastUsedAt) }),
     ...(key.expires !== null && { expires: BigInt(key.expires) }),
     permissions: key.permissions,
     roles: key.roles,

@@ -18,6 +18,6 @@ export function getKey(deps: KeysDeps) {
     ]);
     const plaintext = req.decrypt ? await recoverPlaintext(deps, key) : undefined;
     const identity = (await identitiesById(deps, caller, [key.identityId])).get(key.identityId ?? "");
-    return { key: keyView(key, deps.clock.now(), plaintext, identity) };
+    return { key: keyView(deps.lastUsed.latest(key), deps.clock.now(), plaintext, identity) };
   };
 }

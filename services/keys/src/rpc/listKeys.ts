@@ -34,7 +34,7 @@ export function listKeys(deps: KeysDeps) {
     const keys = await Promise.all(
       page.keys.map(async (k) =>
         keyView(
-          k,
+          deps.lastUsed.latest(k),
           now,
           input.decrypt ? await recoverPlaintext(deps, k) : undefined,
           identities.get(k.identityId ?? ""),

@@ -56,10 +56,13 @@ export async function verify(
   const input = validVerifyKey(req);
   const { result, key, spent } = await judge(deps, caller, input, steps);
   const outcome = VerifyCode[result.code ?? VerifyCode.UNSPECIFIED];
+  const now = deps.clock.now();
   verificationOutcomes.inc({ outcome });
+  // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
+  if (key) deps.lastUsed.record(key.id, now);
   keyVerified(deps, {
     requestId: req.requestId,
-    time: deps.clock.now(),
+    time: now,
     workspaceId: caller.workspaceId,
     // key is null whenever the caller may not see it: nothing of it reaches the caller's analytics.
     apiId: key?.apiId ?? "",

@@ -17,6 +17,6 @@ export function whoami(deps: KeysDeps) {
     // As the reference: without read_key the key is not found, so a plaintext reveals nothing.
     requireOrMask(caller, [need("api", key.apiId, "read_key")], keyNotFound);
     const identity = (await identitiesById(deps, caller, [key.identityId])).get(key.identityId ?? "");
-    return { key: keyView(key, deps.clock.now(), undefined, identity) };
+    return { key: keyView(deps.lastUsed.latest(key), deps.clock.now(), undefined, identity) };
   };
 }

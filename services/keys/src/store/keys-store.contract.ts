@@ -101,6 +101,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         metaJson: expect.any(String),
         lastRefillAt: null,
         updatedAt: null,
+        lastUsedAt: null,
         deletedAt: null,
         apiDeleted: false,
       };
@@ -345,6 +346,49 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       );
       expect(answers.filter((a) => a !== undefined)).toEqual([[key.hash]]);
       expect((await store.findKeyById(key.id))?.roles).toEqual([]);
+    });
+
+    it("moves lastUsedAt forward only, for many keys at once, skipping unknown keys", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const a = newKey(workspaces[0], apiId);
+      const b = newKey(workspaces[0], apiId);
+      await store.createKey(a);
+      await store.createKey(b);
+      await store.recordLastUsed([
+        { keyId: a.id, at: 2_000 },
+        { keyId: b.id, at: 5_000 },
+        { keyId: "key_unknown", at: 1 },
+      ]);
+      await store.recordLastUsed([
+        { keyId: b.id, at: 3_000 },
+        { keyId: a.id, at: 4_000 },
+      ]);
+      expect(await store.findKeyById(a.id)).toMatchObject({ lastUsedAt: 4_000, updatedAt: null });
+      expect((await store.findKeyById(b.id))?.lastUsedAt).toBe(5_000);
+      await store.recordLastUsed([]);
+      const page = await store.listKeys(apiId, { limit: 10, after: "" });
+      expect(page.keys.map((k) => k.lastUsedAt).sort()).toEqual([4_000, 5_000]);
+    });
+
+    it("keeps the latest use when writers overlap in any order, alongside credit spends", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const created = Array.from({ length: 20 }, () => newKey(workspaces[0], apiId, { remaining: 1_000 }));
+      for (const k of created) await store.createKey(k);
+      const ids = created.map((k) => k.id);
+      const writes = Array.from({ length: 8 }, (_, w) => {
+        const order = w % 2 === 0 ? ids : [...ids].reverse();
+        return store.recordLastUsed(order.map((keyId, i) => ({ keyId, at: 1_000 * w + i })));
+      });
+      const spends = store.spendCreditsGroups(
+        ids.map((keyId) => ({ keyId, cost: 1, count: 3 })),
+        NOW,
+      );
+      await Promise.all([...writes, spends]);
+      for (const [i, k] of created.entries()) {
+        const stored = await store.findKeyById(k.id);
+        // Writer 7 went in reverse order: key i got 7000 + (19 - i); writer 6, in order, 6000 + i.
+        expect(stored).toMatchObject({ lastUsedAt: 7_000 + (19 - i), remaining: 997 });
+      }
     });
 
     it("sets, increments and decrements credits, clamping at 0", async () => {

@@ -52,6 +52,8 @@ export interface KeyRecord {
   lastRefillAt: number | null;
   createdAt: number;
   updatedAt: number | null;
+  /** The last verification as last written (last-used.ts); null when never verified. */
+  lastUsedAt: number | null;
   deletedAt: number | null;
   ratelimits: KeyRatelimitRecord[];
   /** Size of the random part it was generated with; null for imported keys. */
@@ -72,7 +74,10 @@ export interface RootKeyRecord {
   revokedAt: number | null;
 }
 
-export type NewKey = Omit<KeyRecord, "updatedAt" | "deletedAt" | "lastRefillAt" | "recoverable"> & {
+export type NewKey = Omit<
+  KeyRecord,
+  "updatedAt" | "lastUsedAt" | "deletedAt" | "lastRefillAt" | "recoverable"
+> & {
   /** Set by reroll, which carries the refill schedule over. */
   lastRefillAt?: number | null;
 };
@@ -105,6 +110,12 @@ export interface KeyPatch {
   /** The whole new set; ids are given by the caller (a name that stays keeps its id). */
   ratelimits?: KeyRatelimitRecord[];
   updatedAt: number;
+}
+
+/** A key was verified at `at` (unix ms). */
+export interface KeyUse {
+  keyId: string;
+  at: number;
 }
 
 /** The name lists of a key that keys.add/remove/set(Permissions|Roles) change. */
@@ -238,6 +249,11 @@ export interface KeysStore {
    * by one. One statement for all groups on PostgreSQL. Keys must be distinct.
    */
   spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]>;
+  /**
+   * Moves each key's lastUsedAt forward to its use, never back (a later use
+   * already written stays). One statement for all; keys gone are skipped.
+   */
+  recordLastUsed(uses: readonly KeyUse[]): Promise<void>;
   /** Applies every refill due at `at`; answers how many keys were refilled. */
   applyDueRefills(at: number): Promise<number>;
   findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined>;

@@ -11,6 +11,7 @@ import type {
   KeyPatch,
   KeyRecord,
   KeysStore,
+  KeyUse,
   NewKey,
   RootKeyRecord,
   Spend,
@@ -55,6 +56,7 @@ export class MemoryKeysStore implements KeysStore {
       ...structuredClone(key),
       lastRefillAt: key.lastRefillAt ?? null,
       updatedAt: null,
+      lastUsedAt: null,
       deletedAt: null,
       recoverable: encrypted !== undefined,
     });
@@ -220,6 +222,13 @@ export class MemoryKeysStore implements KeysStore {
       key.remaining = before - granted * cost;
       return { granted, before };
     });
+  }
+
+  async recordLastUsed(uses: readonly KeyUse[]): Promise<void> {
+    for (const { keyId, at } of uses) {
+      const key = this.keys.get(keyId);
+      if (key) key.lastUsedAt = Math.max(key.lastUsedAt ?? 0, at);
+    }
   }
 
   async applyDueRefills(at: number): Promise<number> {

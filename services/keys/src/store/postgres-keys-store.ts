@@ -12,6 +12,7 @@ import type {
   KeyRatelimitRecord,
   KeyRecord,
   KeysStore,
+  KeyUse,
   NewKey,
   RefillInterval,
   RootKeyRecord,
@@ -41,6 +42,7 @@ interface KeyRow {
   last_refill_at: number | null;
   created_at: number;
   updated_at: number | null;
+  last_used_at: number | null;
   deleted_at: number | null;
   ratelimits: KeyRatelimitRecord[];
   byte_length: number | null;
@@ -353,6 +355,23 @@ export class PostgresKeysStore implements KeysStore {
     });
   }
 
+  async recordLastUsed(uses: readonly KeyUse[]): Promise<void> {
+    if (uses.length === 0) return;
+    // Locked in id order, as credit spends lock them, so concurrent writers cannot deadlock; rows already
+    // at a later use are neither locked nor written, and GREATEST keeps the time monotonic regardless.
+    await this.sql`WITH used AS (
+        SELECT * FROM unnest(${uses.map((u) => u.keyId)}::text[], ${uses.map((u) => String(u.at))}::bigint[])
+          AS u(id, at)
+      ), locked AS (
+        SELECT k.id, u.at FROM keys k JOIN used u ON u.id = k.id
+        WHERE k.last_used_at IS NULL OR k.last_used_at < u.at
+        ORDER BY k.id
+        FOR UPDATE OF k
+      )
+      UPDATE keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, 0), l.at)
+      FROM locked l WHERE k.id = l.id`;
+  }
+
   async applyDueRefills(at: number): Promise<number> {
     // Locked in id order like batch spends; a key a verification refilled meanwhile no longer qualifies.
     const rows = await this.sql`WITH due AS (
@@ -384,7 +403,7 @@ export class PostgresKeysStore implements KeysStore {
   private selectKeys(sql: Sql | TransactionSql = this.sql) {
     return sql`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.start, k.name, k.meta::text AS meta_json,
         k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled, k.remaining,
-        k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, k.deleted_at,
+        k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, k.last_used_at, k.deleted_at,
         k.byte_length, EXISTS (SELECT 1 FROM encrypted_keys e WHERE e.key_id = k.id) AS recoverable,
         (a.deleted_at IS NOT NULL) AS api_deleted,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
@@ -414,6 +433,7 @@ function keyOf(row: KeyRow): KeyRecord {
     lastRefillAt: row.last_refill_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    lastUsedAt: row.last_used_at,
     deletedAt: row.deleted_at,
     ratelimits: row.ratelimits,
     byteLength: row.byte_length,
