@@ -11,7 +11,16 @@ import {
   type LimitResponse,
   RatelimitService,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { type Bus, type Clock, type Logger, type Probe, requirePermissions } from "@latchkey/runtime";
+import {
+  type Bus,
+  type Clock,
+  collectProcessMetrics,
+  httpDuration,
+  type Logger,
+  metricsText,
+  type Probe,
+  requirePermissions,
+} from "@latchkey/runtime";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
@@ -57,6 +66,7 @@ interface Served {
 const JSON_TYPE = "application/json";
 
 export function createGateway(deps: GatewayDeps): Gateway {
+  collectProcessMetrics();
   const keys = createClient(KeysService, deps.keys);
   const ratelimit = createClient(RatelimitService, deps.ratelimit);
   const auth = new RootKeyAuth(keys, deps.clock, { ttlMs: deps.rootKeyCacheTtlMs ?? 5_000 }, deps.bus);
@@ -148,6 +158,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       probe(req, res, requestId, path);
       return;
     }
+    (res as Timed)[TIMING] = { operation: served.operation, started: performance.now() };
     if (req.method !== "POST") {
       res.setHeader("allow", "POST");
       sendProblem(req, res, requestId, problems.methodNotAllowed(req.method ?? "?", path));
@@ -169,6 +180,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   function probe(req: IncomingMessage, res: ServerResponse, requestId: string, path: string) {
     const isGet = req.method === "GET" || req.method === "HEAD";
+    if (path === "/metrics" && isGet) {
+      metricsText().then(({ contentType, body }) => send(res, 200, contentType, body));
+      return;
+    }
     if (path === "/v2/liveness" || path === "/healthz" || path === "/readyz") {
       if (!isGet) {
         res.setHeader("allow", "GET, HEAD");
@@ -281,9 +296,20 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
+/** An answer to an operation carries what /metrics needs to time it. */
+const TIMING = Symbol("timing");
+type Timed = ServerResponse & { [TIMING]?: { operation: Operation; started: number } };
+
 function send(res: ServerResponse, status: number, contentType: string, body: string) {
   res.writeHead(status, { "content-type": contentType, "content-length": Buffer.byteLength(body) });
   res.end(body);
+  const timing = (res as Timed)[TIMING];
+  if (timing !== undefined) {
+    httpDuration.observe(
+      { operation: timing.operation, status },
+      (performance.now() - timing.started) / 1000,
+    );
+  }
 }
 
 function sendProblem(req: IncomingMessage, res: ServerResponse, requestId: string, p: Problem) {

@@ -6,12 +6,38 @@ const log = createLogger("gateway", env.string("LOG_LEVEL", "info"));
 const natsUrl = env.string("NATS_URL");
 const bus = natsUrl === undefined ? undefined : await NatsBus.connect(natsUrl, log, "gateway");
 
+const urls = {
+  keys: env.string("KEYS_URL", "http://127.0.0.1:7071")!,
+  ratelimit: env.string("RATELIMIT_URL", "http://127.0.0.1:7072")!,
+  identity: env.string("IDENTITY_URL", "http://127.0.0.1:7073")!,
+  analytics: env.string("ANALYTICS_URL", "http://127.0.0.1:7074")!,
+};
+
+/** Ready when every instance of the services a request may need answers its liveness probe. */
+const probe = {
+  async ready() {
+    const instances = [urls.keys, urls.ratelimit, urls.identity].flatMap((u) =>
+      u.split(",").map((x) => x.trim()),
+    );
+    const answers = await Promise.all(
+      instances.map((u) =>
+        fetch(`${u}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      ),
+    );
+    return answers.every(Boolean);
+  },
+};
+
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
-  keys: internalTransport(env.string("KEYS_URL", "http://127.0.0.1:7071")!),
-  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072")!),
-  identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073")!),
-  analytics: internalTransport(env.string("ANALYTICS_URL", "http://127.0.0.1:7074")!),
+  keys: internalTransport(urls.keys),
+  ratelimit: internalTransport(urls.ratelimit),
+  identity: internalTransport(urls.identity),
+  analytics: internalTransport(urls.analytics),
+  probe,
   log,
   clock: systemClock,
   bus,

@@ -154,7 +154,8 @@ export function harness(options: HarnessOptions = {}) {
           for (const [k, v] of Object.entries(h)) out[k.toLowerCase()] = v;
         },
         end(text: string) {
-          resolve({ status, headers: out, body: text === "" ? undefined : JSON.parse(text) });
+          const json = String(out["content-type"] ?? "").includes("json");
+          resolve({ status, headers: out, body: text === "" ? undefined : json ? JSON.parse(text) : text });
         },
       } as unknown as ServerResponse;
       gateway.handle(req, res);
