@@ -7,7 +7,7 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Namespace, Secret, Service } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { bundle, repoRoot } from "./bundle.ts";
-import { type Component, components } from "./components.ts";
+import { type Component, type ComponentName, components } from "./components.ts";
 import { type EnvReads, envReads } from "./env-reads.ts";
 import {
   hasKubectl,
@@ -21,6 +21,7 @@ import {
   resourcesOf,
   yamlFiles,
 } from "./k8s-files.ts";
+import { admits, guarding, type Peer, selects, type Target } from "./network-policies.ts";
 
 // The manifests against the Kubernetes schemas and against the code: the env
 // variables a workload sets are the ones its entrypoint's bundle reads, and its
@@ -91,22 +92,7 @@ function workloadOf(set: ManifestSet, component: Component): any {
   return found[0];
 }
 
-function matches(selector: any, labels: Record<string, string>): boolean {
-  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of selector?.matchExpressions ?? []) {
-    const has = e.key in labels;
-    const ok =
-      e.operator === "In"
-        ? has && e.values.includes(labels[e.key])
-        : e.operator === "NotIn"
-          ? !has || !e.values.includes(labels[e.key])
-          : e.operator === "Exists"
-            ? has
-            : !has;
-    if (!ok) return false;
-  }
-  return true;
-}
+const matches = selects;
 
 /** Every variable a container's environment gets, with its value where the manifests know it. */
 function environment(set: ManifestSet, container: any): Map<string, string | undefined> {
@@ -332,6 +318,18 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
       }
     });
 
+    it("asks Prometheus to scrape /metrics on its port, from every replica", () => {
+      const w = workloadOf(set, component);
+      expect(w.spec.template.metadata.annotations).toEqual({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": String(component.port),
+        "prometheus.io/path": "/metrics",
+      });
+      expect(w.spec.template.spec.containers[0].ports.map((p: any) => p.containerPort)).toContain(
+        component.port,
+      );
+    });
+
     it("runs as non-root on a read-only root filesystem, with requests and limits", () => {
       const w = workloadOf(set, component);
       const pod = w.spec.template.spec;
@@ -404,30 +402,112 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
     expect(problems).toEqual([]);
   });
 
-  it("lets only the gateway be reached from outside, and each service from the gateway", () => {
-    const policies = set.objects.filter((o) => o.kind === "NetworkPolicy") as any[];
-    const gateway = podLabels(workloadOf(set, components.find((c) => c.name === "gateway")!));
-    for (const w of latchkeyWorkloads(set)) {
-      const labels = podLabels(w);
-      const guarding = policies.filter(
-        (p) => matches(p.spec.podSelector, labels) && p.spec.policyTypes.includes("Ingress"),
+  describe("network policies", () => {
+    const NS = "latchkey";
+    const byName = (name: ComponentName) => components.find((c) => c.name === name)!;
+    const inNamespace = (namespace: string, labels: Record<string, string>): Peer => ({
+      kind: "pod",
+      namespace: { "kubernetes.io/metadata.name": namespace },
+      labels,
+    });
+    const podOf = (name: ComponentName) => inNamespace(NS, podLabels(workloadOf(set, byName(name))));
+    const to = (name: ComponentName, port = byName(name).port): Target => ({
+      namespace: NS,
+      labels: podLabels(workloadOf(set, byName(name))),
+      port,
+    });
+    /** For each component, whether `peer` may open a connection to its port. */
+    const reach = (peer: Peer) =>
+      Object.fromEntries(components.map((c) => [c.name, admits(set.objects, peer, to(c.name))]));
+    const prometheus = { "app.kubernetes.io/name": "prometheus" };
+
+    it("guard every Latchkey pod with an ingress policy", () => {
+      const unguarded = latchkeyWorkloads(set).filter(
+        (w) => guarding(set.objects, { namespace: NS, labels: podLabels(w) }).length === 0,
       );
-      expect(guarding.length, `${id(w)} is guarded`).toBeGreaterThan(0);
-      const rules = guarding.flatMap((p) => p.spec.ingress ?? []);
-      const open = rules.filter(
-        (r: any) =>
-          r.from === undefined ||
-          r.from.some((f: any) => f.ipBlock !== undefined || f.namespaceSelector !== undefined),
+      expect(unguarded.map(id)).toEqual([]);
+    });
+
+    it("let clients outside the cluster reach the gateway's port and no service's", () => {
+      expect(reach({ kind: "outside" })).toEqual({
+        gateway: true,
+        keys: false,
+        ratelimit: false,
+        identity: false,
+        analytics: false,
+      });
+      expect(admits(set.objects, { kind: "outside" }, to("gateway", 7071)), "another port").toBe(false);
+    });
+
+    it("let keys reach ratelimit on 7072 and identity on 7073, which it calls while verifying", () => {
+      expect(admits(set.objects, podOf("keys"), to("ratelimit", 7072)), "keys -> ratelimit").toBe(true);
+      expect(admits(set.objects, podOf("keys"), to("identity", 7073)), "keys -> identity").toBe(true);
+    });
+
+    it("let each service be called only by the components that call it", () => {
+      const callers = Object.fromEntries(
+        components
+          .filter((c) => c.name !== "gateway")
+          .map((target) => [
+            target.name,
+            components.filter((c) => admits(set.objects, podOf(c.name), to(target.name))).map((c) => c.name),
+          ]),
       );
-      const component = components.find((c) => c.name === labels[COMPONENT])!;
-      expect(open.length > 0, `${id(w)} open to outside`).toBe(component.name === "gateway");
-      const fromGateway = rules.some(
-        (r: any) =>
-          (r.from === undefined || r.from.some((f: any) => matches(f.podSelector, gateway))) &&
-          r.ports.some((p: any) => p.port === component.port),
+      expect(callers).toEqual({
+        keys: ["gateway"],
+        ratelimit: ["gateway", "keys", "ratelimit"],
+        identity: ["gateway", "keys"],
+        analytics: ["gateway"],
+      });
+    });
+
+    it("admit every call a workload is configured to make (each in-cluster URL it is given)", () => {
+      const edges: string[] = [];
+      const refused: string[] = [];
+      for (const w of latchkeyWorkloads(set)) {
+        const from = inNamespace(NS, podLabels(w));
+        for (const [name, value] of environment(set, w.spec.template.spec.containers[0])) {
+          for (const url of (value ?? "").split(",")) {
+            const m = /^[a-z]+:\/\/(?:[^@/]*@)?([^:/@]+):(\d+)/.exec(url.trim());
+            if (!m || url.includes("$(") || m[1]!.split(".").length > 2) continue;
+            const service = find(set, "Service", m[1]!.split(".").at(-1)!);
+            const port = service?.spec.ports.find((p: any) => p.port === Number(m[2]));
+            const target = latchkeyWorkloads(set).find((t) =>
+              matches({ matchLabels: service?.spec.selector }, podLabels(t)),
+            );
+            if (!port || !target) continue; // a dependency, or a URL the URL test reports
+            const targetPort = resolvePort(target.spec.template.spec.containers[0], port.targetPort)!;
+            const edge = `${w.metadata.name} -> ${target.metadata.name}:${targetPort} (${name})`;
+            edges.push(edge);
+            if (!admits(set.objects, from, { namespace: NS, labels: podLabels(target), port: targetPort }))
+              refused.push(edge);
+          }
+        }
+      }
+      expect(edges).toEqual(
+        expect.arrayContaining([
+          "keys -> ratelimit:7072 (RATELIMIT_URL)",
+          "keys -> identity:7073 (IDENTITY_URL)",
+          "gateway -> keys:7071 (KEYS_URL)",
+        ]),
       );
-      expect(fromGateway, `${id(w)} reachable from the gateway on ${component.port}`).toBe(true);
-    }
+      expect(refused).toEqual([]);
+    });
+
+    it("let the monitoring namespace's Prometheus scrape every component's port, and no other pod there or elsewhere", () => {
+      expect(reach(inNamespace("monitoring", prometheus))).toEqual({
+        gateway: true,
+        keys: true,
+        ratelimit: true,
+        identity: true,
+        analytics: true,
+      });
+      const closed = { gateway: true, keys: false, ratelimit: false, identity: false, analytics: false };
+      expect(reach(inNamespace("monitoring", { "app.kubernetes.io/name": "grafana" })), "grafana").toEqual(
+        closed,
+      );
+      expect(reach(inNamespace("default", prometheus)), "a Prometheus in another namespace").toEqual(closed);
+    });
   });
 });
 
