@@ -3,6 +3,7 @@ import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { callerOf, memoryKeys } from "../test-kit.ts";
+import { limit, verificationKit } from "../verify-test-kit.ts";
 
 describe("verifyKeyBatch", () => {
   it("answers one result per item, in order, each as verifyKey would", async () => {
@@ -32,6 +33,29 @@ describe("verifyKeyBatch", () => {
     ]);
     const third = res.results[2]?.result;
     expect(third?.case === "response" && third.value.keyId).toBe(open.keyId);
+  });
+
+  it("answers a batch mixing keys with named limits and keys with credits but no limits", async () => {
+    const { keys, seed, verifier, balance, calls } = verificationKit();
+    const apiId = await seed.api();
+    const limited = await seed.key({ apiId, credits: 5, ratelimits: [limit("calls", 1, true)] });
+    const plain = await seed.key({ apiId, credits: 5 });
+    const res = await keys.verifyKeyBatch({
+      callers: [verifier],
+      items: [plain.key, limited.key, plain.key, limited.key].map((key) => ({
+        callerIndex: 0,
+        request: { key },
+      })),
+    });
+    expect(res.results.map((r) => r.result.case === "response" && VerifyCode[r.result.value.code])).toEqual([
+      "VALID",
+      "VALID",
+      "VALID",
+      "RATE_LIMITED",
+    ]);
+    expect(await balance(plain.keyId)).toBe(3);
+    expect(await balance(limited.keyId)).toBe(4);
+    expect(calls.get("CheckNamedLimits")).toBe(1);
   });
 
   it("turns an item's domain error into its BatchError without failing the others", async () => {

@@ -54,7 +54,15 @@ async function verifyItem(
     return {
       result: {
         case: "response",
-        value: await verify(deps, caller, item.request, { spend: credits.spend, checkLimits: limits.check }),
+        value: await verify(deps, caller, item.request, {
+          // An item at its credit step is past its rate-limit step: the others' limits must not wait
+          // for it to finish, while it waits for their spends (a batch mixing the two would hang).
+          spend: (keyId, cost) => {
+            limits.done();
+            return credits.spend(keyId, cost);
+          },
+          checkLimits: limits.check,
+        }),
       },
     };
   } catch (err) {
