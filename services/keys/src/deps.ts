@@ -46,6 +46,11 @@ export interface KeysDeps {
   deletedGrants: DeletedGrants;
   /** The ratelimit service: a verification's named limits, one CheckNamedLimits call per batch. */
   ratelimit: Client<typeof RatelimitService>;
+  /**
+   * When the ratelimit service cannot be asked: true lets the verification
+   * through (logged), false answers UNAVAILABLE (env RATELIMIT_FAIL_OPEN).
+   */
+  ratelimitFailOpen: boolean;
   /** Each key's last verification, noted in memory and written once a second. */
   lastUsed: LastUsed;
   /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
@@ -76,6 +81,12 @@ export interface KeysDepsOptions {
   ratelimit?: Transport;
   /** How often verified keys' lastUsedAt is written. Default 1000 ms. */
   lastUsedFlushMs?: number;
+  /**
+   * Named limits when the ratelimit service cannot be asked: true (the
+   * default, as the reference) lets verifications through; false fails them
+   * with UNAVAILABLE (503), so no key outruns its limits during an outage.
+   */
+  ratelimitFailOpen?: boolean;
 }
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
@@ -101,6 +112,7 @@ export function createMemoryKeysDeps(
     /** Default: a fresh in-memory ratelimit service on the same clock. */
     ratelimit?: Transport;
     lastUsedFlushMs?: number;
+    ratelimitFailOpen?: boolean;
   } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
@@ -130,6 +142,7 @@ function assemble(
     identity: Transport;
     ratelimit?: Transport;
     lastUsedFlushMs?: number;
+    ratelimitFailOpen?: boolean;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -165,6 +178,7 @@ function assemble(
           ),
         ),
     ),
+    ratelimitFailOpen: options.ratelimitFailOpen ?? true,
     lastUsed,
     async close() {
       unsubscribe();

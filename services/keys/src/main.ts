@@ -45,6 +45,14 @@ if (encryptionKey && encryptionKey.length !== 32) {
   log.fatal("LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)");
   process.exit(1);
 }
+// When the ratelimit service cannot be asked: true (default, as the reference) lets verifications
+// through, false answers 503 so no key outruns its named limits during an outage.
+const failOpenText = env.string("RATELIMIT_FAIL_OPEN", "true");
+if (failOpenText !== "true" && failOpenText !== "false") {
+  log.fatal(`RATELIMIT_FAIL_OPEN must be true or false, got '${failOpenText}'`);
+  process.exit(1);
+}
+const ratelimitFailOpen = failOpenText === "true";
 const deps = createKeysDeps({
   sql,
   bus,
@@ -53,6 +61,7 @@ const deps = createKeysDeps({
   identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? ""),
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
   ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? ""),
+  ratelimitFailOpen,
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
 });

@@ -103,9 +103,10 @@ export const checkEach =
 
 /**
  * Many verifications' limits in one CheckNamedLimits call, each group all or
- * nothing. When the ratelimit service cannot be reached, verification fails
- * open, as the reference does (notes b.6): a limiter outage must not take
- * every key down. The cause is logged.
+ * nothing. When the ratelimit service cannot be asked, verification fails
+ * open by default, as the reference does (notes b.6): a limiter outage must
+ * not take every key down. With deps.ratelimitFailOpen false it fails closed:
+ * UNAVAILABLE (503), nothing spent. Either way the cause is logged.
  */
 async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promise<LimitsVerdict[]> {
   try {
@@ -128,6 +129,10 @@ async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promi
       return { passed: group.passed, results: group.results };
     });
   } catch (err) {
+    if (!deps.ratelimitFailOpen) {
+      deps.log.error({ err, groups: groups.length }, "named rate limits could not be checked; refusing");
+      throw domainError(ErrorReason.UNAVAILABLE, "Rate limits could not be checked; retry shortly.");
+    }
     deps.log.error({ err, groups: groups.length }, "named rate limits could not be checked; allowing");
     return groups.map(() => ({ passed: true, results: [] }));
   }
@@ -137,6 +142,7 @@ interface Waiting {
   item: number;
   group: LimitGroup;
   resolve(verdict: LimitsVerdict): void;
+  reject(err: unknown): void;
 }
 
 /**
@@ -170,8 +176,8 @@ export class LimitCollector {
     };
     return {
       check: (workspaceId, limits) =>
-        new Promise<LimitsVerdict>((resolve) => {
-          this.waiting.push({ item: index, group: { workspaceId, limits }, resolve });
+        new Promise<LimitsVerdict>((resolve, reject) => {
+          this.waiting.push({ item: index, group: { workspaceId, limits }, resolve, reject });
           arrive();
         }),
       done: arrive,
@@ -181,10 +187,17 @@ export class LimitCollector {
   private async flush(): Promise<void> {
     if (this.waiting.length === 0) return;
     this.waiting.sort((a, b) => a.item - b.item);
-    const verdicts = await checkGroups(
-      this.deps,
-      this.waiting.map((w) => w.group),
-    );
+    let verdicts: LimitsVerdict[];
+    try {
+      verdicts = await checkGroups(
+        this.deps,
+        this.waiting.map((w) => w.group),
+      );
+    } catch (err) {
+      // Failing closed: every item that reached its rate-limit step fails with the same error.
+      for (const w of this.waiting) w.reject(err);
+      return;
+    }
     for (const [i, w] of this.waiting.entries()) w.resolve(verdicts[i]!);
   }
 }

@@ -29,7 +29,7 @@ function counted(inner: Transport, calls: Map<string, number>): Transport {
  * behind it, on one bus and one clock, as verification meets them in
  * production. Calls to each are counted.
  */
-export function verificationKit(options: { ratelimit?: Transport } = {}) {
+export function verificationKit(options: { ratelimit?: Transport; ratelimitFailOpen?: boolean } = {}) {
   const bus = new MemoryBus();
   const clock = new TestClock();
   const log = createLogger("keys", "silent");
@@ -48,6 +48,7 @@ export function verificationKit(options: { ratelimit?: Transport } = {}) {
     log,
     identity: identityTransport,
     ratelimit: ratelimitTransport,
+    ...(options.ratelimitFailOpen !== undefined && { ratelimitFailOpen: options.ratelimitFailOpen }),
   });
   const keys: Client<typeof KeysService> = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
   const identity: Client<typeof IdentityService> = createClient(IdentityService, identityTransport);

@@ -250,14 +250,7 @@ describe("verifyKey named rate limits", () => {
     });
 
     it("lets verifications through when the ratelimit service fails (fail open, as the reference)", async () => {
-      const down = createRouterTransport((router) =>
-        router.service(RatelimitService, {
-          checkNamedLimits() {
-            throw new ConnectError("unavailable", Code.Unavailable);
-          },
-        }),
-      );
-      const { seed, verify, balance } = verificationKit({ ratelimit: down });
+      const { seed, verify, balance } = verificationKit({ ratelimit: limiterDown() });
       const { keyId, key } = await seed.key({
         apiId: await seed.api(),
         credits: 2,
@@ -268,4 +261,71 @@ describe("verifyKey named rate limits", () => {
       expect(await balance(keyId)).toBe(0);
     });
   });
+
+  describe("UNAVAILABLE (RATELIMIT_FAIL_OPEN=false)", () => {
+    it("refuses the verification with UNAVAILABLE and spends no credits when the ratelimit service fails", async () => {
+      const { seed, verify, balance } = verificationKit({
+        ratelimit: limiterDown(),
+        ratelimitFailOpen: false,
+      });
+      const { keyId, key } = await seed.key({
+        apiId: await seed.api(),
+        credits: 2,
+        ratelimits: [limit("calls", 1, true)],
+      });
+      const refused = await rejection(verify(key));
+      expect(refused).toEqual({
+        reason: ErrorReason.UNAVAILABLE,
+        message: "Rate limits could not be checked; retry shortly.",
+      });
+      expect(await balance(keyId)).toBe(2);
+    });
+
+    it("still verifies keys without named limits, and lets through when configured to fail open", async () => {
+      const closed = verificationKit({ ratelimit: limiterDown(), ratelimitFailOpen: false });
+      const plain = await closed.seed.key({ apiId: await closed.seed.api(), credits: 1 });
+      expect(await closed.verify(plain.key)).toMatchObject({ code: VerifyCode.VALID, credits: 0n });
+
+      const open = verificationKit({ ratelimit: limiterDown(), ratelimitFailOpen: true });
+      const limited = await open.seed.key({
+        apiId: await open.seed.api(),
+        ratelimits: [limit("calls", 1, true)],
+      });
+      expect((await open.verify(limited.key)).code).toBe(VerifyCode.VALID);
+    });
+
+    it("fails each batch item that has limits with UNAVAILABLE, spending nothing for it, and answers the others", async () => {
+      const { keys, seed, verifier, balance } = verificationKit({
+        ratelimit: limiterDown(),
+        ratelimitFailOpen: false,
+      });
+      const apiId = await seed.api();
+      const limited = await seed.key({ apiId, credits: 5, ratelimits: [limit("calls", 10, true)] });
+      const plain = await seed.key({ apiId, credits: 5 });
+      const res = await keys.verifyKeyBatch({
+        callers: [verifier],
+        items: [limited.key, plain.key, limited.key].map((key) => ({ callerIndex: 0, request: { key } })),
+      });
+      expect(
+        res.results.map((r) =>
+          r.result.case === "response" ? VerifyCode[r.result.value.code] : r.result.value?.detail?.reason,
+        ),
+      ).toEqual([ErrorReason.UNAVAILABLE, "VALID", ErrorReason.UNAVAILABLE]);
+      const first = res.results[0]?.result;
+      expect(first?.case === "error" && first.value.code).toBe(Code.Unavailable);
+      expect(await balance(limited.keyId)).toBe(5);
+      expect(await balance(plain.keyId)).toBe(4);
+    });
+  });
 });
+
+/** A ratelimit service that fails every call, as one that cannot be reached. */
+function limiterDown() {
+  return createRouterTransport((router) =>
+    router.service(RatelimitService, {
+      checkNamedLimits() {
+        throw new ConnectError("unavailable", Code.Unavailable);
+      },
+    }),
+  );
+}
