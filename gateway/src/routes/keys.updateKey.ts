@@ -57,6 +57,8 @@ export const updateKey = route({
       if (value === null) cleared.push(path);
       return value ?? undefined;
     };
+    const name = given("name", input.name);
+    const externalId = given("externalId", input.externalId);
     const meta = given("meta", input.meta);
     const expires = given("expires", input.expires);
     const credits = given("credits", input.credits);
@@ -65,8 +67,8 @@ export const updateKey = route({
     await services.keys.updateKey({
       caller,
       keyId: input.keyId,
-      name: given("name", input.name),
-      externalId: given("externalId", input.externalId),
+      name,
+      externalId,
       metaJson: meta === undefined ? undefined : JSON.stringify(meta),
       expires: expires === undefined ? undefined : BigInt(expires),
       enabled: input.enabled,
