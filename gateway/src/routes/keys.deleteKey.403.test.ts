@@ -1,0 +1,22 @@
+import { domainError, ErrorReason } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { DOCS, harness } from "../testing.ts";
+
+describe("POST /v2/keys.deleteKey answering 403", () => {
+  it("answers authorization/insufficient_permissions when the service refuses the root key", async () => {
+    const h = harness({
+      keys: {
+        deleteKey() {
+          throw domainError(
+            ErrorReason.INSUFFICIENT_PERMISSIONS,
+            "The root key lacks the permission 'api.api_1.delete_key'.",
+          );
+        },
+      },
+    });
+    const res = await h.post("keys.deleteKey", { keyId: "key_1" }, { key: h.rootKey("api.api_1.read_key") });
+    expect(res.status).toBe(403);
+    expect(res.body.error.type).toBe(`${DOCS}unkey/authorization/insufficient_permissions`);
+    expect(res.body.error.detail).toBe("The root key lacks the permission 'api.api_1.delete_key'.");
+  });
+});
