@@ -151,7 +151,7 @@ function assemble(
   });
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
   const identity = createClient(IdentityService, options.identity);
-  const identityCache = new IdentityCache(identity, options.bus);
+  const identityCache = new IdentityCache(identity, options.bus, { clock });
   const log = options.log ?? createLogger("keys");
   const deletedGrants = new DeletedGrants({ store, bus: options.bus, keyCache, clock, log });
   const lastUsed = new LastUsed(store, log, options.lastUsedFlushMs);

@@ -3,7 +3,7 @@ import type { Client } from "@connectrpc/connect";
 import { onIdentityChanged } from "@latchkey/identity";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { Batcher, type Bus } from "@latchkey/runtime";
+import { Batcher, type Bus, type Clock, systemClock } from "@latchkey/runtime";
 import type { KeyRatelimitRecord } from "./store/keys-store.ts";
 
 /** A role as verification needs it: its name and its permission slugs. */
@@ -31,7 +31,10 @@ interface Lookup {
  * events.identity.changed: any change in a workspace drops everything cached
  * for it (changes are rare; verifications are not), so a role's new
  * permissions apply at the next verification. Misses that arrive together,
- * as a verification batch's do, travel in one call per workspace.
+ * as a verification batch's do, travel in one call per workspace. What a
+ * workspace has cached is also dropped `ttlMs` (default a minute) after its
+ * first load, so a message lost while the bus reconnects leaves a deleted
+ * role or permission granting for a minute at most, not for good.
  *
  * Cached values are shared: never mutate one.
  */
@@ -40,6 +43,8 @@ export class IdentityCache {
   private readonly identities = new Map<string, Map<string, ResolvedIdentity | null>>();
   /** slug → slug when the permission exists, null when it does not. */
   private readonly permissions = new Map<string, Map<string, string | null>>();
+  /** When each workspace's entries started being cached. */
+  private readonly since = new Map<string, number>();
   // Bumped by every invalidation: a load that started before one must not be cached after it.
   private generation = 0;
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
@@ -50,7 +55,7 @@ export class IdentityCache {
   constructor(
     client: Client<typeof IdentityService>,
     bus: Bus,
-    private readonly options: { maxPerWorkspace?: number } = {},
+    private readonly options: { maxPerWorkspace?: number; ttlMs?: number; clock?: Clock } = {},
   ) {
     this.roleLoader = new Batcher<Lookup, ResolvedRole | null>((lookups) =>
       perWorkspace<ResolvedRole>(lookups, async (workspaceId, names) => {
@@ -139,15 +144,21 @@ export class IdentityCache {
       this.roles.clear();
       this.identities.clear();
       this.permissions.clear();
+      this.since.clear();
     } else {
       this.roles.delete(workspaceId);
       this.identities.delete(workspaceId);
       this.permissions.delete(workspaceId);
+      this.since.delete(workspaceId);
     }
   }
 
   close(): void {
     this.unsubscribe();
+  }
+
+  private now(): number {
+    return (this.options.clock ?? systemClock).now();
   }
 
   private cached<T>(
@@ -156,6 +167,9 @@ export class IdentityCache {
     workspaceId: string,
     name: string,
   ): T | null | Promise<T | null> {
+    const since = this.since.get(workspaceId);
+    if (since !== undefined && this.now() - since > (this.options.ttlMs ?? 60_000))
+      this.invalidate(workspaceId);
     const hit = cache.get(workspaceId)?.get(name);
     if (hit !== undefined) return hit;
     const generation = this.generation;
@@ -171,6 +185,7 @@ export class IdentityCache {
       entries = new Map();
       cache.set(workspaceId, entries);
     }
+    if (!this.since.has(workspaceId)) this.since.set(workspaceId, this.now());
     entries.set(name, value);
     if (entries.size > (this.options.maxPerWorkspace ?? 100_000)) {
       const oldest = entries.keys().next().value;

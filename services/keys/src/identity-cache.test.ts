@@ -1,0 +1,69 @@
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { createLogger, MemoryBus, TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { IdentityCache } from "./identity-cache.ts";
+import { callerOf } from "./test-kit.ts";
+
+const admin = callerOf("ws_1", "*");
+
+/** An identity service whose events reach the cache only when `connected`. */
+function setup(connected: boolean) {
+  const clock = new TestClock();
+  const identityBus = new MemoryBus();
+  const identity = createClient(
+    IdentityService,
+    createRouterTransport(
+      identityRoutes(
+        createMemoryIdentityDeps({ bus: identityBus, clock, log: createLogger("identity", "silent") }),
+      ),
+    ),
+  );
+  const cache = new IdentityCache(identity, connected ? identityBus : new MemoryBus(), {
+    clock,
+    ttlMs: 60_000,
+  });
+  return { clock, identity, cache };
+}
+
+const names = (roles: { name: string }[]) => roles.map((r) => r.name);
+
+describe("IdentityCache", () => {
+  it("drops a workspace's roles and permissions as soon as the identity service announces a change", async () => {
+    const { identity, cache } = setup(true);
+    await identity.createRole({ caller: admin, name: "admin", permissions: ["a"] });
+    expect(names(await cache.resolveRoles("ws_1", ["admin"]))).toEqual(["admin"]);
+    expect(await cache.existingPermissions("ws_1", ["a", "b"])).toEqual(["a"]);
+
+    await identity.deleteRole({ caller: admin, role: "admin" });
+    await identity.deletePermission({ caller: admin, permission: "a" });
+
+    expect(await cache.resolveRoles("ws_1", ["admin"])).toEqual([]);
+    expect(await cache.existingPermissions("ws_1", ["a", "b"])).toEqual([]);
+  });
+
+  it("forgets what it cached a minute after loading it, should the announcement be lost", async () => {
+    const { identity, cache, clock } = setup(false);
+    await identity.createRole({ caller: admin, name: "admin", permissions: ["a"] });
+    expect(names(await cache.resolveRoles("ws_1", ["admin"]))).toEqual(["admin"]);
+    expect(await cache.existingPermissions("ws_1", ["a"])).toEqual(["a"]);
+
+    await identity.deleteRole({ caller: admin, role: "admin" });
+    await identity.deletePermission({ caller: admin, permission: "a" });
+    clock.advance(60_000);
+    expect(names(await cache.resolveRoles("ws_1", ["admin"]))).toEqual(["admin"]);
+
+    clock.advance(1);
+    expect(await cache.resolveRoles("ws_1", ["admin"])).toEqual([]);
+    expect(await cache.existingPermissions("ws_1", ["a"])).toEqual([]);
+  });
+
+  it("answers cached permissions without a promise, the same array when all exist", async () => {
+    const { identity, cache } = setup(true);
+    await identity.createPermission({ caller: admin, name: "a", slug: "a" });
+    const slugs = ["a"];
+    await cache.existingPermissions("ws_1", slugs);
+    expect(cache.existingPermissions("ws_1", slugs)).toBe(slugs);
+  });
+});
