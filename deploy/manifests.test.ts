@@ -249,6 +249,13 @@ describe("the overlays, rendered", () => {
     expect(find(dev, "Secret", "latchkey").stringData.DATABASE_URL).toMatch(/^postgres:\/\//);
   });
 
+  it("dev gives keys an encryption key of 32 bytes, without which keys exits at start", () => {
+    const dev = overlays.find((s) => s.name === "overlays/dev")!;
+    const keys = workloadOf(dev, components.find((c) => c.name === "keys")!);
+    const key = environment(dev, keys.spec.template.spec.containers[0]).get("LATCHKEY_ENCRYPTION_KEY");
+    expect(Buffer.from(key ?? "", "base64")).toHaveLength(32);
+  });
+
   it("prod runs at least two replicas of everything, with more room than the base, and leaves the Secret alone", () => {
     const prod = overlays.find((s) => s.name === "overlays/prod")!;
     expect(find(prod, "Secret", "latchkey")).toBeUndefined();
