@@ -1,0 +1,55 @@
+import type { SetPermissionsRequest } from "@latchkey/proto/keys/v1/keys_pb";
+import { describe, expect, it } from "vitest";
+import { harness } from "../testing.ts";
+
+describe("POST /v2/keys.setPermissions answering 200", () => {
+  it("answers the key's direct permissions as the array data, description only when set", async () => {
+    const seen: SetPermissionsRequest[] = [];
+    const h = harness({
+      keys: {
+        setPermissions(req) {
+          seen.push(req);
+          return {
+            permissions: [
+              { id: "perm_1", name: "documents.read", slug: "documents.read", description: "Read documents" },
+              { id: "perm_2", name: "documents.write", slug: "documents.write" },
+            ],
+          };
+        },
+      },
+    });
+    const res = await h.post("keys.setPermissions", {
+      keyId: "key_1",
+      permissions: ["documents.read", "documents.*"],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([
+      { id: "perm_1", name: "documents.read", slug: "documents.read", description: "Read documents" },
+      { id: "perm_2", name: "documents.write", slug: "documents.write" },
+    ]);
+    expect(seen.map((r) => [r.keyId, r.permissions])).toEqual([["key_1", ["documents.read", "documents.*"]]]);
+  });
+
+  it("answers data [] when the key has no direct permissions left", async () => {
+    const h = harness({ keys: { setPermissions: () => ({ permissions: [] }) } });
+    const res = await h.post("keys.setPermissions", { keyId: "key_1", permissions: ["documents.read"] });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+  });
+
+  it("sends an empty list, which clears the key's direct permissions", async () => {
+    const seen: SetPermissionsRequest[] = [];
+    const h = harness({
+      keys: {
+        setPermissions(req) {
+          seen.push(req);
+          return { permissions: [] };
+        },
+      },
+    });
+    const res = await h.post("keys.setPermissions", { keyId: "key_1", permissions: [] });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+    expect(seen.map((r) => r.permissions)).toEqual([[]]);
+  });
+});
