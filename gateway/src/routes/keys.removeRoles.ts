@@ -2,7 +2,7 @@ import { keyRoleData } from "../json.ts";
 import { route } from "../route.ts";
 import { keyRolesSchema } from "./keys.addRoles.ts";
 
-/** A role the key does not have is ignored. Answers the key's remaining roles. */
+/** A role the key does not have is ignored; a name that is no role is 404 role_not_found. Answers the key's remaining roles. */
 export const removeRoles = route({
   schema: keyRolesSchema(1),
   async handle(input, { caller, services }) {

@@ -1,0 +1,3 @@
+import { describeUnauthenticated } from "../testing.ts";
+
+describeUnauthenticated("keys.addRoles");
