@@ -43,7 +43,9 @@ export function decodeEvent(subject: string, id: string, data: Uint8Array): Anal
       return {
         kind: "ratelimit",
         row: {
-          requestId: e.requestId || id,
+          // One row per check: the checks of one multiLimit share a request id, and their
+          // message ids (requestId:index) tell them apart, so dedupe never merges them.
+          requestId: id || e.requestId,
           time: Number(e.time),
           workspaceId: e.workspaceId,
           namespaceId: e.namespaceId,
