@@ -88,6 +88,82 @@ describe("POST /v2/keys.verifyKey answering 200", () => {
     });
   });
 
+  it("answers the identity with its meta and limits, and a denied limit of the identity beside the key's", async () => {
+    const fake = batching(() => ({
+      valid: false,
+      code: VerifyCode.RATE_LIMITED,
+      keyId: "key_1",
+      enabled: true,
+      identity: {
+        id: "id_1",
+        externalId: "user_42",
+        metaJson: '{"tier":"gold"}',
+        ratelimits: [{ id: "rl_9", name: "shared", limit: 5n, duration: 1000n, autoApply: true }],
+      },
+      ratelimits: [
+        {
+          id: "rl_1",
+          name: "requests",
+          limit: 100n,
+          duration: 60_000n,
+          reset: 1_767_225_660_000n,
+          remaining: 99n,
+          exceeded: false,
+          autoApply: false,
+        },
+        {
+          id: "rl_9",
+          name: "shared",
+          limit: 5n,
+          duration: 1000n,
+          reset: 1_767_225_601_000n,
+          remaining: 0n,
+          exceeded: true,
+          autoApply: true,
+        },
+      ],
+    }));
+    const h = harness({ keys: fake.keys });
+    const res = await h.post("keys.verifyKey", { key: "sk_1", ratelimits: [{ name: "requests" }] });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      valid: false,
+      code: "RATE_LIMITED",
+      keyId: "key_1",
+      enabled: true,
+      permissions: [],
+      roles: [],
+      identity: {
+        id: "id_1",
+        externalId: "user_42",
+        meta: { tier: "gold" },
+        ratelimits: [{ id: "rl_9", name: "shared", limit: 5, duration: 1000, autoApply: true }],
+      },
+      ratelimits: [
+        {
+          id: "rl_1",
+          name: "requests",
+          limit: 100,
+          duration: 60_000,
+          reset: 1_767_225_660_000,
+          remaining: 99,
+          exceeded: false,
+          autoApply: false,
+        },
+        {
+          id: "rl_9",
+          name: "shared",
+          limit: 5,
+          duration: 1000,
+          reset: 1_767_225_601_000,
+          remaining: 0,
+          exceeded: true,
+          autoApply: true,
+        },
+      ],
+    });
+  });
+
   it("answers NOT_FOUND with only valid and code", async () => {
     const h = harness({ keys: batching(() => ({ valid: false, code: VerifyCode.NOT_FOUND })).keys });
     const res = await h.post("keys.verifyKey", { key: "sk_unknown" });
