@@ -40,6 +40,20 @@ export async function serveRpc(
   });
   const h1 = http.createServer(rpc);
   h1.keepAliveTimeout = 65_000;
+  // HTTP/1.1 requests in flight per connection, so shutdown can close the idle
+  // ones at once and each busy one as soon as its answer is sent.
+  // (closeIdleConnections() does not see connections handed over by emit.)
+  const inFlight = new Map<net.Socket, number>();
+  let closing = false;
+  h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    res.once("finish", () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, left);
+      if (closing && left === 0) socket.destroySoon();
+    });
+  });
   const h2 = http2.createServer(rpc);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
@@ -49,7 +63,10 @@ export async function serveRpc(
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      inFlight.delete(socket);
+    });
     socket.once("data", (chunk) => {
       socket.pause();
       if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
@@ -57,6 +74,7 @@ export async function serveRpc(
         // the bytes already read, so it gets a stream that replays them first.
         h2.emit("connection", replaying(socket, chunk));
       } else {
+        inFlight.set(socket, 0);
         socket.unshift(chunk);
         h1.emit("connection", socket);
         socket.resume();
@@ -74,8 +92,9 @@ export async function serveRpc(
       new Promise<void>((resolve) => {
         // Stop accepting, let in-flight calls finish: idle HTTP/1.1 connections
         // close now, HTTP/2 sessions get GOAWAY and close after their streams.
+        closing = true;
         server.close(() => resolve());
-        h1.closeIdleConnections();
+        for (const [socket, requests] of inFlight) if (requests === 0) socket.destroySoon();
         for (const session of sessions) session.close();
         setTimeout(() => {
           for (const s of sockets) s.destroy();
