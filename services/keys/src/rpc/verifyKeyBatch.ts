@@ -66,7 +66,7 @@ async function verifyItem(
       },
     };
   } catch (err) {
-    return { result: { case: "error", value: batchError(deps, err) } };
+    return { result: { case: "error", value: batchError(deps, err, item.request?.requestId) } };
   } finally {
     // An item that never reached its rate-limit or credit step must not hold up the others'.
     limits.done();
@@ -74,13 +74,13 @@ async function verifyItem(
   }
 }
 
-function batchError(deps: KeysDeps, err: unknown) {
+function batchError(deps: KeysDeps, err: unknown, requestId: string | undefined) {
   const detail = errorDetailOf(err);
   if (err instanceof ConnectError && detail) {
     return { code: err.code, message: err.rawMessage, detail };
   }
   // Not a domain error: the cause stays in the log, the item says nothing specific.
-  deps.log.error({ err }, "verification in a batch failed");
+  deps.log.error({ err, requestId }, "verification in a batch failed");
   return {
     code: Code.Internal,
     message: "internal error",

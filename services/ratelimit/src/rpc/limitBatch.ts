@@ -40,13 +40,13 @@ export function limitBatch(deps: RatelimitDeps) {
                 resolved[i] = ok;
               },
               (err: unknown) => {
-                results[i] = failed(deps, err);
+                results[i] = failed(deps, err, item.request?.requestId);
               },
             ),
           );
         } else resolved[i] = r;
       } catch (err) {
-        results[i] = failed(deps, err);
+        results[i] = failed(deps, err, item.request?.requestId);
       }
     }
     if (loads.length > 0) await Promise.all(loads);
@@ -75,9 +75,11 @@ export function limitBatch(deps: RatelimitDeps) {
 }
 
 /** One item's error, as the unary call would have raised it; causes of internal errors are logged. */
-function failed(deps: RatelimitDeps, err: unknown): LimitBatchResult {
+function failed(deps: RatelimitDeps, err: unknown, requestId: string | undefined): LimitBatchResult {
   const e = ConnectError.from(err);
-  if (e.code === Code.Internal || e.code === Code.Unknown) deps.log.error({ err }, "limit failed in a batch");
+  if (e.code === Code.Internal || e.code === Code.Unknown) {
+    deps.log.error({ err, requestId }, "limit failed in a batch");
+  }
   const error: BatchError = {
     $typeName: "ratelimit.v1.BatchError",
     code: e.code,
