@@ -24,9 +24,17 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-/** Starts one entrypoint as its own process and waits until /healthz answers. */
-export async function startProcess(name: string, entry: string, env: Record<string, string>): Promise<Proc> {
-  const port = await freePort();
+/**
+ * Starts one entrypoint as its own process and waits until /healthz answers.
+ * `port` when the caller must know it beforehand (replicas told each other's URLs).
+ */
+export async function startProcess(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  port?: number,
+): Promise<Proc> {
+  port ??= await freePort();
   let output = "";
   const child = spawn(tsx, [join(root, entry)], {
     env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
