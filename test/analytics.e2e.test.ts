@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./harness.ts";
 
 // Verifications through the gateway -> KeyVerified on JetStream -> the analytics consumer -> ClickHouse -> the query.
-const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
-const clickhouse = process.env["CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
+const natsUrl = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
+const clickhouse = process.env["TEST_CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
 const suffix = randomBytes(4).toString("hex");
 const consumer = `analytics_e2e_${suffix}`;
 let stack: Stack;

@@ -4,7 +4,10 @@ import { type Stack, startStack } from "./harness.ts";
 // Two keys-service processes behind one gateway, caches invalidated through NATS.
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ keysInstances: 2, natsUrl: process.env["NATS_URL"] ?? "nats://127.0.0.1:4222" });
+  stack = await startStack({
+    keysInstances: 2,
+    natsUrl: process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222",
+  });
 });
 afterAll(async () => {
   await stack?.stop();
