@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { DOCS, harness } from "../testing.ts";
+
+type Body = Record<string, unknown>;
+type Case = [Body, string, string];
+
+/**
+ * The 400 cases shared by the six operations that add, remove or set a key's
+ * permissions or roles: they differ only in the list they take, its limits,
+ * and whether an empty list is allowed (set) or not (add, remove).
+ */
+export function describeKeyList400(
+  operation: `keys.${"add" | "remove" | "set"}${"Permissions" | "Roles"}`,
+): void {
+  const method = operation.slice("keys.".length) as
+    | "addPermissions"
+    | "removePermissions"
+    | "setPermissions"
+    | "addRoles"
+    | "removeRoles"
+    | "setRoles";
+  const permissions = method.endsWith("Permissions");
+  const field = permissions ? "permissions" : "roles";
+  const empty = !method.startsWith("set");
+
+  describe(`POST /v2/${operation} answering 400`, () => {
+    let called = 0;
+    const h = harness({
+      keys: {
+        [method]() {
+          called++;
+          return permissions ? { permissions: [] } : { roles: [] };
+        },
+      },
+    });
+
+    const cases: Case[] = permissions
+      ? [
+          [{ permissions: ["documents.read"] }, "/body/keyId", "keyId is required."],
+          [{ keyId: "key_1" }, "/body/permissions", "permissions is required."],
+          [{ keyId: "key_1", permissions: null }, "/body/permissions", "permissions must be an array."],
+          [
+            { keyId: "key_1", permissions: "documents.read" },
+            "/body/permissions",
+            "permissions must be an array.",
+          ],
+          ...(empty
+            ? ([
+                [
+                  { keyId: "key_1", permissions: [] },
+                  "/body/permissions",
+                  "permissions must hold at least 1 item.",
+                ],
+              ] as Case[])
+            : []),
+          [
+            { keyId: "key_1", permissions: Array(1001).fill("p") },
+            "/body/permissions",
+            "permissions must hold at most 1000 items.",
+          ],
+          [
+            { keyId: "key_1", permissions: [""] },
+            "/body/permissions/0",
+            "permissions[0] must be at least 1 character long.",
+          ],
+          [
+            { keyId: "key_1", permissions: ["p".repeat(129)] },
+            "/body/permissions/0",
+            "permissions[0] must be at most 128 characters long.",
+          ],
+          [
+            { keyId: "key_1", permissions: ["ok", "a b"] },
+            "/body/permissions/1",
+            "permissions[1] must match the pattern ^[a-zA-Z0-9_:\\-\\.\\*]+$.",
+          ],
+          [
+            { keyId: "key_1", permissions: [null] },
+            "/body/permissions/0",
+            "permissions[0] must be a string.",
+          ],
+          [{ keyId: null, permissions: ["p"] }, "/body/keyId", "keyId must be a string."],
+          [
+            { keyId: "key_1", permissions: ["p"], roles: [] },
+            "/body/roles",
+            "roles is not a field of this operation.",
+          ],
+        ]
+      : [
+          [{ roles: ["admin"] }, "/body/keyId", "keyId is required."],
+          [{ keyId: "key_1" }, "/body/roles", "roles is required."],
+          [{ keyId: "key_1", roles: null }, "/body/roles", "roles must be an array."],
+          ...(empty
+            ? ([[{ keyId: "key_1", roles: [] }, "/body/roles", "roles must hold at least 1 item."]] as Case[])
+            : []),
+          [
+            { keyId: "key_1", roles: Array(101).fill("r") },
+            "/body/roles",
+            "roles must hold at most 100 items.",
+          ],
+          [{ keyId: "key_1", roles: [""] }, "/body/roles/0", "roles[0] must be at least 1 character long."],
+          [
+            { keyId: "key_1", roles: ["ok", "r".repeat(129)] },
+            "/body/roles/1",
+            "roles[1] must be at most 128 characters long.",
+          ],
+          [{ keyId: "key_1", roles: [7] }, "/body/roles/0", "roles[0] must be a string."],
+          [{ keyId: "k", roles: ["admin"] }, "/body/keyId", "keyId must be at least 3 characters long."],
+          [
+            { keyId: "key_1", roles: ["admin"], permissions: [] },
+            "/body/permissions",
+            "permissions is not a field of this operation.",
+          ],
+        ];
+
+    it.each(cases)("refuses %j at %s", async (body, location, message) => {
+      const res = await h.post(operation, body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.type).toBe(`${DOCS}unkey/application/invalid_input`);
+      expect(res.body.error.errors).toEqual([expect.objectContaining({ location, message })]);
+      expect(called).toBe(0);
+    });
+
+    const most = permissions ? 1000 : 100;
+    it(`accepts 128 characters and ${most} ${field === "permissions" ? "slugs" : "roles"}`, async () => {
+      const res = await h.post(operation, {
+        keyId: "key_1",
+        [field]: ["x".repeat(128), ...Array(most - 1).fill("y")],
+      });
+      expect(res.status).toBe(200);
+      expect(called).toBe(1);
+    });
+  });
+}
