@@ -44,9 +44,9 @@ async function seedFullVerification(call: Call, apiId: string): Promise<{ body: 
  * Answers the ceiling, for the tables that follow.
  */
 export async function throughput(): Promise<Figures> {
-  // PROFILE=1 writes CPU profiles of the gateway and the keys service to .bench/ (node --cpu-prof).
-  const profile = process.env["PROFILE"] ? { NODE_OPTIONS: "--cpu-prof --cpu-prof-dir=.bench" } : undefined;
-  const stack = await startStack(profile ? { env: { gateway: profile, keys: profile } } : {});
+  // PROFILE=1 writes CPU profiles of the gateway and every service to .bench/ (node --cpu-prof).
+  const profile = process.env["PROFILE"] ? ["--cpu-prof", "--cpu-prof-dir=.bench"] : [];
+  const stack = await startStack({ nodeArgs: profile });
   const peers: Proc[] = [];
   const allInOneDb = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-bench-"));

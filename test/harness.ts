@@ -5,7 +5,6 @@ import { ensureRootKey } from "@latchkey/keys";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 
 const root = join(import.meta.dirname, "..");
-const tsx = join(root, "node_modules/.bin/tsx");
 
 /** A free loopback port, for a child process to listen on. */
 export async function freePort(): Promise<number> {
@@ -25,18 +24,21 @@ export interface Proc {
 }
 
 /**
- * Starts one entrypoint as its own process and waits until /healthz answers.
- * `port` when the caller must know it beforehand (replicas told each other's URLs).
+ * Starts one entrypoint as its own node process (TypeScript through tsx's
+ * loader) and waits until /healthz answers. `port` when the caller must know it
+ * beforehand (replicas told each other's URLs); `nodeArgs` are flags for node
+ * itself, e.g. --cpu-prof, which NODE_OPTIONS refuses.
  */
 export async function startProcess(
   name: string,
   entry: string,
   env: Record<string, string>,
   port?: number,
+  nodeArgs: string[] = [],
 ): Promise<Proc> {
   port ??= await freePort();
   let output = "";
-  const child = spawn(tsx, [join(root, entry)], {
+  const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, join(root, entry)], {
     env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -96,12 +98,14 @@ export async function startStack(
     natsUrl?: string;
     /** Runs the analytics service too (needs natsUrl): its ClickHouse URL, database in the path. */
     analytics?: { clickhouseUrl: string; consumer: string };
-    /** Extra env per process, e.g. NODE_OPTIONS=--cpu-prof for a profile. */
+    /** Extra env per process. */
     env?: {
       gateway?: Record<string, string>;
       keys?: Record<string, string>;
       ratelimit?: Record<string, string>;
     };
+    /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
+    nodeArgs?: string[];
   } = {},
 ): Promise<Stack> {
   const db = await createTestDatabase();
@@ -110,21 +114,26 @@ export async function startStack(
     ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
   };
   // The keys service calls the ratelimit and identity services: those start first.
-  const ratelimit = await startProcess("ratelimit", "services/ratelimit/src/main.ts", {
-    ...common,
-    ...options.env?.ratelimit,
-  });
-  const identity = await startProcess("identity", "services/identity/src/main.ts", common);
+  const flags = options.nodeArgs;
+  const ratelimit = await startProcess(
+    "ratelimit",
+    "services/ratelimit/src/main.ts",
+    { ...common, ...options.env?.ratelimit },
+    undefined,
+    flags,
+  );
+  const identity = await startProcess("identity", "services/identity/src/main.ts", common, undefined, flags);
   const keys: Proc[] = [];
   // One at a time: each runs the migrations at start, under an advisory lock.
   for (let i = 0; i < (options.keysInstances ?? 1); i++) {
     keys.push(
-      await startProcess(`keys-${i}`, "services/keys/src/main.ts", {
-        ...common,
-        RATELIMIT_URL: ratelimit.url,
-        IDENTITY_URL: identity.url,
-        ...options.env?.keys,
-      }),
+      await startProcess(
+        `keys-${i}`,
+        "services/keys/src/main.ts",
+        { ...common, RATELIMIT_URL: ratelimit.url, IDENTITY_URL: identity.url, ...options.env?.keys },
+        undefined,
+        flags,
+      ),
     );
   }
   const analytics = options.analytics
@@ -135,14 +144,20 @@ export async function startStack(
         ANALYTICS_START_AT: "new",
       })
     : undefined;
-  const gateway = await startProcess("gateway", "gateway/src/main.ts", {
-    ...common,
-    KEYS_URL: keys.map((k) => k.url).join(","),
-    RATELIMIT_URL: ratelimit.url,
-    IDENTITY_URL: identity.url,
-    ...(analytics ? { ANALYTICS_URL: analytics.url } : {}),
-    ...options.env?.gateway,
-  });
+  const gateway = await startProcess(
+    "gateway",
+    "gateway/src/main.ts",
+    {
+      ...common,
+      KEYS_URL: keys.map((k) => k.url).join(","),
+      RATELIMIT_URL: ratelimit.url,
+      IDENTITY_URL: identity.url,
+      ...(analytics ? { ANALYTICS_URL: analytics.url } : {}),
+      ...options.env?.gateway,
+    },
+    undefined,
+    flags,
+  );
   const rootKey = `lk_root_e2e_${Math.random().toString(36).slice(2)}`;
   await ensureRootKey(db.sql, rootKey);
 
