@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createRouterTransport } from "@connectrpc/connect";
 import {
   analyticsRoutes,
   createAnalyticsDeps,
@@ -22,6 +21,7 @@ import {
   ensureEventsStream,
   env,
   JetStreamEventSink,
+  localTransport,
   MemoryBus,
   NatsBus,
   type Sql,
@@ -33,8 +33,9 @@ import { dataDir, openDatabase } from "./database.ts";
  * `pnpm start`: the gateway and every service in one process. With no
  * configuration it keeps its data in embedded PostgreSQL under DATA_DIR and
  * its analytics in memory; with DATABASE_URL, NATS_URL and CLICKHOUSE_URL it
- * uses those servers. Services talk through in-memory Connect transports: the
- * same routes as the separate processes, without a network hop.
+ * uses those servers. Services call each other through localTransport: the
+ * same routes as the separate processes, as function calls (no network hop,
+ * no serialisation).
  */
 const log = createLogger("latchkey");
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -83,8 +84,8 @@ async function main() {
   });
   const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
   const transports = {
-    ratelimit: createRouterTransport(ratelimitRoutes(ratelimit)),
-    identity: createRouterTransport(identityRoutes(identity)),
+    ratelimit: localTransport(ratelimitRoutes(ratelimit)),
+    identity: localTransport(identityRoutes(identity)),
   };
   const keys = createKeysDeps({
     sql: db.sql,
@@ -96,9 +97,9 @@ async function main() {
   });
   const stopRefills = startRefills(db.sql, { clock: keys.clock, log });
   const gateway = createGateway({
-    keys: createRouterTransport(keysRoutes(keys)),
+    keys: localTransport(keysRoutes(keys)),
     ...transports,
-    analytics: createRouterTransport(analyticsRoutes(analytics)),
+    analytics: localTransport(analyticsRoutes(analytics)),
     log: log.child({ service: "gateway" }),
     clock: systemClock,
     bus,

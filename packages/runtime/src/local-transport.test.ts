@@ -1,0 +1,57 @@
+import { create, isMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
+import { AuthenticateRootKeyResponseSchema, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { describe, expect, it } from "vitest";
+import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
+import { localTransport } from "./local-transport.ts";
+
+const seen: unknown[] = [];
+const keys = createClient(
+  KeysService,
+  localTransport((router) =>
+    router.service(KeysService, {
+      authenticateRootKey(req) {
+        seen.push(req);
+        if (req.hash !== "good") throw domainError(ErrorReason.UNAUTHENTICATED, "unknown root key");
+        // An init shape, as the services answer: the transport makes it a message.
+        return { caller: { workspaceId: "ws_1", permissions: ["api.*.read_api"] } };
+      },
+      getApi() {
+        throw new Error("the database is down");
+      },
+    }),
+  ),
+);
+
+describe("localTransport", () => {
+  it("hands the request to the implementation as a message and answers a message with defaults filled in", async () => {
+    const res = await keys.authenticateRootKey({ hash: "good" });
+    expect(isMessage(res, AuthenticateRootKeyResponseSchema)).toBe(true);
+    expect(res.caller).toEqual(
+      create(CallerSchema, { workspaceId: "ws_1", permissions: ["api.*.read_api"] }),
+    );
+    // Defaults a remote call would decode are there too.
+    expect(res.caller?.rootKeyId).toBe("");
+    expect(isMessage(seen.at(-1), KeysService.method.authenticateRootKey.input)).toBe(true);
+  });
+
+  it("raises a domain error as the ConnectError a remote call would, with its detail", async () => {
+    const err = await keys.authenticateRootKey({ hash: "bad" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+    expect((err as ConnectError).rawMessage).toBe("unknown root key");
+    expect(errorDetailOf(err)?.reason).toBe(ErrorReason.UNAUTHENTICATED);
+  });
+
+  it("raises any other failure as a ConnectError of code Unknown", async () => {
+    const err = await keys.getApi({ apiId: "api_1" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.Unknown);
+  });
+
+  it("answers Unimplemented for a method the routes do not implement", async () => {
+    const err = await keys.createApi({ name: "x" }).catch((e: unknown) => e);
+    expect((err as ConnectError).code).toBe(Code.Unimplemented);
+  });
+});
