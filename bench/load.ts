@@ -1,4 +1,5 @@
 import autocannon from "autocannon";
+import { cpuOf, type ProcessGroups } from "./procfs.ts";
 
 /**
  * What every `pnpm bench` table shares: autocannon with CONNECTIONS connections,
@@ -15,6 +16,8 @@ export interface Figures {
   p50: number;
   p99: number;
   non2xx: number;
+  /** CPU microseconds per request of each process group the target named, and of the load generator. */
+  cpu?: Record<string, number>;
 }
 
 /** One POST target: a fixed body, or `body()` called once per request (e.g. a random key). */
@@ -24,6 +27,8 @@ export interface Target {
   headers?: Record<string, string>;
   /** When set, a 2xx answer whose body lacks this text counts as an error too (e.g. a verification that is not VALID). */
   expect?: string;
+  /** The processes serving the target, whose CPU time per request is reported. */
+  processes?: ProcessGroups;
 }
 
 async function load(target: Target, duration: number): Promise<Figures> {
@@ -36,6 +41,9 @@ async function load(target: Target, duration: number): Promise<Figures> {
       : (status: number, text: string) => {
           if (status < 300 && !text.includes(expect)) unexpected++;
         };
+  const groups = target.processes;
+  const before = groups && cpuOf(groups);
+  const ownBefore = process.cpuUsage();
   const result = await autocannon({
     url: target.url,
     method: "POST",
@@ -57,7 +65,16 @@ async function load(target: Target, duration: number): Promise<Figures> {
           ],
         }),
   });
+  const perRequest = (micros: number) => micros / Math.max(1, result.requests.total);
+  let cpu: Record<string, number> | undefined;
+  if (groups && before) {
+    const after = cpuOf(groups);
+    const own = process.cpuUsage(ownBefore);
+    cpu = { autocannon: perRequest(own.user + own.system) };
+    for (const name of Object.keys(groups)) cpu[name] = perRequest(Math.max(0, after[name]! - before[name]!));
+  }
   return {
+    ...(cpu ? { cpu } : {}),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -89,6 +106,21 @@ export const row = (name: string, f: Figures, ceiling: Figures) =>
   `| ${name.padEnd(64)} | ${Math.round(f.rps).toString().padStart(7)} | ${f.p50.toFixed(1).padStart(6)} | ${f.p99
     .toFixed(1)
     .padStart(6)} | ${(f.rps / ceiling.rps).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(6)} |`;
+
+/** CPU per request by process, one row per target: where the time goes. */
+export function cpuTable(rows: [string, Figures][]): string[] {
+  const names = [...new Set(rows.flatMap(([, f]) => Object.keys(f.cpu ?? {})))];
+  const cell = (v: number | undefined) => (v === undefined ? "" : v.toFixed(0)).padStart(10);
+  return [
+    `| ${"CPU µs per request".padEnd(40)} |${names.map((n) => ` ${n.padStart(10)} |`).join("")}      total |`,
+    `|${"-".repeat(42)}|${names.map(() => `${"-".repeat(12)}|`).join("")}------------|`,
+    ...rows.map(([name, f]) => {
+      const cpu = f.cpu ?? {};
+      const total = Object.values(cpu).reduce((a, b) => a + b, 0);
+      return `| ${name.padEnd(40)} |${names.map((n) => ` ${cell(cpu[n])} |`).join("")} ${cell(total)} |`;
+    }),
+  ];
+}
 
 export type Call = (operation: string, body: unknown) => Promise<{ status: number; body: any }>;
 

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** The pids of every descendant of `pid` (Linux /proc), depth first. */
 function descendants(pid: number): number[] {
@@ -26,15 +26,52 @@ function vmRssKb(pid: number): number {
   }
 }
 
-/**
- * Resident memory of a service started by the harness, in MiB. The harness's
- * child is tsx's launcher, which runs the service in a node child of its own:
- * the figure is the service's process (every descendant of the launcher), not
- * the launcher's constant ~50 MiB. Falls back to the launcher when it has no child.
- */
-export function serviceRssMiB(launcherPid: number | undefined): number {
-  if (launcherPid === undefined) return Number.NaN;
-  const tree = descendants(launcherPid);
-  const kb = (tree.length > 0 ? tree : [launcherPid]).reduce((sum, pid) => sum + vmRssKb(pid), 0);
-  return kb / 1024;
+/** Resident memory of a process started by the harness and its children, in MiB. */
+export function serviceRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  return [pid, ...descendants(pid)].reduce((sum, p) => sum + vmRssKb(p), 0) / 1024;
 }
+
+const TICKS_PER_SECOND = 100; // USER_HZ, 100 on Linux
+
+/** CPU time (user + system) a process and its children have used so far, in microseconds. */
+function cpuMicros(pid: number): number {
+  try {
+    // Fields after the command name: state is the 1st, utime the 12th, stime the 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids whose command line contains `text` (e.g. every postgres backend). */
+export function pidsMatching(text: string): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** Named groups of processes whose CPU time a measurement reads before and after. */
+export type ProcessGroups = Record<string, () => number[]>;
+
+/** CPU microseconds each group has used so far (a group's pids are read anew each time). */
+export function cpuOf(groups: ProcessGroups): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, pids] of Object.entries(groups)) {
+    out[name] = pids()
+      .flatMap((pid) => [pid, ...descendants(pid)])
+      .reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  }
+  return out;
+}
+
+/** The pid of a process the harness started, with its children: for ProcessGroups. */
+export const treeOf = (pid: number | undefined) => () => (pid === undefined ? [] : [pid]);

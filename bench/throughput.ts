@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 import { type Proc, startProcess, startStack } from "../test/harness.ts";
-import { type Call, caller, describeLoad, type Figures, header, measure, row } from "./load.ts";
+import { type Call, caller, cpuTable, describeLoad, type Figures, header, measure, row } from "./load.ts";
+import { pidsMatching, treeOf } from "./procfs.ts";
 
 /**
  * The verification issue 8 measures: a key with credits, one autoApply rate
@@ -89,30 +90,58 @@ export async function throughput(): Promise<Figures> {
     peers.push(rlflex);
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const gw = (op: string) => `${stack.gateway.url}/v2/${op}`;
+    const postgres = () => pidsMatching("postgres");
+    const separate = {
+      gateway: treeOf(stack.gateway.child.pid),
+      keys: treeOf(stack.keys[0]?.child.pid),
+      ratelimit: treeOf(stack.ratelimit.child.pid),
+      identity: treeOf(stack.identity.child.pid),
+      postgres,
+    };
+    const oneProcess = { latchkey: treeOf(allInOne.child.pid), postgres };
+    await callAllInOne("ratelimits.limit", JSON.parse(limitBody));
 
     process.stderr.write(`throughput (${describeLoad()})\n`);
-    const top = await measure("ceiling", { url: `${ceiling.url}/`, body: full.body });
+    const top = await measure("ceiling", {
+      url: `${ceiling.url}/`,
+      body: full.body,
+      processes: { server: treeOf(ceiling.child.pid) },
+    });
     const verifyUnlimited = await measure("verify unlimited", {
       url: gw("keys.verifyKey"),
       body: JSON.stringify({ key: unlimited }),
       headers: auth,
+      processes: separate,
     });
     const verifyFull = await measure("verify full", {
       url: gw("keys.verifyKey"),
       body: full.body,
       headers: auth,
+      processes: separate,
     });
     const verifyAllInOne = await measure("verify all-in-one", {
       url: `${allInOne.url}/v2/keys.verifyKey`,
       body: fullAllInOne.body,
       headers: { authorization: `Bearer ${rootKey}` },
+      processes: oneProcess,
     });
     const limit = await measure("ratelimits.limit", {
       url: gw("ratelimits.limit"),
       body: limitBody,
       headers: auth,
+      processes: separate,
     });
-    const peer = await measure("rate-limiter-flexible", { url: `${rlflex.url}/`, body: limitBody });
+    const limitAllInOne = await measure("ratelimits.limit all-in-one", {
+      url: `${allInOne.url}/v2/ratelimits.limit`,
+      body: limitBody,
+      headers: { authorization: `Bearer ${rootKey}` },
+      processes: oneProcess,
+    });
+    const peer = await measure("rate-limiter-flexible", {
+      url: `${rlflex.url}/`,
+      body: limitBody,
+      processes: { server: treeOf(rlflex.child.pid), redis: () => pidsMatching("redis-server") },
+    });
 
     const lines = [
       "",
@@ -121,10 +150,23 @@ export async function throughput(): Promise<Figures> {
       row("keys.verifyKey, unlimited key (separate processes)", verifyUnlimited, top),
       row(`keys.verifyKey, ${full.label} (separate processes)`, verifyFull, top),
       row(`keys.verifyKey, the same, pnpm start (one process)`, verifyAllInOne, top),
-      row("ratelimits.limit through the gateway", limit, top),
+      row("ratelimits.limit through the gateway (separate processes)", limit, top),
+      row("ratelimits.limit, pnpm start (one process)", limitAllInOne, top),
       row("rate-limiter-flexible on Redis, bare node:http", peer, top),
       "",
-      `ratelimits.limit / rate-limiter-flexible: ${(limit.rps / peer.rps).toFixed(2)}`,
+      `ratelimits.limit / rate-limiter-flexible: ${(limit.rps / peer.rps).toFixed(2)} separate processes, ${(
+        limitAllInOne.rps / peer.rps
+      ).toFixed(2)} pnpm start`,
+      "",
+      ...cpuTable([
+        ["ceiling", top],
+        ["verify unlimited (separate)", verifyUnlimited],
+        ["verify full (separate)", verifyFull],
+        ["verify full (pnpm start)", verifyAllInOne],
+        ["ratelimits.limit (separate)", limit],
+        ["ratelimits.limit (pnpm start)", limitAllInOne],
+        ["rate-limiter-flexible", peer],
+      ]),
       "",
     ];
     process.stdout.write(lines.join("\n"));
