@@ -11,4 +11,7 @@ export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./permissions.ts";
 export * from "./serve.ts";
+
+import "./text-encoding.ts";
+
 export * from "./transport.ts";

@@ -44,10 +44,10 @@ describe("localTransport", () => {
     expect(errorDetailOf(err)?.reason).toBe(ErrorReason.UNAUTHENTICATED);
   });
 
-  it("raises any other failure as a ConnectError of code Unknown", async () => {
+  it("raises any other failure as a ConnectError of code Internal, as a served call does", async () => {
     const err = await keys.getApi({ apiId: "api_1" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConnectError);
-    expect((err as ConnectError).code).toBe(Code.Unknown);
+    expect((err as ConnectError).code).toBe(Code.Internal);
   });
 
   it("answers Unimplemented for a method the routes do not implement", async () => {

@@ -5,6 +5,7 @@ import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
+import { registeredServices, unaryFastPath, unaryMethods } from "./unary.ts";
 
 type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 
@@ -25,6 +26,8 @@ export interface ServedRpc {
  * cleartext: the first bytes of a connection tell which (h2c starts with the
  * "PRI * HTTP/2.0" preface), so plain gRPC clients and the gateway's
  * HTTP/1.1 transport share the port. /healthz and /readyz answer probes.
+ * Unary calls in binary protobuf over HTTP/1.1 (what Latchkey's processes
+ * send each other) take unaryFastPath; every other call connect's adapter.
  */
 export async function serveRpc(
   routes: Routes,
@@ -33,12 +36,19 @@ export async function serveRpc(
   host = "0.0.0.0",
 ): Promise<ServedRpc> {
   collectProcessMetrics();
+  // Registered once: connect's adapter and the unary fast path serve the same implementations.
+  const services = registeredServices(routes);
   const rpc = connectNodeAdapter({
-    routes,
+    routes: (router) => {
+      for (const { service, impl } of services) router.service(service, impl);
+    },
     interceptors: [rpcMetricsInterceptor],
     fallback: (req, res) => health(req, res, probe),
   });
-  const h1 = http.createServer(rpc);
+  const fast = unaryFastPath(unaryMethods(services));
+  const h1 = http.createServer((req, res) => {
+    if (!fast(req, res)) rpc(req, res);
+  });
   h1.keepAliveTimeout = 65_000;
   // HTTP/1.1 requests in flight per connection, so shutdown can close the idle
   // ones at once and each busy one as soon as its answer is sent.

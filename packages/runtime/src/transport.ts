@@ -1,10 +1,12 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { unaryTransport } from "./unary.ts";
 
 /**
  * The transport between Latchkey's own processes: Connect protocol, binary
  * protobuf, HTTP/1.1 keep-alive and no compression (measured fastest for
- * batched calls on loopback; see PERFORMANCE.md).
+ * batched calls on loopback; see PERFORMANCE.md). Unary calls go through
+ * unaryTransport, without connect's per-call machinery.
  *
  * `baseUrls` may list several instances, comma-separated: calls go to them in
  * turn (a Kubernetes Service does the same with one URL).
@@ -15,7 +17,10 @@ export function internalTransport(baseUrls: string): Transport {
     .map((u) => u.trim())
     .filter(Boolean)
     .map((baseUrl) =>
-      createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
+      unaryTransport(
+        baseUrl,
+        createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
+      ),
     );
   if (transports.length === 0) throw new Error("internalTransport needs at least one URL");
   if (transports.length === 1) return transports[0]!;

@@ -1,0 +1,118 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
+import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
+import { type ServedRpc, serveRpc } from "./serve.ts";
+import { unaryTransport } from "./unary.ts";
+
+/** A KeysService that answers what it was asked, fails on demand and can be slow. */
+const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>
+  router.service(KeysService, {
+    async getApi(req) {
+      if (req.apiId === "api_missing")
+        throw domainError(ErrorReason.API_NOT_FOUND, "The API does not exist.");
+      if (req.apiId === "api_broken") throw new Error("the database is down");
+      if (req.apiId === "api_slow") await new Promise((r) => setTimeout(r, 300));
+      // Non-ASCII text crosses the wire intact in both directions.
+      return { api: { id: req.apiId, name: `naïve ${req.apiId} ✓` } };
+    },
+  });
+
+let served: ServedRpc;
+let url: string;
+let stock: http.Server;
+let stockUrl: string;
+
+beforeAll(async () => {
+  served = await serveRpc(routes, 0, undefined, "127.0.0.1");
+  url = `http://127.0.0.1:${served.port}`;
+  // Connect's own server, without the fast path: the client must speak its protocol.
+  stock = http.createServer(connectNodeAdapter({ routes }));
+  await new Promise<void>((resolve) => stock.listen(0, "127.0.0.1", resolve));
+  stockUrl = `http://127.0.0.1:${(stock.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await served.close();
+  await new Promise<void>((resolve) => stock.close(() => resolve()));
+});
+
+const stockClient = (baseUrl: string, useBinaryFormat: boolean) =>
+  createClient(KeysService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat }));
+const fastClient = (baseUrl: string) =>
+  createClient(KeysService, unaryTransport(baseUrl, createConnectTransport({ baseUrl, httpVersion: "1.1" })));
+
+async function failure(call: Promise<unknown>): Promise<ConnectError> {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConnectError);
+  return err as ConnectError;
+}
+
+describe.each([
+  ["the fast client against the fast path", () => fastClient(url)],
+  ["connect's binary client against the fast path", () => stockClient(url, true)],
+  ["connect's JSON client against connect's adapter", () => stockClient(url, false)],
+  ["the fast client against a stock Connect server", () => fastClient(stockUrl)],
+])("%s", (_name, client) => {
+  it("answers the message", async () => {
+    const res = await client().getApi({ apiId: "api_1" });
+    expect(res.api?.name).toBe("naïve api_1 ✓");
+    expect(res.api?.id).toBe("api_1");
+    expect(res.api?.createdAt).toBe(0n);
+  });
+
+  it("raises a domain error with its code, message and detail", async () => {
+    const err = await failure(client().getApi({ apiId: "api_missing" }));
+    expect(err.code).toBe(Code.NotFound);
+    expect(err.rawMessage).toBe("The API does not exist.");
+    expect(errorDetailOf(err)?.reason).toBe(ErrorReason.API_NOT_FOUND);
+  });
+
+  it("raises any other failure as code Internal, as connect does", async () => {
+    expect((await failure(client().getApi({ apiId: "api_broken" }))).code).toBe(Code.Internal);
+  });
+
+  it("raises DeadlineExceeded when the deadline passes", async () => {
+    const err = await failure(client().getApi({ apiId: "api_slow" }, { timeoutMs: 50 }));
+    expect(err.code).toBe(Code.DeadlineExceeded);
+  });
+
+  it("raises Unimplemented for a method the server does not serve", async () => {
+    expect((await failure(client().createApi({ name: "x" }))).code).toBe(Code.Unimplemented);
+  });
+});
+
+describe("unaryTransport", () => {
+  it("raises Unavailable when nothing listens", async () => {
+    const closed = http.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const err = await failure(fastClient(`http://127.0.0.1:${port}`).getApi({ apiId: "api_1" }));
+    expect(err.code).toBe(Code.Unavailable);
+  });
+
+  it("raises Canceled when the caller aborts", async () => {
+    const abort = new AbortController();
+    const call = fastClient(url).getApi({ apiId: "api_slow" }, { signal: abort.signal });
+    setTimeout(() => abort.abort(), 20);
+    expect((await failure(call)).code).toBe(Code.Canceled);
+  });
+
+  it("keeps one connection for sequential calls", async () => {
+    const connections = new Set<string>();
+    const counter = http.createServer(connectNodeAdapter({ routes }));
+    counter.on("connection", (s) => connections.add(`${s.remotePort}`));
+    await new Promise<void>((resolve) => counter.listen(0, "127.0.0.1", resolve));
+    const client = fastClient(`http://127.0.0.1:${(counter.address() as AddressInfo).port}`);
+    for (let i = 0; i < 5; i++) await client.getApi({ apiId: `api_${i}` });
+    expect(connections.size).toBe(1);
+    counter.closeAllConnections();
+    await new Promise<void>((resolve) => counter.close(() => resolve()));
+  });
+});
