@@ -18,6 +18,7 @@ import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { IdentityCache } from "./identity-cache.ts";
 import { KeyCache } from "./key-cache.ts";
 import { LastUsed } from "./last-used.ts";
+import { SpendQueue } from "./spend-collector.ts";
 import type { KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
@@ -30,6 +31,8 @@ export interface KeysDeps {
   bus: Bus;
   /** Where each verification is recorded for analytics (KeyVerified); off the request path. */
   events: EventSink;
+  /** Every credit spend of verifications, few statements for many (group commit). */
+  spends: SpendQueue;
   /** Keys by hash for verification, invalidated through the bus. */
   keyCache: KeyCache;
   /** Time for expiry and timestamps, injected so tests control it. */
@@ -159,6 +162,7 @@ function assemble(
     store,
     bus: options.bus,
     events: options.events ?? noEvents,
+    spends: new SpendQueue(store, clock),
     keyCache,
     clock,
     log,

@@ -20,6 +20,28 @@ export interface ResolvedIdentity {
   ratelimits: readonly KeyRatelimitRecord[];
 }
 
+/**
+ * What a key's roles and direct permissions grant, resolved through the
+ * cache. Shared between verifications of the same cached key: never mutate.
+ */
+export interface Grants {
+  /** The key's roles that still exist, in the key's order. */
+  roles: readonly ResolvedRole[];
+  /** Their names: the key's own array when all exist. */
+  roleNames: readonly string[];
+  /** The key's direct permissions that still exist, then its roles' permissions, each once. */
+  permissions: readonly string[];
+  /** The same permissions as a set, for evaluating permission queries. */
+  held: ReadonlySet<string>;
+}
+
+/** The fields of a key its grants are resolved from. */
+export interface GrantedKey {
+  workspaceId: string;
+  roles: readonly string[];
+  permissions: readonly string[];
+}
+
 interface Lookup {
   workspaceId: string;
   name: string;
@@ -47,6 +69,8 @@ export class IdentityCache {
   private readonly since = new Map<string, number>();
   // Bumped by every invalidation: a load that started before one must not be cached after it.
   private generation = 0;
+  /** Each cached key's grants as resolved at a generation; a later generation resolves them again. */
+  private readonly grantsOfKey = new WeakMap<GrantedKey, { generation: number; grants: Grants }>();
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
   private readonly permissionLoader: Batcher<Lookup, string | null>;
@@ -100,13 +124,33 @@ export class IdentityCache {
     this.unsubscribe = onIdentityChanged(bus, (change) => this.invalidate(change.workspaceId || undefined));
   }
 
+  /**
+   * What the key grants: its existing roles and the permissions of those and
+   * of its existing direct permissions. Worked out once per key record and
+   * kept (weakly, by the record) until anything in this cache is invalidated;
+   * no promise when all is cached.
+   */
+  grants(key: GrantedKey): Grants | Promise<Grants> {
+    this.expireStale(key.workspaceId);
+    const memo = this.grantsOfKey.get(key);
+    if (memo !== undefined && memo.generation === this.generation) return memo.grants;
+    const generation = this.generation;
+    const permissions = this.existingPermissions(key.workspaceId, key.permissions);
+    const roles = this.existingRoles(key.workspaceId, key.roles);
+    const remember = (direct: readonly string[], existing: readonly ResolvedRole[]): Grants => {
+      const grants = grantsOf(key, direct, existing);
+      if (generation === this.generation) this.grantsOfKey.set(key, { generation, grants });
+      return grants;
+    };
+    if (permissions instanceof Promise || roles instanceof Promise) {
+      return Promise.all([permissions, roles]).then(([direct, existing]) => remember(direct, existing));
+    }
+    return remember(permissions, roles);
+  }
+
   /** The roles of these names that exist, in the order named. */
   async resolveRoles(workspaceId: string, names: readonly string[]): Promise<ResolvedRole[]> {
-    if (names.length === 0) return [];
-    const found = await Promise.all(
-      names.map((name) => this.cached(this.roles, this.roleLoader, workspaceId, name)),
-    );
-    return found.filter((r): r is ResolvedRole => r !== null);
+    return this.existingRoles(workspaceId, names);
   }
 
   /**
@@ -127,6 +171,18 @@ export class IdentityCache {
       return Promise.all(found).then((all) => existing(slugs, all));
     }
     return existing(slugs, found as (string | null)[]);
+  }
+
+  /** resolveRoles without a promise when every name is cached. */
+  private existingRoles(
+    workspaceId: string,
+    names: readonly string[],
+  ): ResolvedRole[] | Promise<ResolvedRole[]> {
+    if (names.length === 0) return [];
+    const found = names.map((name) => this.cached(this.roles, this.roleLoader, workspaceId, name));
+    const exist = (all: readonly (ResolvedRole | null)[]) => all.filter((r): r is ResolvedRole => r !== null);
+    if (found.some((f) => f instanceof Promise)) return Promise.all(found).then(exist);
+    return exist(found as (ResolvedRole | null)[]);
   }
 
   /** The identity with this id, or null when it no longer exists. */
@@ -167,9 +223,7 @@ export class IdentityCache {
     workspaceId: string,
     name: string,
   ): T | null | Promise<T | null> {
-    const since = this.since.get(workspaceId);
-    if (since !== undefined && this.now() - since > (this.options.ttlMs ?? 60_000))
-      this.invalidate(workspaceId);
+    this.expireStale(workspaceId);
     const hit = cache.get(workspaceId)?.get(name);
     if (hit !== undefined) return hit;
     const generation = this.generation;
@@ -177,6 +231,13 @@ export class IdentityCache {
       if (generation === this.generation) this.put(cache, workspaceId, name, value);
       return value;
     });
+  }
+
+  /** Drops the workspace's entries once they are older than the TTL. */
+  private expireStale(workspaceId: string): void {
+    const since = this.since.get(workspaceId);
+    if (since !== undefined && this.now() - since > (this.options.ttlMs ?? 60_000))
+      this.invalidate(workspaceId);
   }
 
   private put<T>(cache: Map<string, Map<string, T>>, workspaceId: string, name: string, value: T): void {
@@ -192,6 +253,18 @@ export class IdentityCache {
       if (oldest !== undefined) entries.delete(oldest);
     }
   }
+}
+
+function grantsOf(key: GrantedKey, direct: readonly string[], roles: readonly ResolvedRole[]): Grants {
+  const held = new Set(direct);
+  for (const role of roles) for (const p of role.permissions) held.add(p);
+  return {
+    roles,
+    // A role deleted since it was given to the key no longer counts.
+    roleNames: roles.length === key.roles.length ? key.roles : roles.map((r) => r.name),
+    permissions: roles.length === 0 ? direct : [...held],
+    held,
+  };
 }
 
 function existing(slugs: readonly string[], found: readonly (string | null)[]): readonly string[] {

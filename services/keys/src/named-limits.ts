@@ -1,5 +1,10 @@
 import { createHash } from "node:crypto";
-import type { NamedLimitResult } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { create } from "@bufbuild/protobuf";
+import {
+  type NamedLimitGroup,
+  NamedLimitGroupSchema,
+  type NamedLimitResult,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import type { KeysDeps } from "./deps.ts";
 import type { ResolvedIdentity } from "./identity-cache.ts";
@@ -34,6 +39,26 @@ export interface AppliedLimit {
  * Naming a limit that exists on neither is PRECONDITION_FAILED.
  */
 export function limitsToCheck(
+  key: VerifiableKey,
+  identity: ResolvedIdentity | null,
+  requested: readonly RequestedLimit[],
+): readonly AppliedLimit[] {
+  if (requested.length > 0) return appliedLimits(key, identity, requested);
+  // Without limits named in the request, a key (and its identity) always check the same limits.
+  const memo = autoApplied.get(key);
+  if (memo !== undefined && memo.identity === identity) return memo.limits;
+  const limits = appliedLimits(key, identity, requested);
+  autoApplied.set(key, { identity, limits });
+  return limits;
+}
+
+/** The autoApply limits of each cached key record with the identity record they were worked out with. */
+const autoApplied = new WeakMap<
+  VerifiableKey,
+  { identity: ResolvedIdentity | null; limits: readonly AppliedLimit[] }
+>();
+
+function appliedLimits(
   key: VerifiableKey,
   identity: ResolvedIdentity | null,
   requested: readonly RequestedLimit[],
@@ -110,18 +135,7 @@ export const checkEach =
  */
 async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promise<LimitsVerdict[]> {
   try {
-    const res = await deps.ratelimit.checkNamedLimits({
-      groups: groups.map((g) => ({
-        workspaceId: g.workspaceId,
-        limits: g.limits.map((l) => ({
-          owner: l.owner,
-          name: l.name,
-          limit: BigInt(l.limit),
-          duration: BigInt(l.duration),
-          cost: BigInt(l.cost),
-        })),
-      })),
-    });
+    const res = await deps.ratelimit.checkNamedLimits({ groups: groups.map(groupMessage) });
     return groups.map((_, i) => {
       const group = res.groups[i];
       if (!group)
@@ -136,6 +150,30 @@ async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promi
     deps.log.error({ err, groups: groups.length }, "named rate limits could not be checked; allowing");
     return groups.map(() => ({ passed: true, results: [] }));
   }
+}
+
+/**
+ * Each list of limits as a request group, made once per list: lists of
+ * cached keys are shared by their verifications (limitsToCheck), so are
+ * their messages, which create() takes as they are. Never mutated.
+ */
+const groupMessages = new WeakMap<readonly AppliedLimit[], NamedLimitGroup>();
+
+function groupMessage(group: LimitGroup): NamedLimitGroup {
+  const known = groupMessages.get(group.limits);
+  if (known !== undefined && known.workspaceId === group.workspaceId) return known;
+  const message = create(NamedLimitGroupSchema, {
+    workspaceId: group.workspaceId,
+    limits: group.limits.map((l) => ({
+      owner: l.owner,
+      name: l.name,
+      limit: BigInt(l.limit),
+      duration: BigInt(l.duration),
+      cost: BigInt(l.cost),
+    })),
+  });
+  groupMessages.set(group.limits, message);
+  return message;
 }
 
 interface Waiting {
@@ -156,6 +194,7 @@ interface Waiting {
  */
 export class LimitCollector {
   private readonly waiting: Waiting[] = [];
+  private readonly arrived: Uint8Array;
   private outstanding: number;
 
   constructor(
@@ -163,25 +202,23 @@ export class LimitCollector {
     items: number,
   ) {
     this.outstanding = items;
+    this.arrived = new Uint8Array(items);
   }
 
-  /** The checker for the item at `index` of the batch, and the function to call when that item is done. */
-  forItem(index: number): { check: LimitChecker; done(): void } {
-    let arrived = false;
-    const arrive = () => {
-      if (arrived) return;
-      arrived = true;
-      this.outstanding--;
-      if (this.outstanding === 0) void this.flush();
-    };
-    return {
-      check: (workspaceId, limits) =>
-        new Promise<LimitsVerdict>((resolve, reject) => {
-          this.waiting.push({ item: index, group: { workspaceId, limits }, resolve, reject });
-          arrive();
-        }),
-      done: arrive,
-    };
+  /** The item at `index` checks its limits; answered once the whole batch has arrived. */
+  check(index: number, workspaceId: string, limits: readonly AppliedLimit[]): Promise<LimitsVerdict> {
+    return new Promise<LimitsVerdict>((resolve, reject) => {
+      this.waiting.push({ item: index, group: { workspaceId, limits }, resolve, reject });
+      this.done(index);
+    });
+  }
+
+  /** The item at `index` checks no limits (or has checked them); idempotent. */
+  done(index: number): void {
+    if (this.arrived[index] === 1) return;
+    this.arrived[index] = 1;
+    this.outstanding--;
+    if (this.outstanding === 0) void this.flush();
   }
 
   private async flush(): Promise<void> {
@@ -198,6 +235,6 @@ export class LimitCollector {
       for (const w of this.waiting) w.reject(err);
       return;
     }
-    for (const [i, w] of this.waiting.entries()) w.resolve(verdicts[i]!);
+    for (let i = 0; i < this.waiting.length; i++) this.waiting[i]!.resolve(verdicts[i]!);
   }
 }

@@ -1,8 +1,8 @@
-import type { KeysDeps } from "./deps.ts";
-import type { Spender } from "./rpc/verifyKey.ts";
-import type { Spend, SpendGroup } from "./store/keys-store.ts";
+import type { Clock } from "@latchkey/runtime";
+import type { KeysStore, Spend, SpendGroup } from "./store/keys-store.ts";
 
-interface Waiting {
+/** One verification waiting for its credit spend. */
+export interface PendingSpend {
   keyId: string;
   cost: number;
   resolve(spend: Spend | undefined): void;
@@ -10,90 +10,153 @@ interface Waiting {
 }
 
 /**
- * Coalesces the credit spends of one verification batch. Every item either
- * reaches its credit step (spend) or finishes without one (pass); when all
- * have, the spends go to the store together: the requests of one key with one
- * cost form one group, decided in one statement for the whole batch, and
- * handed out in request order, exactly as if they had arrived one by one. A
- * key asked for with unequal costs falls back to one statement per request,
- * in request order.
+ * Every credit spend of this instance, decided with few statements (group
+ * commit): while a spend statement is in flight, the spends that arrive queue
+ * and all go together in the next statement, in arrival order. Batches in
+ * flight at the same time therefore share statements instead of each running
+ * its own and waiting for the key's row lock behind the others.
+ *
+ * The semantics are those of spends arriving one by one: per key, in arrival
+ * order, each spend succeeds when the balance (after a due refill) covers its
+ * cost, never going below 0. A statement decides, per key, a run of spends of
+ * one cost (KeysStore.spendCreditsGroups grants the first
+ * min(count, floor(balance / cost)) of them); a key asked for with another
+ * cost later in the queue starts a new run, decided by the next statement, so
+ * as many statements run as the longest sequence of cost changes of one key
+ * (one, commonly). A failed statement rejects each of its spends with the
+ * error; the ones queued after it still go.
+ */
+export class SpendQueue {
+  private queued: PendingSpend[] = [];
+  private running = false;
+  private statementCount = 0;
+
+  constructor(
+    private readonly store: Pick<KeysStore, "spendCreditsGroups">,
+    private readonly clock: Clock,
+  ) {}
+
+  /** One spend on its own (a unary verification). */
+  spend(keyId: string, cost: number): Promise<Spend | undefined> {
+    return new Promise((resolve, reject) => this.submit([{ keyId, cost, resolve, reject }]));
+  }
+
+  /** Spends to decide after every spend submitted before them, in this order. */
+  submit(spends: readonly PendingSpend[]): void {
+    for (const s of spends) this.queued.push(s);
+    if (!this.running) void this.drain();
+  }
+
+  /** Spend statements run so far. */
+  get statements(): number {
+    return this.statementCount;
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queued.length > 0) {
+        const next = this.queued;
+        this.queued = [];
+        for (const run of runsOf(next)) await this.decide(run);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** One statement for runs of distinct keys. */
+  private async decide(runs: PendingSpend[][]): Promise<void> {
+    const groups: SpendGroup[] = runs.map((run) => ({
+      keyId: run[0]!.keyId,
+      cost: run[0]!.cost,
+      count: run.length,
+    }));
+    this.statementCount++;
+    let results: Awaited<ReturnType<KeysStore["spendCreditsGroups"]>>;
+    try {
+      results = await this.store.spendCreditsGroups(groups, this.clock.now());
+    } catch (err) {
+      for (const run of runs) for (const s of run) s.reject(err);
+      return;
+    }
+    for (let i = 0; i < runs.length; i++) {
+      const run = runs[i]!;
+      const result = results[i];
+      const cost = groups[i]!.cost;
+      for (let j = 0; j < run.length; j++) {
+        const s = run[j]!;
+        if (result === undefined) s.resolve(undefined);
+        else if (result.before === null) s.resolve({ spent: true, remaining: null });
+        else if (j < result.granted) s.resolve({ spent: true, remaining: result.before - (j + 1) * cost });
+        else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
+      }
+    }
+  }
+}
+
+/**
+ * The spends cut into statements: per key, its spends in order form runs of
+ * one cost; the n-th run of every key goes in the n-th statement.
+ */
+function runsOf(spends: readonly PendingSpend[]): PendingSpend[][][] {
+  const statements: Map<string, PendingSpend[]>[] = [];
+  const current = new Map<string, { statement: number; cost: number }>();
+  for (const s of spends) {
+    const at = current.get(s.keyId);
+    let statement = 0;
+    if (at === undefined) current.set(s.keyId, { statement, cost: s.cost });
+    else if (at.cost === s.cost) statement = at.statement;
+    else {
+      statement = at.statement + 1;
+      at.statement = statement;
+      at.cost = s.cost;
+    }
+    let runs = statements[statement];
+    if (runs === undefined) {
+      runs = new Map();
+      statements[statement] = runs;
+    }
+    const run = runs.get(s.keyId);
+    if (run === undefined) runs.set(s.keyId, [s]);
+    else run.push(s);
+  }
+  return statements.map((runs) => [...runs.values()]);
+}
+
+/**
+ * Gathers the credit spends of one verification batch. Every item either
+ * reaches its credit step (spend) or finishes without one (done); when all
+ * have, the batch's spends join the instance's SpendQueue together, in the
+ * order they arrived, so a batch needs one statement (shared with batches in
+ * flight at the same time) rather than one per item.
  */
 export class SpendCollector {
-  private readonly waiting: Waiting[] = [];
+  private readonly waiting: PendingSpend[] = [];
+  private readonly arrived: Uint8Array;
   private outstanding: number;
 
   constructor(
-    private readonly deps: KeysDeps,
+    private readonly queue: SpendQueue,
     items: number,
   ) {
     this.outstanding = items;
+    this.arrived = new Uint8Array(items);
   }
 
-  /** The spender for one item, and the function to call when that item is done. */
-  forItem(): { spend: Spender; done(): void } {
-    let arrived = false;
-    const arrive = () => {
-      if (arrived) return;
-      arrived = true;
-      this.outstanding--;
-      if (this.outstanding === 0) void this.flush();
-    };
-    return {
-      spend: (keyId, cost) =>
-        new Promise<Spend | undefined>((resolve, reject) => {
-          this.waiting.push({ keyId, cost, resolve, reject });
-          arrive();
-        }),
-      done: arrive,
-    };
+  /** The item at `index` spends; settled once the whole batch has arrived. */
+  spend(index: number, keyId: string, cost: number): Promise<Spend | undefined> {
+    return new Promise<Spend | undefined>((resolve, reject) => {
+      this.waiting.push({ keyId, cost, resolve, reject });
+      this.done(index);
+    });
   }
 
-  private async flush(): Promise<void> {
-    const byKey = new Map<string, Waiting[]>();
-    for (const w of this.waiting) {
-      const list = byKey.get(w.keyId);
-      if (list) list.push(w);
-      else byKey.set(w.keyId, [w]);
-    }
-    const grouped: Waiting[][] = [];
-    const sequential: Waiting[][] = [];
-    for (const list of byKey.values()) {
-      (list.every((w) => w.cost === list[0]?.cost) ? grouped : sequential).push(list);
-    }
-    await Promise.all([this.spendGroups(grouped), ...sequential.map((list) => this.spendInOrder(list))]);
-  }
-
-  private async spendGroups(lists: Waiting[][]): Promise<void> {
-    if (lists.length === 0) return;
-    const groups: SpendGroup[] = lists.map((list) => ({
-      keyId: list[0]!.keyId,
-      cost: list[0]!.cost,
-      count: list.length,
-    }));
-    try {
-      const results = await this.deps.store.spendCreditsGroups(groups, this.deps.clock.now());
-      lists.forEach((list, i) => {
-        const result = results[i];
-        const cost = groups[i]!.cost;
-        list.forEach((w, j) => {
-          if (result === undefined) w.resolve(undefined);
-          else if (result.before === null) w.resolve({ spent: true, remaining: null });
-          else if (j < result.granted) w.resolve({ spent: true, remaining: result.before - (j + 1) * cost });
-          else w.resolve({ spent: false, remaining: result.before - result.granted * cost });
-        });
-      });
-    } catch (err) {
-      for (const list of lists) for (const w of list) w.reject(err);
-    }
-  }
-
-  private async spendInOrder(list: Waiting[]): Promise<void> {
-    for (const w of list) {
-      try {
-        w.resolve(await this.deps.store.spendCredits(w.keyId, w.cost, this.deps.clock.now()));
-      } catch (err) {
-        w.reject(err);
-      }
-    }
+  /** The item at `index` needs no spend (or has spent); idempotent. */
+  done(index: number): void {
+    if (this.arrived[index] === 1) return;
+    this.arrived[index] = 1;
+    this.outstanding--;
+    if (this.outstanding === 0 && this.waiting.length > 0) this.queue.submit(this.waiting);
   }
 }

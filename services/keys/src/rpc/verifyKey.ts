@@ -1,7 +1,9 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { evaluatePermissionQuery, type PermissionQuery, parsePermissionQuery } from "@latchkey/identity";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { evaluatePermissionQuery, type PermissionQuery } from "@latchkey/identity";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
+  type KeyIdentity,
+  KeyIdentitySchema,
   VerifyCode,
   type VerifyKeyRequest,
   type VerifyKeyResponseSchema,
@@ -11,7 +13,7 @@ import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/ru
 import { callerOf, keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified } from "../events.ts";
-import type { ResolvedIdentity, ResolvedRole } from "../identity-cache.ts";
+import type { Grants, ResolvedIdentity } from "../identity-cache.ts";
 import {
   type AppliedLimit,
   checkEach,
@@ -20,26 +22,36 @@ import {
   limitsToCheck,
   type RequestedLimit,
 } from "../named-limits.ts";
+import { PermissionQueries } from "../permission-queries.ts";
 import type { Spend, VerifiableKey } from "../store/keys-store.ts";
 
 export type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
 
-/** Spends credits of one key for one verification; a batch passes one that coalesces its spends. */
-export type Spender = (keyId: string, cost: number) => Promise<Spend | undefined>;
-
-/** One statement per verification, applying a due refill first. */
-export const spendEach =
-  (deps: KeysDeps): Spender =>
-  (keyId, cost) =>
-    deps.store.spendCredits(keyId, cost, deps.clock.now());
-
 /** The shared steps of a verification: unary calls make their own, a batch shares them between items. */
 export interface VerifySteps {
-  spend: Spender;
+  /** Spends credits of one key for this verification (through deps.spends, shared with concurrent ones). */
+  spend(keyId: string, cost: number): Promise<Spend | undefined>;
   checkLimits: LimitChecker;
 }
 
 const MAX_COST = 1_000_000_000_000;
+
+/** Queries asked on every verification are parsed once. */
+const queries = new PermissionQueries();
+
+/** The counter of each outcome, looked up by label once. */
+const outcomeCounters = new Map<VerifyCode, { name: string; counter: { inc(): void } }>();
+
+function counted(code: VerifyCode): string {
+  let known = outcomeCounters.get(code);
+  if (known === undefined) {
+    const name = VerifyCode[code];
+    known = { name, counter: verificationOutcomes.labels({ outcome: name }) };
+    outcomeCounters.set(code, known);
+  }
+  known.counter.inc();
+  return known.name;
+}
 
 export function verifyKey(deps: KeysDeps) {
   return (req: VerifyKeyRequest): Promise<VerifyKeyResult> => verify(deps, callerOf(req), req);
@@ -50,14 +62,16 @@ export async function verify(
   deps: KeysDeps,
   caller: Caller,
   req: VerifyKeyRequest,
-  steps: VerifySteps = { spend: spendEach(deps), checkLimits: checkEach(deps) },
+  steps: VerifySteps = {
+    spend: (keyId, cost) => deps.spends.spend(keyId, cost),
+    checkLimits: checkEach(deps),
+  },
 ): Promise<VerifyKeyResult> {
   const started = performance.now();
   const input = validVerifyKey(req);
   const { result, key, spent } = await judge(deps, caller, input, steps);
-  const outcome = VerifyCode[result.code ?? VerifyCode.UNSPECIFIED];
+  const outcome = counted(result.code ?? VerifyCode.UNSPECIFIED);
   const now = deps.clock.now();
-  verificationOutcomes.inc({ outcome });
   // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
   if (key) deps.lastUsed.record(key.id, now);
   keyVerified(deps, {
@@ -88,9 +102,8 @@ interface Judgement {
 /** What a found key answers besides its code, gathered step by step. */
 interface Facts {
   key: VerifiableKey;
-  /** The key's direct permission slugs that still name a permission. */
-  permissions: readonly string[];
-  roles: readonly ResolvedRole[];
+  /** What its existing roles and direct permissions grant. */
+  grants: Grants;
   identity: ResolvedIdentity | null;
   limits: readonly AppliedLimit[];
   verdict: LimitsVerdict | undefined;
@@ -121,15 +134,16 @@ async function judge(
   }
   // A role or permission deleted since the key was given it counts for nothing, even before its
   // deletion is taken off the key (deleted-grants.ts) or should that have been missed.
-  const [roles, identity, permissions] = await Promise.all([
-    deps.identityCache.resolveRoles(key.workspaceId, key.roles),
-    key.identityId === null ? null : deps.identityCache.identity(key.workspaceId, key.identityId),
-    deps.identityCache.existingPermissions(key.workspaceId, key.permissions),
-  ]);
-  const facts: Facts = { key, permissions, roles, identity, limits: [], verdict: undefined };
+  // Both answer without a promise when cached, as they are on the hot path.
+  const pendingGrants = deps.identityCache.grants(key);
+  const pendingIdentity =
+    key.identityId === null ? null : deps.identityCache.identity(key.workspaceId, key.identityId);
+  const grants = pendingGrants instanceof Promise ? await pendingGrants : pendingGrants;
+  const identity = pendingIdentity instanceof Promise ? await pendingIdentity : pendingIdentity;
+  const facts: Facts = { key, grants, identity, limits: [], verdict: undefined };
   if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
   if (key.expires !== null && deps.clock.now() > key.expires) return outcome(facts, VerifyCode.EXPIRED);
-  if (input.query !== undefined && !evaluatePermissionQuery(input.query, permissionsOf(facts))) {
+  if (input.query !== undefined && !granted(input.query, grants)) {
     return outcome(facts, VerifyCode.INSUFFICIENT_PERMISSIONS);
   }
   facts.limits = limitsToCheck(key, identity, input.ratelimits);
@@ -150,12 +164,23 @@ async function judge(
   return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);
 }
 
-/** The key's direct permissions, then those of its roles, each once. */
-function permissionsOf({ permissions, roles }: Pick<Facts, "permissions" | "roles">): readonly string[] {
-  if (roles.length === 0) return permissions;
-  const all = new Set(permissions);
-  for (const role of roles) for (const p of role.permissions) all.add(p);
-  return [...all];
+/** Most verdicts remembered per key's grants: a key is asked few distinct queries. */
+const MAX_VERDICTS = 32;
+
+/** Verdicts of queries (parsed once, so each text is one object) against each grants, shared while both are. */
+const verdicts = new WeakMap<Grants, Map<PermissionQuery, boolean>>();
+
+function granted(query: PermissionQuery, grants: Grants): boolean {
+  let known = verdicts.get(grants);
+  const hit = known?.get(query);
+  if (hit !== undefined) return hit;
+  const verdict = evaluatePermissionQuery(query, grants.held);
+  if (known === undefined) {
+    known = new Map();
+    verdicts.set(grants, known);
+  }
+  if (known.size < MAX_VERDICTS) known.set(query, verdict);
+  return verdict;
 }
 
 function outcome(facts: Facts, code: VerifyCode, credits?: number, spent = 0): Judgement {
@@ -163,7 +188,7 @@ function outcome(facts: Facts, code: VerifyCode, credits?: number, spent = 0): J
 }
 
 function response(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
-  const { key, roles, identity } = facts;
+  const { key, grants, identity } = facts;
   // undefined fields are left unset by create(); arrays of the cached records are shared, never copied.
   return {
     valid: code === VerifyCode.VALID,
@@ -175,25 +200,35 @@ function response(facts: Facts, code: VerifyCode, credits: number | undefined): 
     // The balance after this verification: only where it was read from the store, never a cached guess.
     credits: credits === undefined ? undefined : BigInt(credits),
     enabled: key.enabled,
-    permissions: permissionsOf(facts) as string[],
+    permissions: grants.permissions as string[],
     // A role deleted since it was given to the key no longer counts.
-    roles: roles.length === key.roles.length ? key.roles : roles.map((r) => r.name),
-    identity: identity
-      ? {
-          id: identity.id,
-          externalId: identity.externalId,
-          metaJson: identity.metaJson,
-          ratelimits: identity.ratelimits.map((r) => ({
-            id: r.id,
-            name: r.name,
-            limit: BigInt(r.limit),
-            duration: BigInt(r.duration),
-            autoApply: r.autoApply,
-          })),
-        }
-      : undefined,
+    roles: grants.roleNames as string[],
+    identity: identity ? identityMessage(identity) : undefined,
     ratelimits: limitResults(facts),
   };
+}
+
+/** Each cached identity's answer, made once and shared (create() takes a message as it is). */
+const identityMessages = new WeakMap<ResolvedIdentity, KeyIdentity>();
+
+function identityMessage(identity: ResolvedIdentity): KeyIdentity {
+  let message = identityMessages.get(identity);
+  if (message === undefined) {
+    message = create(KeyIdentitySchema, {
+      id: identity.id,
+      externalId: identity.externalId,
+      metaJson: identity.metaJson,
+      ratelimits: identity.ratelimits.map((r) => ({
+        id: r.id,
+        name: r.name,
+        limit: BigInt(r.limit),
+        duration: BigInt(r.duration),
+        autoApply: r.autoApply,
+      })),
+    });
+    identityMessages.set(identity, message);
+  }
+  return message;
 }
 
 type LimitResult = MessageInitShape<typeof VerifyRatelimitResultSchema>;
@@ -228,7 +263,7 @@ function validVerifyKey(req: VerifyKeyRequest): VerifyKeyInput {
   return {
     key: req.key,
     cost: req.cost === undefined ? 1 : integer(req.cost, "/credits/cost", 0, MAX_COST),
-    query: req.permissions === undefined ? undefined : parsePermissionQuery(req.permissions),
+    query: req.permissions === undefined ? undefined : queries.parse(req.permissions),
     ratelimits: req.ratelimits.map((r, i): RequestedLimit => {
       const at = `/ratelimits/${i}`;
       if (r.name === "") throw invalidInput(`${at}/name`, "a rate limit needs a name");

@@ -10,9 +10,10 @@ import type {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { errorDetailOf, invalidInput } from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
-import { LimitCollector } from "../named-limits.ts";
+import { type AppliedLimit, LimitCollector, type LimitsVerdict } from "../named-limits.ts";
 import { SpendCollector } from "../spend-collector.ts";
-import { verify } from "./verifyKey.ts";
+import type { Spend } from "../store/keys-store.ts";
+import { type VerifySteps, verify } from "./verifyKey.ts";
 
 type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
 
@@ -21,7 +22,8 @@ type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
  * Items run concurrently, each exactly as verifyKey would, except that their
  * named rate limits go to the ratelimit service in one CheckNamedLimits call
  * (LimitCollector) and their credit spends are decided together in one
- * statement (SpendCollector): one result per item, in order, and spends of
+ * statement (SpendCollector, through the instance's SpendQueue, which shares
+ * it with batches in flight at the same time): one result per item, in order, and spends of
  * one key succeed in item order. An item's error becomes its BatchError and
  * never fails the batch.
  */
@@ -29,21 +31,46 @@ export function verifyKeyBatch(deps: KeysDeps) {
   return async (
     req: VerifyKeyBatchRequest,
   ): Promise<MessageInitShape<typeof VerifyKeyBatchResponseSchema>> => {
-    const spends = new SpendCollector(deps, req.items.length);
+    const spends = new SpendCollector(deps.spends, req.items.length);
     const limits = new LimitCollector(deps, req.items.length);
     const results = await Promise.all(
-      req.items.map((item, i) => verifyItem(deps, req.callers, item, spends.forItem(), limits.forItem(i))),
+      req.items.map((item, i) => verifyItem(deps, req.callers, item, new ItemSteps(spends, limits, i))),
     );
     return { results };
   };
+}
+
+/** One item's shared steps: its place in the batch's limit check and credit spends. */
+class ItemSteps implements VerifySteps {
+  constructor(
+    private readonly spends: SpendCollector,
+    private readonly limits: LimitCollector,
+    private readonly index: number,
+  ) {}
+
+  checkLimits(workspaceId: string, limits: readonly AppliedLimit[]): Promise<LimitsVerdict> {
+    return this.limits.check(this.index, workspaceId, limits);
+  }
+
+  spend(keyId: string, cost: number): Promise<Spend | undefined> {
+    // An item at its credit step is past its rate-limit step: the others' limits must not wait
+    // for it to finish, while it waits for their spends (a batch mixing the two would hang).
+    this.limits.done(this.index);
+    return this.spends.spend(this.index, keyId, cost);
+  }
+
+  /** An item that never reached its rate-limit or credit step must not hold up the others'. */
+  done(): void {
+    this.limits.done(this.index);
+    this.spends.done(this.index);
+  }
 }
 
 async function verifyItem(
   deps: KeysDeps,
   callers: Caller[],
   item: VerifyKeyBatchItem,
-  credits: ReturnType<SpendCollector["forItem"]>,
-  limits: ReturnType<LimitCollector["forItem"]>,
+  steps: ItemSteps,
 ): Promise<BatchResult> {
   try {
     const caller = callers[item.callerIndex];
@@ -54,23 +81,13 @@ async function verifyItem(
     return {
       result: {
         case: "response",
-        value: await verify(deps, caller, item.request, {
-          // An item at its credit step is past its rate-limit step: the others' limits must not wait
-          // for it to finish, while it waits for their spends (a batch mixing the two would hang).
-          spend: (keyId, cost) => {
-            limits.done();
-            return credits.spend(keyId, cost);
-          },
-          checkLimits: limits.check,
-        }),
+        value: await verify(deps, caller, item.request, steps),
       },
     };
   } catch (err) {
     return { result: { case: "error", value: batchError(deps, err, item.request?.requestId) } };
   } finally {
-    // An item that never reached its rate-limit or credit step must not hold up the others'.
-    limits.done();
-    credits.done();
+    steps.done();
   }
 }
 

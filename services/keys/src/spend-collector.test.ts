@@ -1,0 +1,275 @@
+import { TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { SpendCollector, SpendQueue } from "./spend-collector.ts";
+import type { GroupSpend, Spend, SpendGroup } from "./store/keys-store.ts";
+
+/** Balances by key id (null: unlimited), spent as the stores do; every statement recorded, optionally held. */
+function balances(initial: Record<string, number | null>) {
+  const balance = new Map(Object.entries(initial));
+  const statements: SpendGroup[][] = [];
+  let held: { promise: Promise<void>; release: () => void } | undefined;
+  let failNext: Error | undefined;
+  return {
+    statements,
+    balance: (keyId: string) => balance.get(keyId),
+    /** Holds statements (once arrived) until release(). */
+    hold() {
+      let release = () => {};
+      const promise = new Promise<void>((r) => {
+        release = r;
+      });
+      held = { promise, release };
+    },
+    release() {
+      const h = held;
+      held = undefined;
+      h?.release();
+    },
+    failNext(err: Error) {
+      failNext = err;
+    },
+    store: {
+      async spendCreditsGroups(groups: SpendGroup[]): Promise<(GroupSpend | undefined)[]> {
+        statements.push(groups.map((g) => ({ ...g })));
+        const fail = failNext;
+        failNext = undefined;
+        if (held) await held.promise;
+        if (fail) throw fail;
+        return groups.map(({ keyId, cost, count }) => {
+          const before = balance.get(keyId);
+          if (before === undefined) return undefined;
+          if (before === null) return { granted: count, before: null };
+          const granted = cost === 0 ? count : Math.min(count, Math.floor(before / cost));
+          balance.set(keyId, before - granted * cost);
+          return { granted, before };
+        });
+      },
+    },
+  };
+}
+
+/** Lets every queued microtask and timer of this turn run. */
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+/** One spend after another, as if each had its own statement: the expected answers. */
+function oneByOne(start: number, costs: number[]): Spend[] {
+  let balance = start;
+  return costs.map((cost) => {
+    if (balance >= cost) {
+      balance -= cost;
+      return { spent: true, remaining: balance };
+    }
+    return { spent: cost === 0, remaining: balance };
+  });
+}
+
+describe("SpendQueue", () => {
+  it("runs one statement at once: spends arriving meanwhile go together in the next, in arrival order", async () => {
+    const db = balances({ key_a: 3, key_b: 10 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    db.hold();
+    const first = queue.spend("key_a", 1);
+    await settle();
+    expect(db.statements).toHaveLength(1);
+    const later = [
+      queue.spend("key_a", 1),
+      queue.spend("key_b", 4),
+      queue.spend("key_a", 1),
+      queue.spend("key_a", 1),
+      queue.spend("key_b", 4),
+    ];
+    await settle();
+    // Still the first statement only: the others wait for it.
+    expect(db.statements).toHaveLength(1);
+    db.release();
+    expect(await first).toEqual({ spent: true, remaining: 2 });
+    expect(await Promise.all(later)).toEqual([
+      { spent: true, remaining: 1 },
+      { spent: true, remaining: 6 },
+      { spent: true, remaining: 0 },
+      { spent: false, remaining: 0 },
+      { spent: true, remaining: 2 },
+    ]);
+    expect(db.statements).toEqual([
+      [{ keyId: "key_a", cost: 1, count: 1 }],
+      [
+        { keyId: "key_a", cost: 1, count: 3 },
+        { keyId: "key_b", cost: 4, count: 2 },
+      ],
+    ]);
+    expect(queue.statements).toBe(2);
+  });
+
+  it("answers spends of unequal costs as one by one, a statement per change of cost", async () => {
+    const db = balances({ key_a: 5 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    const costs = [2, 2, 1, 3, 1, 0, 1];
+    const answers = await Promise.all(costs.map((cost) => queue.spend("key_a", cost)));
+    expect(answers).toEqual(oneByOne(5, costs));
+    expect(db.balance("key_a")).toBe(0);
+    // Runs [2,2] [1] [3] [1] [0] [1]; the first spend went alone before the others queued.
+    expect(db.statements.map((s) => s.map((g) => `${g.cost}x${g.count}`))).toEqual([
+      ["2x1"],
+      ["2x1"],
+      ["1x1"],
+      ["3x1"],
+      ["1x1"],
+      ["0x1"],
+      ["1x1"],
+    ]);
+  });
+
+  it("puts the n-th run of one cost of every key in the n-th statement", async () => {
+    const db = balances({ key_a: 4, key_b: 4 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    db.hold();
+    const first = queue.spend("key_b", 0);
+    await settle();
+    const spends = [
+      ["key_a", 1],
+      ["key_b", 2],
+      ["key_a", 1],
+      ["key_a", 3],
+      ["key_b", 2],
+      ["key_b", 2],
+    ] as const;
+    const answers = Promise.all(spends.map(([keyId, cost]) => queue.spend(keyId, cost)));
+    db.release();
+    await first;
+    expect(await answers).toEqual([
+      { spent: true, remaining: 3 },
+      { spent: true, remaining: 2 },
+      { spent: true, remaining: 2 },
+      { spent: false, remaining: 2 },
+      { spent: true, remaining: 0 },
+      { spent: false, remaining: 0 },
+    ]);
+    expect(db.statements.slice(1)).toEqual([
+      [
+        { keyId: "key_a", cost: 1, count: 2 },
+        { keyId: "key_b", cost: 2, count: 3 },
+      ],
+      [{ keyId: "key_a", cost: 3, count: 1 }],
+    ]);
+  });
+
+  it("rejects every spend of a failed statement with its error and goes on with the ones queued after", async () => {
+    const db = balances({ key_a: 10, key_b: 10 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    db.hold();
+    db.failNext(new Error("connection reset"));
+    const failed = [queue.spend("key_a", 1), queue.spend("key_b", 1)];
+    // The first spend started the statement alone; hold it so that the next ones queue behind it.
+    await settle();
+    const queued = [queue.spend("key_a", 1), queue.spend("key_b", 1)];
+    db.release();
+    const outcomes = await Promise.allSettled(failed);
+    expect(outcomes[0]).toEqual({ status: "rejected", reason: new Error("connection reset") });
+    // The second went with the statement after the failed one.
+    expect(await outcomes[1]).toEqual({ status: "fulfilled", value: { spent: true, remaining: 9 } });
+    expect(await Promise.all(queued)).toEqual([
+      { spent: true, remaining: 9 },
+      { spent: true, remaining: 8 },
+    ]);
+  });
+
+  it("rejects every waiter of a failed statement that holds many spends", async () => {
+    const db = balances({ key_a: 10, key_b: 10 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    db.hold();
+    const first = queue.spend("key_a", 1);
+    await settle();
+    db.failNext(new Error("all of them"));
+    // Two statements: cost 1 for both keys (fails), then key_a's cost 2 (goes).
+    const next = [queue.spend("key_a", 1), queue.spend("key_b", 1), queue.spend("key_a", 2)];
+    db.release();
+    expect(await first).toEqual({ spent: true, remaining: 9 });
+    const outcomes = await Promise.allSettled(next);
+    expect(outcomes).toEqual([
+      { status: "rejected", reason: new Error("all of them") },
+      { status: "rejected", reason: new Error("all of them") },
+      { status: "fulfilled", value: { spent: true, remaining: 7 } },
+    ]);
+    expect(db.balance("key_a")).toBe(7);
+    expect(db.balance("key_b")).toBe(10);
+  });
+
+  it("answers undefined for a key that is gone and unlimited for a key without a balance", async () => {
+    const db = balances({ key_free: null });
+    const queue = new SpendQueue(db.store, new TestClock());
+    expect(await Promise.all([queue.spend("key_gone", 1), queue.spend("key_free", 7)])).toEqual([
+      undefined,
+      { spent: true, remaining: null },
+    ]);
+  });
+
+  it("never overspends and grants in arrival order under many concurrent batches", async () => {
+    const start = { key_a: 500, key_b: 333 };
+    const db = balances(start);
+    const queue = new SpendQueue(db.store, new TestClock());
+    const batches = Array.from({ length: 60 }, async (_, b) => {
+      const items = 30;
+      const collector = new SpendCollector(queue, items);
+      // Items arrive out of order and some never spend, as a batch's do.
+      const order = Array.from({ length: items }, (_, i) => (i * 7 + b) % items);
+      const arrived: { keyId: "key_a" | "key_b"; answer: Promise<Spend | undefined> }[] = [];
+      for (const i of order) {
+        const keyId = i % 2 === 0 ? "key_a" : "key_b";
+        if (i % 5 === 4) collector.done(i);
+        else arrived.push({ keyId, answer: collector.spend(i, keyId, 1) });
+        if (i % 3 === 0) await Promise.resolve();
+      }
+      return Promise.all(arrived.map(async ({ keyId, answer }) => ({ keyId, spend: await answer })));
+    });
+    const answers = await Promise.all(batches);
+    for (const keyId of ["key_a", "key_b"] as const) {
+      expect(db.balance(keyId)).toBe(0);
+      const spent = answers.flat().filter((a) => a.keyId === keyId && a.spend?.spent);
+      // Every credit went to exactly one spend: the balances they left are start-1 .. 0, each once.
+      expect(spent.map((a) => a.spend?.remaining).sort((x, y) => (y ?? 0) - (x ?? 0))).toEqual(
+        Array.from({ length: start[keyId] }, (_, i) => start[keyId] - 1 - i),
+      );
+      // Within a batch, in arrival order: granted ones first, each leaving less than the one before.
+      for (const batch of answers) {
+        const mine = batch.filter((a) => a.keyId === keyId).map((a) => a.spend);
+        const firstRefused = mine.findIndex((s) => !s?.spent);
+        if (firstRefused >= 0) expect(mine.slice(firstRefused).every((s) => !s?.spent)).toBe(true);
+        const left = mine.filter((s) => s?.spent).map((s) => s?.remaining ?? 0);
+        expect(left).toEqual([...left].sort((x, y) => y - x));
+      }
+    }
+    // Fewer statements than batches: those arriving during a statement shared the next.
+    expect(queue.statements).toBeLessThan(60);
+  });
+});
+
+describe("SpendCollector", () => {
+  it("submits a batch's spends together once every item has arrived, in arrival order", async () => {
+    const db = balances({ key_a: 2 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    const collector = new SpendCollector(queue, 4);
+    const third = collector.spend(2, "key_a", 1);
+    const first = collector.spend(0, "key_a", 1);
+    collector.done(1);
+    await settle();
+    expect(db.statements).toHaveLength(0);
+    const last = collector.spend(3, "key_a", 1);
+    // An item's done after its spend changes nothing.
+    collector.done(3);
+    expect(await Promise.all([third, first, last])).toEqual([
+      { spent: true, remaining: 1 },
+      { spent: true, remaining: 0 },
+      { spent: false, remaining: 0 },
+    ]);
+    expect(db.statements).toEqual([[{ keyId: "key_a", cost: 1, count: 3 }]]);
+  });
+
+  it("runs no statement for a batch without spends", async () => {
+    const db = balances({});
+    const collector = new SpendCollector(new SpendQueue(db.store, new TestClock()), 2);
+    collector.done(0);
+    collector.done(1);
+    await settle();
+    expect(db.statements).toHaveLength(0);
+  });
+});
