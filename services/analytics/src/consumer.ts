@@ -1,8 +1,8 @@
-import { EVENTS_STREAM, ensureEventsStream, type Logger } from "@latchkey/runtime";
+import { EVENT_BATCH_HEADER, EVENTS_STREAM, ensureEventsStream, type Logger } from "@latchkey/runtime";
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Gauge } from "prom-client";
-import { type AnalyticsEvent, decodeEvent } from "./events.ts";
+import { type AnalyticsEvent, decodeMessage } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
 export interface ConsumerOptions {
@@ -118,7 +118,8 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
         stats.inserted += added;
         stats.duplicates += verifications.length + checks.length - added;
         if (oldest !== Number.POSITIVE_INFINITY) stats.lagMs = Math.max(0, Date.now() - oldest);
-        for (const { msg } of batch) msg.ack();
+        // A message carries many events, all in this batch: it is acknowledged once.
+        for (const msg of new Set(batch.map((h) => h.msg))) msg.ack();
         stats.acked += batch.length;
         return;
       } catch (err) {
@@ -135,8 +136,7 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
           return;
         }
         // Keep the stream from redelivering what this process still holds.
-        for (const { msg } of batch) msg.working();
-        for (const { msg } of pending) msg.working();
+        for (const msg of new Set([...batch, ...pending].map((h) => h.msg))) msg.working();
         await sleep(Math.min(backoff, Math.max(0, giveUpAt - Date.now())));
         backoff = Math.min(backoff * 2, maxBackoffMs);
       }
@@ -165,16 +165,18 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
   const loop = (async () => {
     for await (const msg of messages) {
       const id = msg.headers?.get("Nats-Msg-Id") || `${msg.info.stream}:${msg.seq}`;
-      let event: AnalyticsEvent;
+      let events: AnalyticsEvent[];
       try {
-        event = decodeEvent(msg.subject, id, msg.data);
+        events = decodeMessage(msg.subject, id, msg.data, msg.headers?.get(EVENT_BATCH_HEADER) === "1");
       } catch (err) {
         stats.undecodable++;
         log.error({ err: (err as Error).message, subject: msg.subject, id }, "undecodable event dropped");
         msg.term();
         continue;
       }
-      pending.push({ msg, event });
+      // All events of one message join the same insert batch (nothing awaits in between), so the
+      // message is acknowledged only once every one of its events is stored.
+      for (const event of events) pending.push({ msg, event });
       // Waiting here is the backpressure: no more is pulled while a full batch is being inserted.
       if (pending.length >= batchSize) await flush();
       if (stopping) break;

@@ -1,4 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
+import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
@@ -11,6 +12,22 @@ export type AnalyticsEvent =
   | { kind: "verification"; row: Verification }
   | { kind: "ratelimit"; row: RatelimitCheck }
   | { kind: "ignored" };
+
+/**
+ * Decodes one JetStream message: an EventBatch of the subject's events when
+ * the publisher marked it so (header Latchkey-Event-Batch), else a single
+ * event (as publishers before batching sent them). Throws on bytes that are
+ * not that.
+ */
+export function decodeMessage(
+  subject: string,
+  id: string,
+  data: Uint8Array,
+  batch: boolean,
+): AnalyticsEvent[] {
+  if (!batch) return [decodeEvent(subject, id, data)];
+  return fromBinary(EventBatchSchema, data).events.map((e) => decodeEvent(subject, e.id, e.data));
+}
 
 /**
  * Decodes one event. `id` (the JetStream message id the publisher set) stands

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file common/v1/common.proto.
  */
 export const file_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChZjb21tb24vdjEvY29tbW9uLnByb3RvEgljb21tb24udjEiSAoGQ2FsbGVyEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRITCgtyb290X2tleV9pZBgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJkCgtFcnJvckRldGFpbBImCgZyZWFzb24YASABKA4yFi5jb21tb24udjEuRXJyb3JSZWFzb24SLQoKdmlvbGF0aW9ucxgCIAMoCzIZLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiJACg5GaWVsZFZpb2xhdGlvbhIQCghsb2NhdGlvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgsKA2ZpeBgDIAEoCSJgCg9SYXRlbGltaXRDb25maWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxISCgphdXRvX2FwcGx5GAUgASgIIiwKC1BhZ2VSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSIwCgxQYWdlUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEhAKCGhhc19tb3JlGAIgASgIKqUFCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIeChpFUlJPUl9SRUFTT05fSU5WQUxJRF9JTlBVVBABEiAKHEVSUk9SX1JFQVNPTl9VTkFVVEhFTlRJQ0FURUQQAhIpCiVFUlJPUl9SRUFTT05fSU5TVUZGSUNJRU5UX1BFUk1JU1NJT05TEAMSHgoaRVJST1JfUkVBU09OX0FQSV9OT1RfRk9VTkQQBBIeChpFUlJPUl9SRUFTT05fS0VZX05PVF9GT1VORBAFEiMKH0VSUk9SX1JFQVNPTl9JREVOVElUWV9OT1RfRk9VTkQQBhIlCiFFUlJPUl9SRUFTT05fUEVSTUlTU0lPTl9OT1RfRk9VTkQQBxIfChtFUlJPUl9SRUFTT05fUk9MRV9OT1RfRk9VTkQQCBIkCiBFUlJPUl9SRUFTT05fTkFNRVNQQUNFX05PVF9GT1VORBAJEiMKH0VSUk9SX1JFQVNPTl9PVkVSUklERV9OT1RfRk9VTkQQChIoCiRFUlJPUl9SRUFTT05fSURFTlRJVFlfQUxSRUFEWV9FWElTVFMQCxIqCiZFUlJPUl9SRUFTT05fUEVSTUlTU0lPTl9BTFJFQURZX0VYSVNUUxAMEiQKIEVSUk9SX1JFQVNPTl9ST0xFX0FMUkVBRFlfRVhJU1RTEA0SJAogRVJST1JfUkVBU09OX1BSRUNPTkRJVElPTl9GQUlMRUQQDhIpCiVFUlJPUl9SRUFTT05fUEVSTUlTU0lPTlNfUVVFUllfU1lOVEFYEA8SKAokRVJST1JfUkVBU09OX0lOVkFMSURfQU5BTFlUSUNTX1FVRVJZEBASHAoYRVJST1JfUkVBU09OX1VOQVZBSUxBQkxFEBFiBnByb3RvMw");
+  fileDesc("ChZjb21tb24vdjEvY29tbW9uLnByb3RvEgljb21tb24udjEiSAoGQ2FsbGVyEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRITCgtyb290X2tleV9pZBgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJkCgtFcnJvckRldGFpbBImCgZyZWFzb24YASABKA4yFi5jb21tb24udjEuRXJyb3JSZWFzb24SLQoKdmlvbGF0aW9ucxgCIAMoCzIZLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiJACg5GaWVsZFZpb2xhdGlvbhIQCghsb2NhdGlvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgsKA2ZpeBgDIAEoCSJgCg9SYXRlbGltaXRDb25maWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxISCgphdXRvX2FwcGx5GAUgASgIIiwKC1BhZ2VSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSIwCgxQYWdlUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEhAKCGhhc19tb3JlGAIgASgIIjUKCkV2ZW50QmF0Y2gSJwoGZXZlbnRzGAEgAygLMhcuY29tbW9uLnYxLkJhdGNoZWRFdmVudCIoCgxCYXRjaGVkRXZlbnQSCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoDCqlBQoLRXJyb3JSZWFzb24SHAoYRVJST1JfUkVBU09OX1VOU1BFQ0lGSUVEEAASHgoaRVJST1JfUkVBU09OX0lOVkFMSURfSU5QVVQQARIgChxFUlJPUl9SRUFTT05fVU5BVVRIRU5USUNBVEVEEAISKQolRVJST1JfUkVBU09OX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxADEh4KGkVSUk9SX1JFQVNPTl9BUElfTk9UX0ZPVU5EEAQSHgoaRVJST1JfUkVBU09OX0tFWV9OT1RfRk9VTkQQBRIjCh9FUlJPUl9SRUFTT05fSURFTlRJVFlfTk9UX0ZPVU5EEAYSJQohRVJST1JfUkVBU09OX1BFUk1JU1NJT05fTk9UX0ZPVU5EEAcSHwobRVJST1JfUkVBU09OX1JPTEVfTk9UX0ZPVU5EEAgSJAogRVJST1JfUkVBU09OX05BTUVTUEFDRV9OT1RfRk9VTkQQCRIjCh9FUlJPUl9SRUFTT05fT1ZFUlJJREVfTk9UX0ZPVU5EEAoSKAokRVJST1JfUkVBU09OX0lERU5USVRZX0FMUkVBRFlfRVhJU1RTEAsSKgomRVJST1JfUkVBU09OX1BFUk1JU1NJT05fQUxSRUFEWV9FWElTVFMQDBIkCiBFUlJPUl9SRUFTT05fUk9MRV9BTFJFQURZX0VYSVNUUxANEiQKIEVSUk9SX1JFQVNPTl9QUkVDT05ESVRJT05fRkFJTEVEEA4SKQolRVJST1JfUkVBU09OX1BFUk1JU1NJT05TX1FVRVJZX1NZTlRBWBAPEigKJEVSUk9SX1JFQVNPTl9JTlZBTElEX0FOQUxZVElDU19RVUVSWRAQEhwKGEVSUk9SX1JFQVNPTl9VTkFWQUlMQUJMRRARYgZwcm90bzM");
 
 /**
  * Who is calling: resolved by the gateway from the root key, checked by each
@@ -184,6 +184,52 @@ export type PageResponse = Message<"common.v1.PageResponse"> & {
  */
 export const PageResponseSchema: GenMessage<PageResponse> = /*@__PURE__*/
   messageDesc(file_common_v1_common, 5);
+
+/**
+ * Many events of one subject in one JetStream message (header
+ * Latchkey-Event-Batch: 1), so publishing costs one acknowledged publish per
+ * batch, not per event. Each event keeps its own id, by which the consumer
+ * drops a repeat.
+ *
+ * @generated from message common.v1.EventBatch
+ */
+export type EventBatch = Message<"common.v1.EventBatch"> & {
+  /**
+   * @generated from field: repeated common.v1.BatchedEvent events = 1;
+   */
+  events: BatchedEvent[];
+};
+
+/**
+ * Describes the message common.v1.EventBatch.
+ * Use `create(EventBatchSchema)` to create a new message.
+ */
+export const EventBatchSchema: GenMessage<EventBatch> = /*@__PURE__*/
+  messageDesc(file_common_v1_common, 6);
+
+/**
+ * @generated from message common.v1.BatchedEvent
+ */
+export type BatchedEvent = Message<"common.v1.BatchedEvent"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The subject's event message, encoded (e.g. keys.v1.KeyVerified).
+   *
+   * @generated from field: bytes data = 2;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message common.v1.BatchedEvent.
+ * Use `create(BatchedEventSchema)` to create a new message.
+ */
+export const BatchedEventSchema: GenMessage<BatchedEvent> = /*@__PURE__*/
+  messageDesc(file_common_v1_common, 7);
 
 /**
  * Every domain error a service raises. The gateway maps each reason to one
