@@ -10,7 +10,7 @@ import { throughput } from "./throughput.ts";
  * prints figures and asserts nothing.
  *
  * Settings (env): CONNECTIONS (64), DURATION (10 s), RUNS (2), WARMUP (3 s) for
- * every autocannon load; CHANGES (200) and NATS_URL for propagation; SCALE_MAX
+ * every autocannon load; NATS_URL (default nats://127.0.0.1:4222) for throughput and propagation; CHANGES (200) for propagation; SCALE_MAX
  * (1000000) for scale.
  */
 const all = ["throughput", "propagation", "scale"] as const;

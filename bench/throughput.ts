@@ -47,7 +47,9 @@ async function seedFullVerification(call: Call, apiId: string): Promise<{ body: 
 export async function throughput(): Promise<Figures> {
   // PROFILE=1 writes CPU profiles of the gateway and every service to .bench/ (node --cpu-prof).
   const profile = process.env["PROFILE"] ? ["--cpu-prof", "--cpu-prof-dir=.bench"] : [];
-  const stack = await startStack({ nodeArgs: profile });
+  // As in Kubernetes: verifications and checks are published to JetStream for analytics.
+  const natsUrl = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
+  const stack = await startStack({ nodeArgs: profile, natsUrl });
   const peers: Proc[] = [];
   const allInOneDb = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-bench-"));
@@ -93,6 +95,7 @@ export async function throughput(): Promise<Figures> {
     const postgres = () => pidsMatching("postgres");
     const separate = {
       gateway: treeOf(stack.gateway.child.pid),
+      nats: () => pidsMatching("nats-server"),
       keys: treeOf(stack.keys[0]?.child.pid),
       ratelimit: treeOf(stack.ratelimit.child.pid),
       identity: treeOf(stack.identity.child.pid),
