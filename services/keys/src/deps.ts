@@ -16,7 +16,7 @@ import {
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { IdentityCache } from "./identity-cache.ts";
-import { KeyCache } from "./key-cache.ts";
+import { KeyCache, lookupTogether } from "./key-cache.ts";
 import { LastUsed } from "./last-used.ts";
 import { SpendQueue } from "./spend-collector.ts";
 import type { KeysStore } from "./store/keys-store.ts";
@@ -149,9 +149,14 @@ function assemble(
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
-  const keyCache = new KeyCache((hash) => store.findKeyByHash(hash), clock, {
-    ...(options.cacheSize ? { max: options.cacheSize } : {}),
-  });
+  // A batch's cache misses are looked up in one query.
+  const keyCache = new KeyCache(
+    lookupTogether((hashes) => store.findKeysByHash(hashes)),
+    clock,
+    {
+      ...(options.cacheSize ? { max: options.cacheSize } : {}),
+    },
+  );
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
   const identity = createClient(IdentityService, options.identity);
   const identityCache = new IdentityCache(identity, options.bus, { clock });

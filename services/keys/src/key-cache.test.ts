@@ -1,6 +1,6 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { KeyCache } from "./key-cache.ts";
+import { KeyCache, lookupTogether } from "./key-cache.ts";
 import type { VerifiableKey } from "./store/keys-store.ts";
 
 const keyWithHash = (hash: string) => ({ id: `key_${hash}`, hash }) as VerifiableKey;
@@ -85,5 +85,41 @@ describe("KeyCache", () => {
     await cache.get("a");
     clock.advance(1001);
     expect(cache.peek("a")).toBeUndefined();
+  });
+});
+
+describe("lookupTogether", () => {
+  it("looks up the misses that arrive together in one query and answers each its own", async () => {
+    const queries: (readonly string[])[] = [];
+    const lookup = lookupTogether(async (hashes) => {
+      queries.push(hashes);
+      return hashes.filter((h) => h !== "unknown").map(keyWithHash);
+    });
+    const cache = new KeyCache(lookup, new TestClock());
+    const found = await Promise.all(["a", "b", "unknown", "a", "c"].map((h) => cache.get(h)));
+    expect(found.map((k) => k?.hash ?? null)).toEqual(["a", "b", null, "a", "c"]);
+    expect(queries).toEqual([["a", "b", "unknown", "c"]]);
+  });
+
+  it("splits a large set of misses into queries of at most maxBatch hashes", async () => {
+    const queries: (readonly string[])[] = [];
+    const lookup = lookupTogether(
+      async (hashes) => {
+        queries.push(hashes);
+        return hashes.map(keyWithHash);
+      },
+      { maxBatch: 2, maxInFlight: 1 },
+    );
+    const found = await Promise.all(["a", "b", "c", "d", "e"].map(lookup));
+    expect(found.map((k) => k?.hash)).toEqual(["a", "b", "c", "d", "e"]);
+    expect(queries).toEqual([["a", "b"], ["c", "d"], ["e"]]);
+  });
+
+  it("fails every lookup of a failed query", async () => {
+    const lookup = lookupTogether(async () => {
+      throw new Error("database down");
+    });
+    const outcomes = await Promise.allSettled([lookup("a"), lookup("b")]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "rejected"]);
   });
 });

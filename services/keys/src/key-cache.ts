@@ -1,4 +1,4 @@
-import type { Clock } from "@latchkey/runtime";
+import { Batcher, type Clock } from "@latchkey/runtime";
 import type { VerifiableKey } from "./store/keys-store.ts";
 
 interface Entry {
@@ -88,4 +88,27 @@ export class KeyCache {
       if (oldest !== undefined) this.entries.delete(oldest);
     }
   }
+}
+
+/**
+ * One lookup function for KeyCache out of a store's many-hash query: the
+ * misses that arrive together (a verification batch's, whose items all look
+ * up their key in the same turn) are looked up in one query, at most
+ * `maxBatch` hashes each and `maxInFlight` queries at once (the rest wait and
+ * go together). Concurrent misses of one hash are one lookup already
+ * (KeyCache.fetch).
+ */
+export function lookupTogether(
+  findMany: (hashes: readonly string[]) => Promise<readonly VerifiableKey[]>,
+  options: { maxBatch?: number; maxInFlight?: number } = {},
+): (hash: string) => Promise<VerifiableKey | undefined> {
+  const batcher = new Batcher<string, VerifiableKey | null>(
+    async (hashes) => {
+      const found = new Map<string, VerifiableKey>();
+      for (const key of await findMany(hashes)) found.set(key.hash, key);
+      return hashes.map((hash) => found.get(hash) ?? null);
+    },
+    { maxBatch: options.maxBatch ?? 1_000, maxInFlight: options.maxInFlight ?? 4 },
+  );
+  return async (hash) => (await batcher.call(hash)) ?? undefined;
 }

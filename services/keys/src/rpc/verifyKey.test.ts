@@ -268,10 +268,10 @@ describe("verifyKey", () => {
       const apiId = await seed.api();
       const { key } = await seed.key({ apiId });
       let lookups = 0;
-      const find = deps.store.findKeyByHash.bind(deps.store);
-      deps.store.findKeyByHash = (h) => {
+      const find = deps.store.findKeysByHash.bind(deps.store);
+      deps.store.findKeysByHash = (hashes) => {
         lookups++;
-        return find(h);
+        return find(hashes);
       };
       for (let i = 0; i < 3; i++) await client.verifyKey({ caller: verifier(), key });
       await client.verifyKey({ caller: verifier(), key: "wrong" });

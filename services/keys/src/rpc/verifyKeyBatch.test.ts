@@ -117,4 +117,36 @@ describe("verifyKeyBatch", () => {
     const { client } = memoryKeys();
     expect((await client.verifyKeyBatch({ callers: [], items: [] })).results).toEqual([]);
   });
+
+  it("looks up the keys a batch misses in the cache in one query, once per distinct key", async () => {
+    const { client, seed, deps } = memoryKeys();
+    const apiId = await seed.api();
+    const keys = await Promise.all(Array.from({ length: 5 }, () => seed.key({ apiId, credits: 10 })));
+    deps.keyCache.invalidate();
+    const queries: string[][] = [];
+    const find = deps.store.findKeysByHash.bind(deps.store);
+    deps.store.findKeysByHash = (hashes) => {
+      queries.push([...hashes]);
+      return find(hashes);
+    };
+    const presented = [...keys.map((k) => k.key), keys[0]!.key, "not a key", keys[1]!.key];
+    const res = await client.verifyKeyBatch({
+      callers: [callerOf("ws_1", "api.*.verify_key")],
+      items: presented.map((key) => ({ callerIndex: 0, request: { key } })),
+    });
+    expect(res.results.map((r) => r.result.case === "response" && VerifyCode[r.result.value.code])).toEqual([
+      ...keys.map(() => "VALID"),
+      "VALID",
+      "NOT_FOUND",
+      "VALID",
+    ]);
+    expect(queries).toHaveLength(1);
+    expect(queries[0]).toHaveLength(6);
+    // Cached now, the unknown hash too: the same batch again asks nothing.
+    await client.verifyKeyBatch({
+      callers: [callerOf("ws_1", "api.*.verify_key")],
+      items: presented.map((key) => ({ callerIndex: 0, request: { key } })),
+    });
+    expect(queries).toHaveLength(1);
+  });
 });

@@ -115,6 +115,20 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect(await store.findKeyByHash(key.hash)).toEqual(byId);
     });
 
+    it("finds the keys of many hashes at once, skipping unknown ones", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const keys = [newKey(workspaces[0], apiId), newKey(workspaces[0], apiId), newKey(workspaces[0], apiId)];
+      for (const key of keys) await store.createKey(key);
+      await store.deleteKey(keys[2]!.id, false, 42);
+      const found = await store.findKeysByHash([keys[2]!.hash, "no such hash", keys[0]!.hash, keys[0]!.hash]);
+      const byHash = new Map(found.map((k) => [k.hash, k]));
+      expect(found).toHaveLength(2);
+      expect(byHash.get(keys[0]!.hash)).toEqual(await store.findKeyByHash(keys[0]!.hash));
+      // A deleted key is answered as findKeyByHash answers it: verification tells it is gone.
+      expect(byHash.get(keys[2]!.hash)?.deletedAt).toBe(42);
+      expect(await store.findKeysByHash([])).toEqual([]);
+    });
+
     it("answers undefined for an unknown hash or id", async () => {
       const { store } = await setup();
       expect(await store.findKeyByHash("no such hash")).toBeUndefined();

@@ -236,6 +236,8 @@ export interface KeysStore {
   findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined>;
   findKeyById(id: string): Promise<VerifiableKey | undefined>;
   findKeyByHash(hash: string): Promise<VerifiableKey | undefined>;
+  /** The keys with any of these hashes, in any order (one query: a verification batch's cache misses). */
+  findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]>;
   /**
    * Spends `cost` credits of a limited key atomically: either the balance was
    * at least `cost` and is now lower by exactly `cost`, or nothing was spent.

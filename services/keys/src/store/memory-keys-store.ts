@@ -202,6 +202,15 @@ export class MemoryKeysStore implements KeysStore {
     return id === undefined ? undefined : this.findKeyById(id);
   }
 
+  async findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]> {
+    const found: VerifiableKey[] = [];
+    for (const hash of new Set(hashes)) {
+      const key = await this.findKeyByHash(hash);
+      if (key) found.push(key);
+    }
+    return found;
+  }
+
   async spendCredits(keyId: string, cost: number, at: number): Promise<Spend | undefined> {
     const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
     if (group === undefined) return undefined;

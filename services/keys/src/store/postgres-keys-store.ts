@@ -270,6 +270,14 @@ export class PostgresKeysStore implements KeysStore {
     return row && { ...keyOf(row), apiDeleted: row.api_deleted };
   }
 
+  async findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]> {
+    if (hashes.length === 0) return [];
+    const rows = await this.sql<
+      (KeyRow & { api_deleted: boolean })[]
+    >`${this.selectKeys()} WHERE k.hash = ANY(${hashes as string[]}::text[])`;
+    return rows.map((row) => ({ ...keyOf(row), apiDeleted: row.api_deleted }));
+  }
+
   /**
    * The common case is one statement: settle a due refill and spend, or
    * nothing. The row lock serialises concurrent spenders on any number of
