@@ -4,6 +4,7 @@ import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/pro
 import { createLogger, type EventSink } from "@latchkey/runtime";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
+import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "../src/wire-codecs.ts";
 
 /**
  * The service's share of ratelimits.limit: µs per check of a LimitBatch of 64
@@ -43,6 +44,14 @@ const bytes = toBinary(
     })),
   }),
 );
+// CODEC=protobuf-es decodes and encodes by reflection, as a server without the hand-written codecs does.
+const reflective = process.env["CODEC"] === "protobuf-es";
+const decodeRequest = reflective
+  ? (b: Uint8Array) => fromBinary(LimitBatchRequestSchema, b)
+  : decodeLimitBatchRequest;
+const encodeResponse = reflective
+  ? (m: Parameters<typeof encodeLimitBatchResponse>[0]) => toBinary(LimitBatchResponseSchema, m)
+  : encodeLimitBatchResponse;
 const handler = limitBatch(deps);
 
 const first = await handler(fromBinary(LimitBatchRequestSchema, bytes));
@@ -57,11 +66,11 @@ async function run(seconds: number) {
   while (performance.now() < until) {
     for (let i = 0; i < 50; i++) {
       const t0 = performance.now();
-      const req = fromBinary(LimitBatchRequestSchema, bytes);
+      const req = decodeRequest(bytes);
       const t1 = performance.now();
       const res = await handler(req);
       const t2 = performance.now();
-      toBinary(LimitBatchResponseSchema, res);
+      encodeResponse(res);
       const t3 = performance.now();
       decode += t1 - t0;
       handle += t2 - t1;

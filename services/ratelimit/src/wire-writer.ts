@@ -1,13 +1,16 @@
 /**
  * A minimal protobuf writer for the messages encoded once per check (analytics
- * events), where protobuf-es's reflective toBinary costs more than the check
- * itself. It writes proto3 fields with implicit presence as toBinary does:
- * default values (0, "", false) are left out. Tests compare its bytes with
- * toBinary's for every message it writes.
+ * events, the answers of the batched RPCs in wire-codecs.ts), where
+ * protobuf-es's reflective toBinary costs more than the check itself. It
+ * writes proto3 fields with implicit presence as toBinary does: default values
+ * (0, "", false) are left out. Tests compare its bytes with toBinary's for
+ * every message it writes.
  */
 export class WireWriter {
   private buf: Buffer;
   private pos = 0;
+  /** Where each open nested message's content starts (see fork). */
+  private readonly forks: number[] = [];
 
   constructor(capacity = 256) {
     this.buf = Buffer.allocUnsafe(capacity);
@@ -15,10 +18,17 @@ export class WireWriter {
 
   /** The bytes written, copied into their own buffer; the writer starts over. */
   finish(): Uint8Array {
+    if (this.forks.length > 0) throw new Error("finish() inside a fork()");
     const out = new Uint8Array(this.pos);
     this.buf.copy(out, 0, 0, this.pos);
     this.pos = 0;
     return out;
+  }
+
+  /** Drops whatever was written, open forks included. */
+  reset(): void {
+    this.pos = 0;
+    this.forks.length = 0;
   }
 
   string(field: number, value: string): this {
@@ -38,6 +48,67 @@ export class WireWriter {
     this.key(field, 0);
     if (value > 0 && value <= Number.MAX_SAFE_INTEGER) this.varint(value);
     else this.bigVarint(BigInt.asUintN(64, BigInt(Math.trunc(value))));
+    return this;
+  }
+
+  /** An int64 given as protobuf-es holds it (bigint), exact over the whole range. */
+  bigint64(field: number, value: bigint): this {
+    if (value === 0n) return this;
+    this.room(20);
+    this.key(field, 0);
+    const n = Number(value);
+    if (n > 0 && n <= Number.MAX_SAFE_INTEGER) this.varint(n);
+    else this.bigVarint(BigInt.asUintN(64, value));
+    return this;
+  }
+
+  /** A string with explicit presence (proto3 `optional`): written when set, even empty. */
+  optionalString(field: number, value: string | undefined): this {
+    if (value === undefined) return this;
+    if (value !== "") return this.string(field, value);
+    this.room(6);
+    this.key(field, 2);
+    this.buf[this.pos++] = 0;
+    return this;
+  }
+
+  /** A message field whose bytes are already encoded (e.g. by toBinary). */
+  message(field: number, bytes: Uint8Array): this {
+    this.room(10 + bytes.length);
+    this.key(field, 2);
+    this.varint(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+    return this;
+  }
+
+  /**
+   * Opens a nested message as field `field`: what follows is its content until
+   * the matching join(). One byte is kept for the length, enough below 128
+   * bytes; join() moves a longer content to make room.
+   */
+  fork(field: number): this {
+    this.room(11);
+    this.key(field, 2);
+    this.forks.push(++this.pos);
+    return this;
+  }
+
+  /** Closes the innermost fork, writing its length. */
+  join(): this {
+    const start = this.forks.pop();
+    if (start === undefined) throw new Error("join() without fork()");
+    const length = this.pos - start;
+    if (length < 0x80) {
+      this.buf[start - 1] = length;
+      return this;
+    }
+    const extra = varintSize(length) - 1;
+    this.room(extra);
+    this.buf.copyWithin(start + extra, start, this.pos);
+    this.pos = start - 1;
+    this.varint(length);
+    this.pos += length;
     return this;
   }
 
@@ -86,4 +157,14 @@ export class WireWriter {
     this.buf.copy(grown, 0, 0, this.pos);
     this.buf = grown;
   }
+}
+
+/** Bytes of a varint holding `value` (0 to 2^53). */
+export function varintSize(value: number): number {
+  let size = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80);
+    size++;
+  }
+  return size;
 }

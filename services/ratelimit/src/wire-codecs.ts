@@ -1,0 +1,264 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import {
+  type CheckNamedLimitsRequest,
+  CheckNamedLimitsRequestSchema,
+  type CheckNamedLimitsResponse,
+  CheckNamedLimitsResponseSchema,
+  type LimitBatchItem,
+  type LimitBatchRequest,
+  LimitBatchRequestSchema,
+  type LimitBatchResponse,
+  LimitBatchResponseSchema,
+  LimitBatchResultSchema,
+  type LimitCheck,
+  type LimitRequest,
+  type LimitResult,
+  type NamedLimit,
+  type NamedLimitGroup,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { UNHANDLED, WireReader } from "./wire-reader.ts";
+import { WireWriter } from "./wire-writer.ts";
+
+/**
+ * Hand-written codecs for the two RPCs called once per batch of requests,
+ * CheckNamedLimits (keys, per verification batch) and LimitBatch (gateway,
+ * per ratelimits.limit batch). protobuf-es decodes and encodes by reflection,
+ * and in the served RPC that costs more per item than counting the item
+ * (bench/check-named-limits.ts prints both). These give the same messages and
+ * the same bytes as fromBinary and toBinary (wire-codecs.test.ts compares them
+ * on every shape, malformed input included): what they do not handle they hand
+ * to protobuf-es, for the whole message, so nothing differs but the speed.
+ *
+ * Keyed by Connect path for a server that lets a service bring codecs for its
+ * hot methods (the runtime's unary fast path decodes with fromBinary today).
+ */
+export interface UnaryCodec<I, O> {
+  decodeRequest(bytes: Uint8Array): I;
+  encodeResponse(message: O): Uint8Array;
+}
+
+export const ratelimitCodecs = {
+  "/ratelimit.v1.RatelimitService/CheckNamedLimits": {
+    decodeRequest: decodeCheckNamedLimitsRequest,
+    encodeResponse: encodeCheckNamedLimitsResponse,
+  } satisfies UnaryCodec<CheckNamedLimitsRequest, CheckNamedLimitsResponse>,
+  "/ratelimit.v1.RatelimitService/LimitBatch": {
+    decodeRequest: decodeLimitBatchRequest,
+    encodeResponse: encodeLimitBatchResponse,
+  } satisfies UnaryCodec<LimitBatchRequest, LimitBatchResponse>,
+};
+
+// Tags: field number × 8 + wire type (0 varint, 2 length-delimited).
+const T1_LEN = 10;
+const T2_LEN = 18;
+const T3_LEN = 26;
+const T1_VARINT = 8;
+const T3_VARINT = 24;
+const T4_VARINT = 32;
+const T5_VARINT = 40;
+
+export function decodeCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
+  try {
+    return readCheckNamedLimitsRequest(bytes);
+  } catch (err) {
+    if (err !== UNHANDLED) throw err;
+    return fromBinary(CheckNamedLimitsRequestSchema, bytes);
+  }
+}
+
+/** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
+export function readCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
+  const r = new WireReader(bytes);
+  const groups: NamedLimitGroup[] = [];
+  while (r.pos < r.end) {
+    if (r.uint32() !== T1_LEN) r.unhandled();
+    groups.push(readNamedLimitGroup(r, r.delimited(r.end)));
+  }
+  return { $typeName: "ratelimit.v1.CheckNamedLimitsRequest", groups };
+}
+
+function readNamedLimitGroup(r: WireReader, end: number): NamedLimitGroup {
+  const group: NamedLimitGroup = { $typeName: "ratelimit.v1.NamedLimitGroup", workspaceId: "", limits: [] };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN) group.workspaceId = r.string(end);
+    else if (tag === T2_LEN) group.limits.push(readNamedLimit(r, r.delimited(end)));
+    else r.unhandled();
+  }
+  r.close(end);
+  return group;
+}
+
+function readNamedLimit(r: WireReader, end: number): NamedLimit {
+  const limit: NamedLimit = {
+    $typeName: "ratelimit.v1.NamedLimit",
+    owner: "",
+    name: "",
+    limit: 0n,
+    duration: 0n,
+  };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN) limit.owner = r.string(end);
+    else if (tag === T2_LEN) limit.name = r.string(end);
+    else if (tag === T3_VARINT) limit.limit = r.int64();
+    else if (tag === T4_VARINT) limit.duration = r.int64();
+    else if (tag === T5_VARINT) limit.cost = r.int64();
+    else r.unhandled();
+  }
+  r.close(end);
+  return limit;
+}
+
+export function decodeLimitBatchRequest(bytes: Uint8Array): LimitBatchRequest {
+  try {
+    return readLimitBatchRequest(bytes);
+  } catch (err) {
+    if (err !== UNHANDLED) throw err;
+    return fromBinary(LimitBatchRequestSchema, bytes);
+  }
+}
+
+/** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
+export function readLimitBatchRequest(bytes: Uint8Array): LimitBatchRequest {
+  const r = new WireReader(bytes);
+  const callers: Caller[] = [];
+  const items: LimitBatchItem[] = [];
+  while (r.pos < r.end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN) callers.push(readCaller(r, r.delimited(r.end)));
+    else if (tag === T2_LEN) items.push(readLimitBatchItem(r, r.delimited(r.end)));
+    else r.unhandled();
+  }
+  return { $typeName: "ratelimit.v1.LimitBatchRequest", callers, items };
+}
+
+function readCaller(r: WireReader, end: number): Caller {
+  const caller: Caller = { $typeName: "common.v1.Caller", workspaceId: "", rootKeyId: "", permissions: [] };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN) caller.workspaceId = r.string(end);
+    else if (tag === T2_LEN) caller.rootKeyId = r.string(end);
+    else if (tag === T3_LEN) caller.permissions.push(r.string(end));
+    else r.unhandled();
+  }
+  r.close(end);
+  return caller;
+}
+
+function readLimitBatchItem(r: WireReader, end: number): LimitBatchItem {
+  const item: LimitBatchItem = { $typeName: "ratelimit.v1.LimitBatchItem", callerIndex: 0 };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_VARINT) item.callerIndex = r.uint32();
+    // A message field seen twice is merged by fromBinary: left to it.
+    else if (tag === T2_LEN && item.request === undefined)
+      item.request = readLimitRequest(r, r.delimited(end));
+    else r.unhandled();
+  }
+  r.close(end);
+  return item;
+}
+
+function readLimitRequest(r: WireReader, end: number): LimitRequest {
+  const req: LimitRequest = { $typeName: "ratelimit.v1.LimitRequest", requestId: "" };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN && req.caller === undefined) req.caller = readCaller(r, r.delimited(end));
+    else if (tag === T2_LEN && req.check === undefined) req.check = readLimitCheck(r, r.delimited(end));
+    else if (tag === T3_LEN) req.requestId = r.string(end);
+    else if (tag === T4_VARINT) req.metricsDisabled = r.bool();
+    else r.unhandled();
+  }
+  r.close(end);
+  return req;
+}
+
+function readLimitCheck(r: WireReader, end: number): LimitCheck {
+  const check: LimitCheck = {
+    $typeName: "ratelimit.v1.LimitCheck",
+    namespace: "",
+    identifier: "",
+    limit: 0n,
+    duration: 0n,
+  };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_LEN) check.namespace = r.string(end);
+    else if (tag === T2_LEN) check.identifier = r.string(end);
+    else if (tag === T3_VARINT) check.limit = r.int64();
+    else if (tag === T4_VARINT) check.duration = r.int64();
+    else if (tag === T5_VARINT) check.cost = r.int64();
+    else r.unhandled();
+  }
+  r.close(end);
+  return check;
+}
+
+// One writer per process: encoding is synchronous, and finish() copies the bytes out.
+const writer = new WireWriter(4096);
+
+export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): Uint8Array {
+  const w = writer;
+  try {
+    if (res.$unknown !== undefined) throw UNHANDLED;
+    for (const group of res.groups) {
+      if (group.$unknown !== undefined) throw UNHANDLED;
+      w.fork(1).bool(1, group.passed);
+      for (const r of group.results) {
+        if (r.$unknown !== undefined) throw UNHANDLED;
+        w.fork(2)
+          .bigint64(1, r.limit)
+          .bigint64(2, r.remaining)
+          .bigint64(3, r.reset)
+          .bool(4, r.exceeded)
+          .join();
+      }
+      w.join();
+    }
+    return w.finish();
+  } catch (err) {
+    w.reset();
+    if (err !== UNHANDLED) throw err;
+    // Unknown fields (never set by the handlers) are written by toBinary.
+    return toBinary(CheckNamedLimitsResponseSchema, res);
+  }
+}
+
+export function encodeLimitBatchResponse(res: LimitBatchResponse): Uint8Array {
+  const w = writer;
+  try {
+    if (res.$unknown !== undefined) throw UNHANDLED;
+    for (const item of res.results) {
+      const result = item.result;
+      if (item.$unknown !== undefined || result.case !== "response") {
+        // Errors and empty items are rare: toBinary writes them.
+        w.message(1, toBinary(LimitBatchResultSchema, item));
+        continue;
+      }
+      const response = result.value;
+      if (response.$unknown !== undefined) throw UNHANDLED;
+      w.fork(1).fork(1);
+      if (response.result !== undefined) writeLimitResult(w.fork(1), response.result).join();
+      w.join().join();
+    }
+    return w.finish();
+  } catch (err) {
+    w.reset();
+    if (err !== UNHANDLED) throw err;
+    return toBinary(LimitBatchResponseSchema, res);
+  }
+}
+
+function writeLimitResult(w: WireWriter, r: LimitResult): WireWriter {
+  if (r.$unknown !== undefined) throw UNHANDLED;
+  return w
+    .string(1, r.namespace)
+    .string(2, r.identifier)
+    .bool(3, r.success)
+    .bigint64(4, r.limit)
+    .bigint64(5, r.remaining)
+    .bigint64(6, r.reset)
+    .optionalString(7, r.overrideId);
+}

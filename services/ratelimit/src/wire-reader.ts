@@ -1,0 +1,102 @@
+/**
+ * Thrown by WireReader, and by the decoders built on it, at anything they
+ * leave to protobuf-es: unknown fields, unexpected wire types, a message field
+ * seen twice (fromBinary merges them), non-ASCII strings (fromBinary checks
+ * their UTF-8), truncated input. The decoder then decodes the same bytes with
+ * fromBinary, so every input gets exactly fromBinary's answer or error.
+ * Created once: throwing it costs no stack trace.
+ */
+export const UNHANDLED = new Error("left to fromBinary");
+
+/**
+ * A minimal protobuf reader for the requests decoded once per batch item,
+ * where protobuf-es's reflective fromBinary costs more than handling the item
+ * (see wire-codecs.ts). It reads the common shapes only and throws UNHANDLED
+ * at anything else.
+ */
+export class WireReader {
+  pos = 0;
+  readonly end: number;
+  private readonly buf: Buffer;
+
+  constructor(bytes: Uint8Array) {
+    this.buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.end = bytes.byteLength;
+  }
+
+  /** A varint of up to 5 bytes as uint32 (tags, lengths, uint32 fields), as protobuf-es truncates it. */
+  uint32(): number {
+    const buf = this.buf;
+    let b = buf[this.pos++]!;
+    if (b < 0x80) return b;
+    let n = b & 0x7f;
+    let mul = 0x80;
+    for (let i = 1; i < 5; i++) {
+      b = buf[this.pos++]!;
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return this.pos > this.end ? this.unhandled() : n >>> 0;
+      mul *= 0x80;
+    }
+    return this.unhandled();
+  }
+
+  /** An int64 varint as protobuf-es gives it (bigint, negative from ten-byte two's complement). */
+  int64(): bigint {
+    const buf = this.buf;
+    const start = this.pos;
+    let n = 0;
+    let mul = 1;
+    // Up to 7 bytes (49 bits) add up exactly as a number.
+    for (let i = 0; i < 7; i++) {
+      const b = buf[this.pos++]!;
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return this.pos > this.end ? this.unhandled() : BigInt(n);
+      mul *= 0x80;
+    }
+    this.pos = start;
+    let v = 0n;
+    for (let shift = 0n; shift < 70n; shift += 7n) {
+      const b = buf[this.pos++]!;
+      v |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return this.pos > this.end ? this.unhandled() : BigInt.asIntN(64, v);
+    }
+    return this.unhandled();
+  }
+
+  /** A bool varint: true when any bit is set. */
+  bool(): boolean {
+    let set = false;
+    for (let i = 0; i < 10; i++) {
+      const b = this.buf[this.pos++]!;
+      if ((b & 0x7f) !== 0) set = true;
+      if (b < 0x80) return this.pos > this.end ? this.unhandled() : set;
+    }
+    return this.unhandled();
+  }
+
+  /** The end of a length-delimited field starting here, within `within`. */
+  delimited(within: number): number {
+    const length = this.uint32();
+    const end = this.pos + length;
+    return end > within ? this.unhandled() : end;
+  }
+
+  /** A string field of ASCII characters (others: UNHANDLED, left to fromBinary's UTF-8 check). */
+  string(within: number): string {
+    const end = this.delimited(within);
+    const start = this.pos;
+    const buf = this.buf;
+    for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return this.unhandled();
+    this.pos = end;
+    return start === end ? "" : buf.toString("latin1", start, end);
+  }
+
+  /** Ends a nested message: its fields must end exactly at its length. */
+  close(end: number): void {
+    if (this.pos !== end) this.unhandled();
+  }
+
+  unhandled(): never {
+    throw UNHANDLED;
+  }
+}
