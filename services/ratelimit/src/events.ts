@@ -48,6 +48,10 @@ export interface RatelimitEvents {
 
 /** ratelimit.v1.RatelimitChecked in its binary form, written field by field (see wire-writer.ts). */
 export function encodeChecked(e: Checked, w = new WireWriter()): Uint8Array {
+  return writeChecked(e, w).finish();
+}
+
+function writeChecked(e: Checked, w: WireWriter): WireWriter {
   return w
     .string(1, e.requestId)
     .int64(2, e.time)
@@ -61,22 +65,30 @@ export function encodeChecked(e: Checked, w = new WireWriter()): Uint8Array {
     .int64(10, e.cost)
     .string(11, e.overrideId)
     .double(12, e.latency)
-    .int64(13, e.index)
-    .finish();
+    .int64(13, e.index);
 }
 
 export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): RatelimitEvents {
   let queue: Checked[] = [];
   const writer = new WireWriter();
+  // The events queued since the last flush are written one after the other and
+  // copied out in one buffer, each handed to the sink as its own slice of it.
+  let ends: number[] = [];
   const flush = () => {
     const batch = queue;
     queue = [];
-    for (const e of batch) {
+    if (ends.length < batch.length) ends = new Array(batch.length);
+    for (let i = 0; i < batch.length; i++) ends[i] = writeChecked(batch[i]!, writer).length;
+    const all = writer.finish();
+    let start = 0;
+    for (let i = 0; i < batch.length; i++) {
+      const e = batch[i]!;
       sink.publish(
         SUBJECT_CHECKED,
         e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"),
-        encodeChecked(e, writer),
+        all.subarray(start, ends[i]),
       );
+      start = ends[i]!;
     }
   };
   return {

@@ -22,21 +22,26 @@ const checked = (over: Partial<Checked> = {}): Checked => ({
 });
 
 const reference = (e: Checked) =>
-  toBinary(
-    RatelimitCheckedSchema,
-    create(RatelimitCheckedSchema, {
-      ...e,
-      time: BigInt(e.time),
-      limit: BigInt(e.limit),
-      remaining: BigInt(e.remaining),
-      reset: BigInt(e.reset),
-      cost: BigInt(e.cost),
-    }),
+  bytes(
+    toBinary(
+      RatelimitCheckedSchema,
+      create(RatelimitCheckedSchema, {
+        ...e,
+        time: BigInt(e.time),
+        limit: BigInt(e.limit),
+        remaining: BigInt(e.remaining),
+        reset: BigInt(e.reset),
+        cost: BigInt(e.cost),
+      }),
+    ),
   );
+/** Compared as byte lists: the writer answers a pooled Buffer, toBinary a Uint8Array. */
+const bytes = (b: Uint8Array) => [...b];
+const encoded = (e: Checked, w?: WireWriter) => bytes(encodeChecked(e, w));
 
 describe("the hand-written RatelimitChecked encoder", () => {
   it("writes the same bytes as toBinary for an event with every field set", () => {
-    expect(encodeChecked(checked())).toEqual(reference(checked()));
+    expect(encoded(checked())).toEqual(reference(checked()));
   });
 
   it("leaves out default values as toBinary does", () => {
@@ -49,18 +54,36 @@ describe("the hand-written RatelimitChecked encoder", () => {
       overrideId: "",
       latency: 0,
     });
-    expect(encodeChecked(e)).toEqual(reference(e));
+    expect(encoded(e)).toEqual(reference(e));
   });
 
   it("writes negative, huge and -0 values as toBinary does", () => {
     const e = checked({ limit: -5, remaining: 2 ** 60, latency: -0, identifier: "x".repeat(300) });
-    expect(encodeChecked(e)).toEqual(reference(e));
+    expect(encoded(e)).toEqual(reference(e));
   });
 
   it("starts over after finish, growing past its first capacity", () => {
     const w = new WireWriter(8);
     const long = checked({ identifier: "y".repeat(5000) });
-    expect(encodeChecked(long, w)).toEqual(reference(long));
-    expect(encodeChecked(checked(), w)).toEqual(reference(checked()));
+    expect(encoded(long, w)).toEqual(reference(long));
+    expect(encoded(checked(), w)).toEqual(reference(checked()));
+  });
+
+  it("writes strings around the short ASCII path's bounds as toBinary does", () => {
+    const w = new WireWriter(8);
+    for (const identifier of [
+      "a",
+      "x".repeat(127),
+      "x".repeat(128),
+      "é",
+      `${"x".repeat(60)}é`,
+      `é${"x".repeat(126)}`,
+      "\u007f\u0080",
+      "🙂",
+      "\ud800",
+    ]) {
+      const e = checked({ identifier, requestId: identifier });
+      expect(encoded(e, w)).toEqual(reference(e));
+    }
   });
 });

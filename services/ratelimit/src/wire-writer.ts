@@ -16,10 +16,19 @@ export class WireWriter {
     this.buf = Buffer.allocUnsafe(capacity);
   }
 
-  /** The bytes written, copied into their own buffer; the writer starts over. */
+  /** Bytes written since the last finish() or reset(). */
+  get length(): number {
+    return this.pos;
+  }
+
+  /**
+   * The bytes written, copied into their own buffer; the writer starts over.
+   * The copy comes from Node's buffer pool: a small new Uint8Array has its
+   * own backing store, which costs more to allocate than encoding a message.
+   */
   finish(): Uint8Array {
     if (this.forks.length > 0) throw new Error("finish() inside a fork()");
-    const out = new Uint8Array(this.pos);
+    const out = Buffer.allocUnsafe(this.pos);
     this.buf.copy(out, 0, 0, this.pos);
     this.pos = 0;
     return out;
@@ -33,6 +42,26 @@ export class WireWriter {
 
   string(field: number, value: string): this {
     if (value === "") return this;
+    const n = value.length;
+    if (n < 0x80) {
+      // Short ASCII (ids, names) is copied here, without two calls into Node's UTF-8 code.
+      this.room(6 + n);
+      const start = this.pos;
+      this.key(field, 2);
+      const buf = this.buf;
+      buf[this.pos++] = n;
+      let p = this.pos;
+      for (let i = 0; i < n; i++) {
+        const c = value.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[p++] = c;
+      }
+      if (p - this.pos === n) {
+        this.pos = p;
+        return this;
+      }
+      this.pos = start;
+    }
     const length = Buffer.byteLength(value);
     this.room(10 + length);
     this.key(field, 2);
