@@ -26,7 +26,7 @@ const NAMED = "~named";
 export const namedCounterKey = (workspaceId: string, owner: string, name: string) =>
   counterKey(workspaceId, NAMED, `${owner}\u001f${name}`);
 
-const namedCounter = (workspaceId: string, c: NamedLimitCheck): CounterCheck => ({
+export const namedCounter = (workspaceId: string, c: NamedLimitCheck): CounterCheck => ({
   key: namedCounterKey(workspaceId, c.owner, c.name),
   limit: c.limit,
   duration: c.duration,

@@ -8,6 +8,9 @@
  */
 export const UNHANDLED = new Error("left to fromBinary");
 
+/** Buffer's own latin1 decoder (what toString("latin1") calls after its argument checks); untyped in @types/node. */
+type LatinSlicing = Buffer & { latin1Slice(start: number, end: number): string };
+
 /**
  * A minimal protobuf reader for the requests decoded once per batch item,
  * where protobuf-es's reflective fromBinary costs more than handling the item
@@ -88,7 +91,7 @@ export class WireReader {
     const buf = this.buf;
     for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return this.unhandled();
     this.pos = end;
-    return start === end ? "" : buf.toString("latin1", start, end);
+    return start === end ? "" : (buf as LatinSlicing).latin1Slice(start, end);
   }
 
   /** Ends a nested message: its fields must end exactly at its length. */

@@ -82,10 +82,11 @@ export class WireWriter {
 
   /** An int64 given as protobuf-es holds it (bigint), exact over the whole range. */
   bigint64(field: number, value: bigint): this {
-    if (value === 0n) return this;
+    // One conversion, then number comparisons: comparing bigints is a call into the runtime.
+    const n = Number(value);
+    if (n === 0) return this;
     this.room(20);
     this.key(field, 0);
-    const n = Number(value);
     if (n > 0 && n <= Number.MAX_SAFE_INTEGER) this.varint(n);
     else this.bigVarint(BigInt.asUintN(64, value));
     return this;

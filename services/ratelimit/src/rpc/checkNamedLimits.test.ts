@@ -128,4 +128,32 @@ describe("RatelimitService.CheckNamedLimits", () => {
     );
     expect(errorDetailOf(err)?.violations.map((v) => v.location)).toEqual(["/groups/0/workspaceId"]);
   });
+
+  it("names the first malformed field of a limit: owner, name, limit, duration or cost", async () => {
+    const { client } = harness();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ owner: "" }, "owner"],
+      [{ name: "" }, "name"],
+      [{ limit: -1n }, "limit"],
+      [{ limit: 2n ** 53n }, "limit"],
+      [{ duration: 0n }, "duration"],
+      [{ duration: 2n ** 60n }, "duration"],
+      [{ cost: -1n }, "cost"],
+      [{ cost: 2n ** 53n }, "cost"],
+      [{ name: "", limit: -1n }, "name"],
+    ];
+    for (const [over, field] of cases) {
+      const err = await rejection(
+        client.checkNamedLimits({ groups: [group("ws_1", limit("key_1", "requests", 1n, over))] }),
+        ErrorReason.INVALID_INPUT,
+      );
+      expect(errorDetailOf(err)?.violations.map((v) => v.location)).toEqual([`/groups/0/limits/0/${field}`]);
+    }
+    // The largest values that are still integers JS holds exactly pass.
+    const max = 2n ** 53n - 1n;
+    const ok = await client.checkNamedLimits({
+      groups: [group("ws_1", limit("key_1", "big", max, { cost: 0n, duration: max }))],
+    });
+    expect(ok.groups[0]!.passed).toBe(true);
+  });
 });

@@ -1,11 +1,15 @@
 import type {
   CheckNamedLimitsRequest,
   CheckNamedLimitsResponse,
+  NamedLimit,
   NamedLimitGroup,
+  NamedLimitGroupResult,
+  NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { invalidInput } from "@latchkey/runtime";
 import type { RatelimitDeps } from "../deps.ts";
-import { countNamedLimits, type NamedLimitGroupCheck } from "../named-limits.ts";
+import type { CounterCheck } from "../limiter/sliding-windows.ts";
+import { namedCounter } from "../named-limits.ts";
 import { integer } from "../validate.ts";
 
 /**
@@ -21,42 +25,73 @@ import { integer } from "../validate.ts";
  */
 export function checkNamedLimits(deps: RatelimitDeps) {
   return async (req: CheckNamedLimitsRequest): Promise<CheckNamedLimitsResponse> => {
-    const groups = req.groups.map(validGroup);
-    const outcomes = await countNamedLimits(deps, groups);
+    const n = req.groups.length;
+    // Validated straight into counter checks: one object per limit on the hot path.
+    const counters: CounterCheck[][] = new Array(n);
+    for (let g = 0; g < n; g++) counters[g] = validCounters(req.groups[g]!, g);
+    const outcomes = await deps.limiter.apply(counters);
     // Literals rather than create(): once per limit of every verification, on the hot path.
-    return {
-      $typeName: "ratelimit.v1.CheckNamedLimitsResponse",
-      groups: outcomes.map((group) => ({
-        $typeName: "ratelimit.v1.NamedLimitGroupResult",
-        passed: group.every((o) => o.success),
-        results: group.map((o) => ({
+    const groups: NamedLimitGroupResult[] = new Array(n);
+    for (let g = 0; g < n; g++) {
+      const group = outcomes[g]!;
+      const results: NamedLimitResult[] = new Array(group.length);
+      let passed = true;
+      for (let i = 0; i < group.length; i++) {
+        const o = group[i]!;
+        if (!o.success) passed = false;
+        results[i] = {
           $typeName: "ratelimit.v1.NamedLimitResult",
           limit: BigInt(o.limit),
           remaining: BigInt(o.remaining),
           reset: BigInt(o.reset),
           exceeded: !o.success,
-        })),
-      })),
-    };
+        };
+      }
+      groups[g] = { $typeName: "ratelimit.v1.NamedLimitGroupResult", passed, results };
+    }
+    return { $typeName: "ratelimit.v1.CheckNamedLimitsResponse", groups };
   };
 }
 
-function validGroup(group: NamedLimitGroup, g: number): NamedLimitGroupCheck {
-  const at = `/groups/${g}`;
-  if (!group.workspaceId) throw invalidInput(`${at}/workspaceId`, "must not be empty");
-  return {
-    workspaceId: group.workspaceId,
-    checks: group.limits.map((l, i) => {
-      const where = `${at}/limits/${i}`;
-      if (!l.owner) throw invalidInput(`${where}/owner`, "must not be empty", "Send the key or identity id.");
-      if (!l.name) throw invalidInput(`${where}/name`, "must not be empty", "Send the limit's name.");
-      return {
-        owner: l.owner,
-        name: l.name,
-        limit: integer(l.limit, `${where}/limit`, 0),
-        duration: integer(l.duration, `${where}/duration`, 1),
-        cost: l.cost === undefined ? 1 : integer(l.cost, `${where}/cost`, 0),
-      };
-    }),
-  };
+/** One group's limits as counter checks; a malformed limit fails the call, naming where. */
+function validCounters(group: NamedLimitGroup, g: number): CounterCheck[] {
+  const workspaceId = group.workspaceId;
+  if (!workspaceId) throw invalidInput(`/groups/${g}/workspaceId`, "must not be empty");
+  const limits = group.limits;
+  const counters: CounterCheck[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    const limit = Number(l.limit);
+    const duration = Number(l.duration);
+    const cost = l.cost === undefined ? 1 : Number(l.cost);
+    if (
+      !(
+        l.owner &&
+        l.name &&
+        limit >= 0 &&
+        limit <= MAX &&
+        duration >= 1 &&
+        duration <= MAX &&
+        cost >= 0 &&
+        cost <= MAX
+      )
+    ) {
+      invalidLimit(l, g, i);
+    }
+    counters[i] = namedCounter(workspaceId, { owner: l.owner, name: l.name, limit, duration, cost });
+  }
+  return counters;
+}
+
+const MAX = Number.MAX_SAFE_INTEGER;
+
+/** Throws INVALID_INPUT for the first malformed field of a limit (off the hot path, so locations are built only here). */
+function invalidLimit(l: NamedLimit, g: number, i: number): never {
+  const where = `/groups/${g}/limits/${i}`;
+  if (!l.owner) throw invalidInput(`${where}/owner`, "must not be empty", "Send the key or identity id.");
+  if (!l.name) throw invalidInput(`${where}/name`, "must not be empty", "Send the limit's name.");
+  integer(l.limit, `${where}/limit`, 0);
+  integer(l.duration, `${where}/duration`, 1);
+  integer(l.cost ?? 1n, `${where}/cost`, 0);
+  throw new Error(`${where}: not malformed after all`);
 }
