@@ -1,6 +1,5 @@
 import { type Code, ConnectError } from "@connectrpc/connect";
 import { type Caller, type ErrorDetail, ErrorDetailSchema } from "@latchkey/proto/common/v1/common_pb";
-import { Batcher } from "@latchkey/runtime";
 
 /** A per-item failure inside a batch (keys.v1.BatchError and ratelimit.v1.BatchError have this shape). */
 interface BatchErrorLike {
@@ -17,11 +16,25 @@ export interface BatchResultLike<R> {
     | { case: undefined; value?: undefined };
 }
 
+export interface BatchOptions {
+  /** Batches out at once; calls that arrive meanwhile wait for the next one. Default 2. */
+  maxInFlight?: number;
+  /** Most items in one batch. Default 512. */
+  maxBatch?: number;
+}
+
 /**
  * Coalesces concurrent unary calls into one batched call (PERFORMANCE.md:
- * batching is what amortises the cost of a call). Each distinct caller
- * crosses the wire once per batch; items name theirs by index. `send` makes
- * the batched call and answers one result per item, in order.
+ * batching is what amortises the cost of a call). Calls made in the same
+ * event-loop turn, or while `maxInFlight` batches are out, travel together
+ * in the next batch; at low load a call leaves on the next turn (setImmediate),
+ * so coalescing adds no timer. Each distinct caller crosses the wire once per
+ * batch; items name theirs by index. `send` makes the batched call and answers
+ * one result per item, in order.
+ *
+ * This is runtime's Batcher specialised for the gateway's hot path: the queue
+ * is parallel arrays and each call settles its own promise straight from the
+ * result (no per-call item objects, no second promise around the first).
  */
 export function batchedByCaller<Req, Res>(
   name: string,
@@ -29,30 +42,96 @@ export function batchedByCaller<Req, Res>(
     callers: Caller[],
     items: { callerIndex: number; request: Req }[],
   ) => Promise<BatchResultLike<Res>[]>,
-  options: { maxInFlight?: number } = {},
+  options: BatchOptions = {},
 ): (caller: Caller, request: Req) => Promise<Res> {
-  const batcher = new Batcher<{ caller: Caller; request: Req }, BatchResultLike<Res>>((items) => {
-    const callers: Caller[] = [];
+  const maxInFlight = options.maxInFlight ?? 2;
+  const maxBatch = options.maxBatch ?? 512;
+  let callers: Caller[] = [];
+  let requests: Req[] = [];
+  let resolves: ((r: Res) => void)[] = [];
+  let rejects: ((e: unknown) => void)[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+
+  function schedule() {
+    if (scheduled || inFlight >= maxInFlight) return;
+    scheduled = true;
+    setImmediate(flush);
+  }
+
+  function flush() {
+    scheduled = false;
+    const n = Math.min(requests.length, maxBatch);
+    if (n === 0) return;
+    let batchCallers: Caller[];
+    let batchRequests: Req[];
+    let batchResolves: ((r: Res) => void)[];
+    let batchRejects: ((e: unknown) => void)[];
+    if (n === requests.length) {
+      batchCallers = callers;
+      batchRequests = requests;
+      batchResolves = resolves;
+      batchRejects = rejects;
+      callers = [];
+      requests = [];
+      resolves = [];
+      rejects = [];
+    } else {
+      batchCallers = callers.splice(0, n);
+      batchRequests = requests.splice(0, n);
+      batchResolves = resolves.splice(0, n);
+      batchRejects = rejects.splice(0, n);
+    }
+    const distinct: Caller[] = [];
     const indexOf = new Map<Caller, number>();
-    const batch = new Array<{ callerIndex: number; request: Req }>(items.length);
-    for (let i = 0; i < items.length; i++) {
-      const { caller, request } = items[i]!;
+    const items = new Array<{ callerIndex: number; request: Req }>(n);
+    for (let i = 0; i < n; i++) {
+      const caller = batchCallers[i]!;
       let callerIndex = indexOf.get(caller);
       if (callerIndex === undefined) {
-        callerIndex = callers.length;
-        callers.push(caller);
+        callerIndex = distinct.length;
+        distinct.push(caller);
         indexOf.set(caller, callerIndex);
       }
-      batch[i] = { callerIndex, request };
+      items[i] = { callerIndex, request: batchRequests[i]! };
     }
-    return send(callers, batch);
-  }, options);
-  return async (caller, request) => {
-    const r = await batcher.call({ caller, request });
-    if (r.result.case === "response") return r.result.value;
-    if (r.result.case === "error") throw batchError(r.result.value);
-    throw new Error(`${name} answered an empty result`);
-  };
+    inFlight++;
+    let sent: Promise<BatchResultLike<Res>[]>;
+    try {
+      sent = send(distinct, items);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent
+      .then(
+        (results) => {
+          for (let i = 0; i < n; i++) {
+            const r = results[i];
+            if (r === undefined) batchRejects[i]!(new Error(`${name} answered fewer results than items`));
+            else if (r.result.case === "response") batchResolves[i]!(r.result.value);
+            else if (r.result.case === "error") batchRejects[i]!(batchError(r.result.value));
+            else batchRejects[i]!(new Error(`${name} answered an empty result`));
+          }
+        },
+        (err: unknown) => {
+          for (let i = 0; i < n; i++) batchRejects[i]!(err);
+        },
+      )
+      .finally(() => {
+        inFlight--;
+        if (requests.length > 0) schedule();
+      });
+    if (requests.length > 0) schedule();
+  }
+
+  return (caller, request) =>
+    new Promise<Res>((resolve, reject) => {
+      callers.push(caller);
+      requests.push(request);
+      resolves.push(resolve);
+      rejects.push(reject);
+      schedule();
+    });
 }
 
 /** A per-item batch failure as the unary call would have raised it, so problem.ts maps it the same way. */

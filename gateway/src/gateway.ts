@@ -234,7 +234,8 @@ export async function listen(
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
 function answer(res: ServerResponse, requestId: string, reply: Reply) {
   let out = `{"meta":{"requestId":"${requestId}"}`;
-  if (reply.data !== undefined) out += `,"data":${JSON.stringify(reply.data)}`;
+  if (reply.json !== undefined) out += `,"data":${reply.json}`;
+  else if (reply.data !== undefined) out += `,"data":${JSON.stringify(reply.data)}`;
   if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
   send(res, 200, JSON_TYPE, `${out}}`);
 }

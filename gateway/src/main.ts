@@ -1,5 +1,6 @@
 import { createLogger, env, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { createGateway, listen } from "./gateway.ts";
+import { withBatchCodecs } from "./wire.ts";
 
 // The gateway as its own process: configuration from env, services over the internal transport.
 const log = createLogger("gateway", env.string("LOG_LEVEL", "info"));
@@ -33,8 +34,9 @@ const probe = {
 
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
-  keys: internalTransport(urls.keys),
-  ratelimit: internalTransport(urls.ratelimit),
+  // The hot batched calls (VerifyKeyBatch, LimitBatch) with hand-written protobuf (wire.ts).
+  keys: withBatchCodecs(internalTransport(urls.keys)),
+  ratelimit: withBatchCodecs(internalTransport(urls.ratelimit)),
   identity: internalTransport(urls.identity),
   analytics: internalTransport(urls.analytics),
   probe,

@@ -36,6 +36,8 @@ export interface RouteContext {
  */
 export interface Reply {
   data?: unknown;
+  /** `data` already written as JSON, by a hot-path route's own serialiser (keys.verifyKey); wins over `data`. */
+  json?: string;
   pagination?: { cursor?: string; hasMore: boolean };
 }
 

@@ -28,6 +28,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { createGateway, type Gateway } from "./gateway.ts";
 import type { Operation } from "./routes/index.ts";
+import { withBatchCodecs } from "./wire.ts";
 
 export interface Answer {
   status: number;
@@ -54,7 +55,8 @@ export const WORKSPACE = "ws_test";
  * Requests go through the real `handle` with in-memory request and response
  * objects, so no socket is opened. The fake KeysService knows the root keys
  * made with `rootKey(...)`; pass `keys`/`ratelimit`/`identity`/`analytics` to
- * fake the RPCs a test needs. Unless faked itself, LimitBatch answers each item
+ * fake the RPCs a test needs. VerifyKeyBatch and LimitBatch go through the
+ * hand-written codec of wire.ts, as in main.ts. Unless faked itself, LimitBatch answers each item
  * with the fake Limit, as the ratelimit service does; `limitBatches` records them.
  */
 export function harness(options: HarnessOptions = {}) {
@@ -108,8 +110,9 @@ export function harness(options: HarnessOptions = {}) {
     router.service(AnalyticsService, options.analytics ?? {}),
   );
   const gateway: Gateway = createGateway({
-    keys,
-    ratelimit,
+    // As main.ts: the batched calls cross with the hand-written codec, so every route test exercises it.
+    keys: withBatchCodecs(keys),
+    ratelimit: withBatchCodecs(ratelimit),
     identity,
     analytics,
     log: options.log ?? createLogger("gateway-test", "silent"),

@@ -164,6 +164,86 @@ describe("POST /v2/keys.verifyKey answering 200", () => {
     });
   });
 
+  it("writes names, meta and permissions with quotes, backslashes and non-ASCII as JSON, fields in the reference's order", async () => {
+    const fake = batching(() => ({
+      valid: true,
+      code: VerifyCode.VALID,
+      keyId: "key_1",
+      name: 'Acme "Ltd" \\ é✓\n',
+      metaJson: '{"note":"a \\"quoted\\" \\u00e9","n":[1,2]}',
+      enabled: false,
+      permissions: ['docs."read"'],
+      roles: [],
+      ratelimits: [
+        {
+          id: "rl_1",
+          name: "per\\second",
+          limit: 1n,
+          duration: 1000n,
+          reset: 0n,
+          remaining: 0n,
+          exceeded: true,
+        },
+      ],
+    }));
+    const h = harness({ keys: fake.keys });
+    const res = await h.post("keys.verifyKey", { key: "sk_1" });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.data)).toEqual([
+      "valid",
+      "code",
+      "keyId",
+      "name",
+      "meta",
+      "enabled",
+      "permissions",
+      "roles",
+      "ratelimits",
+    ]);
+    expect(res.body.data).toEqual({
+      valid: true,
+      code: "VALID",
+      keyId: "key_1",
+      name: 'Acme "Ltd" \\ é✓\n',
+      meta: { note: 'a "quoted" é', n: [1, 2] },
+      enabled: false,
+      permissions: ['docs."read"'],
+      roles: [],
+      ratelimits: [
+        {
+          id: "rl_1",
+          name: "per\\second",
+          limit: 1,
+          duration: 1000,
+          reset: 0,
+          remaining: 0,
+          exceeded: true,
+          autoApply: false,
+        },
+      ],
+    });
+  });
+
+  it("answers an unlimited key without credits, and a corrupt meta without meta", async () => {
+    const fake = batching(() => ({
+      valid: true,
+      code: VerifyCode.VALID,
+      keyId: "key_1",
+      metaJson: "{oops",
+      enabled: true,
+    }));
+    const h = harness({ keys: fake.keys });
+    const res = await h.post("keys.verifyKey", { key: "sk_1" });
+    expect(res.body.data).toEqual({
+      valid: true,
+      code: "VALID",
+      keyId: "key_1",
+      enabled: true,
+      permissions: [],
+      roles: [],
+    });
+  });
+
   it("answers NOT_FOUND with only valid and code", async () => {
     const h = harness({ keys: batching(() => ({ valid: false, code: VerifyCode.NOT_FOUND })).keys });
     const res = await h.post("keys.verifyKey", { key: "sk_unknown" });
