@@ -131,6 +131,8 @@ export class IdentityCache {
    * no promise when all is cached.
    */
   grants(key: GrantedKey): Grants | Promise<Grants> {
+    // Most keys have neither: nothing to look up or remember.
+    if (key.roles.length === 0 && key.permissions.length === 0) return NO_GRANTS;
     this.expireStale(key.workspaceId);
     const memo = this.grantsOfKey.get(key);
     if (memo !== undefined && memo.generation === this.generation) return memo.grants;
@@ -254,6 +256,9 @@ export class IdentityCache {
     }
   }
 }
+
+/** The grants of a key without roles or direct permissions. */
+const NO_GRANTS: Grants = { roles: [], roleNames: [], permissions: [], held: new Set() };
 
 function grantsOf(key: GrantedKey, direct: readonly string[], roles: readonly ResolvedRole[]): Grants {
   const held = new Set(direct);

@@ -44,6 +44,8 @@ export function limitsToCheck(
   requested: readonly RequestedLimit[],
 ): readonly AppliedLimit[] {
   if (requested.length > 0) return appliedLimits(key, identity, requested);
+  if (key.ratelimits.length === 0 && (identity === null || identity.ratelimits.length === 0))
+    return NO_LIMITS;
   // Without limits named in the request, a key (and its identity) always check the same limits.
   const memo = autoApplied.get(key);
   if (memo !== undefined && memo.identity === identity) return memo.limits;
@@ -51,6 +53,8 @@ export function limitsToCheck(
   autoApplied.set(key, { identity, limits });
   return limits;
 }
+
+const NO_LIMITS: readonly AppliedLimit[] = [];
 
 /** The autoApply limits of each cached key record with the identity record they were worked out with. */
 const autoApplied = new WeakMap<

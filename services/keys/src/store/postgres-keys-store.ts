@@ -275,7 +275,11 @@ export class PostgresKeysStore implements KeysStore {
     const rows = await this.sql<
       (KeyRow & { api_deleted: boolean })[]
     >`${this.selectKeys()} WHERE k.hash = ANY(${hashes as string[]}::text[])`;
-    return rows.map((row) => ({ ...keyOf(row), apiDeleted: row.api_deleted }));
+    return rows.map((row) => {
+      const key = keyOf(row) as VerifiableKey;
+      key.apiDeleted = row.api_deleted;
+      return key;
+    });
   }
 
   /**
