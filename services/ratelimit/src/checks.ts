@@ -4,7 +4,7 @@ import { domainError, ErrorReason } from "@latchkey/runtime";
 import type { RatelimitDeps } from "./deps.ts";
 import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
 import { mayOnNamespace, NAMESPACE_ID_PREFIX, namespaceForbidden } from "./namespaces.ts";
-import type { OverrideSet } from "./overrides.ts";
+import { OverrideSet } from "./overrides.ts";
 import type { Namespace } from "./store/ratelimit-store.ts";
 import type { ValidCheck } from "./validate.ts";
 
@@ -101,13 +101,44 @@ export function resolveCheckNow(
   deps: RatelimitDeps,
   caller: Caller,
   check: ValidCheck,
+  last?: LastNamespace,
 ): ResolvedCheck | undefined {
+  if (last !== undefined && last.caller === caller && last.ref === check.namespace) {
+    return resolved(caller, check, last.namespace, last.overrides);
+  }
   const namespace = deps.namespaces.peek(caller.workspaceId, check.namespace);
   if (namespace === undefined) return undefined;
   if (!may(caller, namespace.id, "limit")) throw namespaceForbidden("limit");
   const overrides = deps.overrides.peek(namespace.id);
-  return overrides === undefined ? undefined : resolved(caller, check, namespace, overrides);
+  if (overrides === undefined) return undefined;
+  if (last !== undefined) {
+    last.caller = caller;
+    last.ref = check.namespace;
+    last.namespace = namespace;
+    last.overrides = overrides;
+  }
+  return resolved(caller, check, namespace, overrides);
 }
+
+/**
+ * The namespace and overrides the previous item of a batch resolved, with the
+ * caller and reference that found them (permission included): the next item
+ * naming the same ones, the usual case, skips the cache lookups. Lives for one
+ * synchronous pass over a batch, so nothing it holds can change meanwhile.
+ */
+export interface LastNamespace {
+  caller: Caller | undefined;
+  ref: string;
+  namespace: Namespace;
+  overrides: OverrideSet;
+}
+
+export const noLastNamespace = (): LastNamespace => ({
+  caller: undefined,
+  ref: "",
+  namespace: undefined as unknown as Namespace,
+  overrides: OverrideSet.EMPTY,
+});
 
 export async function resolveCheck(
   deps: RatelimitDeps,

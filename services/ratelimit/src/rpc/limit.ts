@@ -1,6 +1,13 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { LimitCheck, LimitRequest, LimitResponse } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { emitChecked, limitResult, type ResolvedCheck, resolveCheck, resolveCheckNow } from "../checks.ts";
+import {
+  emitChecked,
+  type LastNamespace,
+  limitResult,
+  type ResolvedCheck,
+  resolveCheck,
+  resolveCheckNow,
+} from "../checks.ts";
 import type { RatelimitDeps } from "../deps.ts";
 import type { CounterOutcome } from "../limiter/sliding-windows.ts";
 import { validCaller, validCheck } from "../validate.ts";
@@ -21,9 +28,10 @@ export function resolveLimit(
   deps: RatelimitDeps,
   caller: Caller,
   check: LimitCheck | undefined,
+  last?: LastNamespace,
 ): ResolvedCheck | Promise<ResolvedCheck> {
   const valid = validCheck(check);
-  return resolveCheckNow(deps, caller, valid) ?? resolveCheck(deps, caller, valid);
+  return resolveCheckNow(deps, caller, valid, last) ?? resolveCheck(deps, caller, valid);
 }
 
 /** The answer to a counted check, recorded for analytics unless the request opted out; `echo` as in limitResult. */

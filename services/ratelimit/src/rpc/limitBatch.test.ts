@@ -58,4 +58,48 @@ describe("LimitBatch", () => {
       .filter((x) => x.result.case === "response" && x.result.value.result?.success).length;
     expect(passed).toBe(100);
   });
+
+  it("resolves every item with its own caller and namespace when consecutive items share them", async () => {
+    const { client, deps } = harness();
+    const at = (namespace: string, identifier = "u") => ({
+      namespace,
+      identifier,
+      limit: 100n,
+      duration: 60_000n,
+    });
+    const ws1 = caller("ws_1", ...LIMITER);
+    const ws2 = caller("ws_2", ...LIMITER);
+    // Namespaces created (and cached) first, so the batch below resolves without waiting.
+    await client.limitBatch({
+      callers: [ws1, ws2],
+      items: [
+        { callerIndex: 0, request: { check: { ...at("api.requests"), cost: 0n } } },
+        { callerIndex: 0, request: { check: { ...at("other"), cost: 0n } } },
+        { callerIndex: 1, request: { check: { ...at("api.requests"), cost: 0n } } },
+      ],
+    });
+    const other = await deps.store.namespaceByName("ws_1", "other");
+    const onlyOther = caller("ws_1", `ratelimit.${other!.id}.limit`);
+    const res = await client.limitBatch({
+      callers: [ws1, onlyOther, ws2],
+      items: [
+        { callerIndex: 0, request: { check: at("api.requests") } },
+        { callerIndex: 0, request: { check: at("api.requests") } },
+        { callerIndex: 1, request: { check: at("api.requests") } },
+        { callerIndex: 1, request: { check: at("other") } },
+        { callerIndex: 0, request: { check: at("other") } },
+        { callerIndex: 2, request: { check: at("api.requests") } },
+        { callerIndex: 0, request: { check: at("api.requests") } },
+      ],
+    });
+    expect(
+      res.results.map((x) =>
+        x.result.case === "response" ? x.result.value.result?.remaining : x.result.case,
+      ),
+    ).toEqual([99n, 98n, "error", 99n, 98n, 99n, 97n]);
+    expect(res.results[2]!.result).toMatchObject({
+      case: "error",
+      value: { code: Code.PermissionDenied, detail: { reason: ErrorReason.INSUFFICIENT_PERMISSIONS } },
+    });
+  });
 });

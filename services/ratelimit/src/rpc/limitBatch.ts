@@ -6,7 +6,7 @@ import type {
   LimitBatchResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { errorDetailOf } from "@latchkey/runtime";
-import type { ResolvedCheck } from "../checks.ts";
+import { noLastNamespace, type ResolvedCheck } from "../checks.ts";
 import type { RatelimitDeps } from "../deps.ts";
 import type { CounterCheck } from "../limiter/sliding-windows.ts";
 import { validCaller } from "../validate.ts";
@@ -29,10 +29,11 @@ export function limitBatch(deps: RatelimitDeps) {
     const results: LimitBatchResult[] = new Array(n);
     const resolved: (ResolvedCheck | undefined)[] = new Array(n);
     const loads: Promise<void>[] = [];
+    const last = noLastNamespace();
     for (let i = 0; i < n; i++) {
       const item = req.items[i]!;
       try {
-        const r = resolveLimit(deps, validCaller(req.callers[item.callerIndex]), item.request?.check);
+        const r = resolveLimit(deps, validCaller(req.callers[item.callerIndex]), item.request?.check, last);
         if (r instanceof Promise) {
           loads.push(
             r.then(
