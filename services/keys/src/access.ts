@@ -25,7 +25,10 @@ export function apiIsVisible(caller: Caller, api: ApiRecord | undefined): api is
   return api !== undefined && api.workspaceId === caller.workspaceId && api.deletedAt === null;
 }
 
-export function keyIsVisible(caller: Caller, key: VerifiableKey | null | undefined): key is VerifiableKey {
+export function keyIsVisible<K extends Pick<VerifiableKey, "workspaceId" | "deletedAt" | "apiDeleted">>(
+  caller: Caller,
+  key: K | null | undefined,
+): key is K {
   return (
     key !== undefined &&
     key !== null &&

@@ -1,9 +1,9 @@
 import { Batcher, type Clock } from "@latchkey/runtime";
-import type { VerifiableKey } from "./store/keys-store.ts";
+import type { CachedKey } from "./store/keys-store.ts";
 
 interface Entry {
   /** null: the store has no key with this hash (a negative entry). */
-  key: VerifiableKey | null;
+  key: CachedKey | null;
   loadedAt: number;
 }
 
@@ -20,18 +20,18 @@ interface Entry {
  */
 export class KeyCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly loading = new Map<string, Promise<VerifiableKey | null>>();
+  private readonly loading = new Map<string, Promise<CachedKey | null>>();
   // Bumped by every invalidation: a load that started before one must not be cached after it.
   private generation = 0;
 
   constructor(
-    private readonly load: (hash: string) => Promise<VerifiableKey | undefined>,
+    private readonly load: (hash: string) => Promise<CachedKey | undefined>,
     private readonly clock: Clock,
     private readonly options: { max?: number; ttlMs?: number } = {},
   ) {}
 
   /** The cached answer without any I/O: a key, null for a known miss, undefined when not cached. */
-  peek(hash: string): VerifiableKey | null | undefined {
+  peek(hash: string): CachedKey | null | undefined {
     const entry = this.entries.get(hash);
     if (entry === undefined) return undefined;
     if (this.clock.now() - entry.loadedAt > (this.options.ttlMs ?? 300_000)) {
@@ -45,7 +45,7 @@ export class KeyCache {
   }
 
   /** Loads from the store (once for concurrent callers of the same hash) and caches the answer. */
-  fetch(hash: string): Promise<VerifiableKey | null> {
+  fetch(hash: string): Promise<CachedKey | null> {
     const pending = this.loading.get(hash);
     if (pending) return pending;
     const generation = this.generation;
@@ -62,7 +62,7 @@ export class KeyCache {
     return promise;
   }
 
-  async get(hash: string): Promise<VerifiableKey | null> {
+  async get(hash: string): Promise<CachedKey | null> {
     const hit = this.peek(hash);
     return hit !== undefined ? hit : this.fetch(hash);
   }
@@ -79,7 +79,7 @@ export class KeyCache {
     return this.entries.size;
   }
 
-  private put(hash: string, key: VerifiableKey | null): void {
+  private put(hash: string, key: CachedKey | null): void {
     this.entries.set(hash, { key, loadedAt: this.clock.now() });
     const max = this.options.max ?? 100_000;
     if (this.entries.size > max) {
@@ -99,12 +99,12 @@ export class KeyCache {
  * (KeyCache.fetch).
  */
 export function lookupTogether(
-  findMany: (hashes: readonly string[]) => Promise<readonly VerifiableKey[]>,
+  findMany: (hashes: readonly string[]) => Promise<readonly CachedKey[]>,
   options: { maxBatch?: number; maxInFlight?: number } = {},
-): (hash: string) => Promise<VerifiableKey | undefined> {
-  const batcher = new Batcher<string, VerifiableKey | null>(
+): (hash: string) => Promise<CachedKey | undefined> {
+  const batcher = new Batcher<string, CachedKey | null>(
     async (hashes) => {
-      const found = new Map<string, VerifiableKey>();
+      const found = new Map<string, CachedKey>();
       for (const key of await findMany(hashes)) found.set(key.hash, key);
       return hashes.map((hash) => found.get(hash) ?? null);
     },

@@ -8,7 +8,7 @@ import {
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import type { KeysDeps } from "./deps.ts";
 import type { ResolvedIdentity } from "./identity-cache.ts";
-import type { VerifiableKey } from "./store/keys-store.ts";
+import type { CachedKey } from "./store/keys-store.ts";
 
 /** A limit named in a verification request, validated. */
 export interface RequestedLimit {
@@ -39,7 +39,7 @@ export interface AppliedLimit {
  * Naming a limit that exists on neither is PRECONDITION_FAILED.
  */
 export function limitsToCheck(
-  key: VerifiableKey,
+  key: CachedKey,
   identity: ResolvedIdentity | null,
   requested: readonly RequestedLimit[],
 ): readonly AppliedLimit[] {
@@ -58,12 +58,12 @@ const NO_LIMITS: readonly AppliedLimit[] = [];
 
 /** The autoApply limits of each cached key record with the identity record they were worked out with. */
 const autoApplied = new WeakMap<
-  VerifiableKey,
+  CachedKey,
   { identity: ResolvedIdentity | null; limits: readonly AppliedLimit[] }
 >();
 
 function appliedLimits(
-  key: VerifiableKey,
+  key: CachedKey,
   identity: ResolvedIdentity | null,
   requested: readonly RequestedLimit[],
 ): AppliedLimit[] {
@@ -95,7 +95,7 @@ function appliedLimits(
   return [...applied.values()];
 }
 
-function unknownLimit(name: string, key: VerifiableKey, identity: ResolvedIdentity | null): Error {
+function unknownLimit(name: string, key: CachedKey, identity: ResolvedIdentity | null): Error {
   const where = identity
     ? `for key '${key.id}' nor identity: '${identity.id}' external ID: '${identity.externalId}'`
     : `for key '${key.id}' and there is no identity connected`;

@@ -23,7 +23,7 @@ import {
   type RequestedLimit,
 } from "../named-limits.ts";
 import { PermissionQueries } from "../permission-queries.ts";
-import type { Spend, VerifiableKey } from "../store/keys-store.ts";
+import type { CachedKey, Spend } from "../store/keys-store.ts";
 
 export type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
 
@@ -94,14 +94,14 @@ export async function verify(
 interface Judgement {
   result: VerifyKeyResult;
   /** The key, only when the caller may see it. */
-  key: VerifiableKey | null;
+  key: CachedKey | null;
   /** Credits actually spent. */
   spent: number;
 }
 
 /** What a found key answers besides its code, gathered step by step. */
 interface Facts {
-  key: VerifiableKey;
+  key: CachedKey;
   /** What its existing roles and direct permissions grant. */
   grants: Grants;
   identity: ResolvedIdentity | null;

@@ -67,6 +67,31 @@ export interface VerifiableKey extends KeyRecord {
   apiDeleted: boolean;
 }
 
+/**
+ * A key as the verification cache holds it: only what a verification reads
+ * (no dates, refill schedule or recoverability), so a cache miss decodes and
+ * keeps less.
+ */
+export type CachedKey = Pick<
+  VerifiableKey,
+  | "id"
+  | "workspaceId"
+  | "apiId"
+  | "hash"
+  | "name"
+  | "metaJson"
+  | "externalId"
+  | "identityId"
+  | "permissions"
+  | "roles"
+  | "expires"
+  | "enabled"
+  | "remaining"
+  | "deletedAt"
+  | "ratelimits"
+  | "apiDeleted"
+>;
+
 export interface RootKeyRecord {
   id: string;
   workspaceId: string;
@@ -236,8 +261,11 @@ export interface KeysStore {
   findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined>;
   findKeyById(id: string): Promise<VerifiableKey | undefined>;
   findKeyByHash(hash: string): Promise<VerifiableKey | undefined>;
-  /** The keys with any of these hashes, in any order (one query: a verification batch's cache misses). */
-  findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]>;
+  /**
+   * The keys with any of these hashes, in any order, with the fields verification reads (one query: a
+   * verification batch's cache misses). Deleted keys and keys of deleted APIs too, as findKeyByHash.
+   */
+  findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]>;
   /**
    * Spends `cost` credits of a limited key atomically: either the balance was
    * at least `cost` and is now lower by exactly `cost`, or nothing was spent.

@@ -1,6 +1,7 @@
 import { dueRefill } from "../refills.ts";
 import type {
   ApiRecord,
+  CachedKey,
   CreditsOperation,
   CreditsState,
   DeletedGrant,
@@ -202,7 +203,7 @@ export class MemoryKeysStore implements KeysStore {
     return id === undefined ? undefined : this.findKeyById(id);
   }
 
-  async findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]> {
+  async findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]> {
     const found: VerifiableKey[] = [];
     for (const hash of new Set(hashes)) {
       const key = await this.findKeyByHash(hash);

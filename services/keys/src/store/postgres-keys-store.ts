@@ -1,6 +1,7 @@
 import type { Sql, TransactionSql } from "@latchkey/runtime";
 import type {
   ApiRecord,
+  CachedKey,
   CreditsOperation,
   CreditsState,
   DeletedGrant,
@@ -48,6 +49,25 @@ interface KeyRow {
   byte_length: number | null;
   recoverable: boolean;
 }
+
+type CachedKeyRow = Pick<
+  KeyRow,
+  | "id"
+  | "workspace_id"
+  | "api_id"
+  | "hash"
+  | "name"
+  | "meta_json"
+  | "external_id"
+  | "identity_id"
+  | "permissions"
+  | "roles"
+  | "expires"
+  | "enabled"
+  | "remaining"
+  | "deleted_at"
+  | "ratelimits"
+> & { api_deleted: boolean };
 
 interface CreditsRow {
   remaining: number | null;
@@ -270,16 +290,36 @@ export class PostgresKeysStore implements KeysStore {
     return row && { ...keyOf(row), apiDeleted: row.api_deleted };
   }
 
-  async findKeysByHash(hashes: readonly string[]): Promise<VerifiableKey[]> {
+  async findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]> {
     if (hashes.length === 0) return [];
-    const rows = await this.sql<
-      (KeyRow & { api_deleted: boolean })[]
-    >`${this.selectKeys()} WHERE k.hash = ANY(${hashes as string[]}::text[])`;
-    return rows.map((row) => {
-      const key = keyOf(row) as VerifiableKey;
-      key.apiDeleted = row.api_deleted;
-      return key;
-    });
+    const rows = await this.sql<CachedKeyRow[]>`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.name,
+        k.meta::text AS meta_json, k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled,
+        k.remaining, k.deleted_at, (a.deleted_at IS NOT NULL) AS api_deleted,
+        COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
+            'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
+          FROM key_ratelimits r WHERE r.key_id = k.id), '[]'::json) AS ratelimits
+      FROM keys k JOIN apis a ON a.id = k.api_id
+      WHERE k.hash = ANY(${hashes as string[]}::text[])`;
+    return rows.map(
+      (row): CachedKey => ({
+        id: row.id,
+        workspaceId: row.workspace_id,
+        apiId: row.api_id,
+        hash: row.hash,
+        name: row.name,
+        metaJson: row.meta_json,
+        externalId: row.external_id,
+        identityId: row.identity_id,
+        permissions: row.permissions,
+        roles: row.roles,
+        expires: row.expires,
+        enabled: row.enabled,
+        remaining: row.remaining,
+        deletedAt: row.deleted_at,
+        ratelimits: row.ratelimits,
+        apiDeleted: row.api_deleted,
+      }),
+    );
   }
 
   /**
