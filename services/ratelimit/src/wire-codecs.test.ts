@@ -12,11 +12,17 @@ import {
 import { describe, expect, it } from "vitest";
 import {
   decodeCheckNamedLimitsRequest,
+  decodeCheckNamedLimitsResponse,
   decodeLimitBatchRequest,
+  decodeLimitBatchResponse,
+  encodeCheckNamedLimitsRequest,
   encodeCheckNamedLimitsResponse,
+  encodeLimitBatchRequest,
   encodeLimitBatchResponse,
   readCheckNamedLimitsRequest,
+  readCheckNamedLimitsResponse,
   readLimitBatchRequest,
+  readLimitBatchResponse,
 } from "./wire-codecs.ts";
 import { UNHANDLED } from "./wire-reader.ts";
 
@@ -278,5 +284,121 @@ describe("the hand-written response encoders", () => {
     expect(bytesOf(encodeCheckNamedLimitsResponse(plain))).toEqual(
       bytesOf(toBinary(CheckNamedLimitsResponseSchema, plain)),
     );
+  });
+});
+
+describe("the client's side: request encoders and response decoders", () => {
+  it("write toBinary's bytes for CheckNamedLimitsRequest: cost set to 0 or unset, empty groups, long groups", () => {
+    const req = create(CheckNamedLimitsRequestSchema, {
+      groups: [
+        {
+          workspaceId: "ws_1",
+          limits: [
+            { owner: "key_1", name: "requests", limit: 100n, duration: 60_000n },
+            { owner: "id_1", name: "tokens", limit: 5n, duration: 1000n, cost: 0n },
+            { owner: "id_ö", name: "n".repeat(300), limit: -1n, duration: 2n ** 63n - 1n, cost: 2n ** 60n },
+          ],
+        },
+        {},
+      ],
+    });
+    expect(bytesOf(encodeCheckNamedLimitsRequest(req))).toEqual(
+      bytesOf(toBinary(CheckNamedLimitsRequestSchema, req)),
+    );
+  });
+
+  it("write toBinary's bytes for LimitBatchRequest: callers, empty permissions, items with and without caller, check, cost, metricsDisabled", () => {
+    const req = create(LimitBatchRequestSchema, {
+      callers: [caller(), caller({ workspaceId: "", rootKeyId: "", permissions: ["", "é"] })],
+      items: [
+        {
+          callerIndex: 1,
+          request: {
+            requestId: "req_1",
+            check: { namespace: "n", identifier: "i", limit: 5n, duration: 1000n },
+          },
+        },
+        {
+          request: {
+            caller: caller(),
+            check: { namespace: "n", identifier: "i", cost: 0n },
+            metricsDisabled: false,
+          },
+        },
+        { callerIndex: 4_000_000_000, request: { metricsDisabled: true } },
+        { request: {} },
+        {},
+      ],
+    });
+    expect(bytesOf(encodeLimitBatchRequest(req))).toEqual(bytesOf(toBinary(LimitBatchRequestSchema, req)));
+  });
+
+  it("read CheckNamedLimitsResponse by hand as fromBinary does, over the whole int64 range", () => {
+    const res = create(CheckNamedLimitsResponseSchema, {
+      groups: [
+        { passed: true, results: [{ limit: 100n, remaining: 99n, reset: 1_767_225_660_000n }] },
+        { results: extremes.map((v) => ({ limit: v, remaining: v, reset: v, exceeded: v > 0n })) },
+        {},
+      ],
+    });
+    const bytes = toBinary(CheckNamedLimitsResponseSchema, res);
+    readByHand(readCheckNamedLimitsResponse, (b) => fromBinary(CheckNamedLimitsResponseSchema, b), bytes);
+    expect(decodeCheckNamedLimitsResponse(bytes)).toStrictEqual(
+      fromBinary(CheckNamedLimitsResponseSchema, bytes),
+    );
+    for (let cut = 1; cut < bytes.length; cut++) {
+      sameDecoding(
+        decodeCheckNamedLimitsResponse,
+        (b) => fromBinary(CheckNamedLimitsResponseSchema, b),
+        bytes.subarray(0, cut),
+      );
+    }
+  });
+
+  it("read LimitBatchResponse by hand as fromBinary does, leaving items with errors to fromBinary", () => {
+    const answers = create(LimitBatchResponseSchema, {
+      results: [
+        {
+          result: {
+            case: "response",
+            value: { result: { success: true, limit: 10n, remaining: 9n, reset: 5n } },
+          },
+        },
+        {
+          result: {
+            case: "response",
+            value: { result: { namespace: "n", identifier: "i", overrideId: "" } },
+          },
+        },
+        { result: { case: "response", value: { result: { overrideId: "rlor_1", limit: -5n } } } },
+        { result: { case: "response", value: {} } },
+        {},
+      ],
+    });
+    const bytes = toBinary(LimitBatchResponseSchema, answers);
+    readByHand(readLimitBatchResponse, (b) => fromBinary(LimitBatchResponseSchema, b), bytes);
+    const withError = create(LimitBatchResponseSchema, {
+      results: [
+        ...answers.results,
+        {
+          result: {
+            case: "error",
+            value: { code: 7, message: "no", detail: { reason: ErrorReason.INSUFFICIENT_PERMISSIONS } },
+          },
+        },
+      ],
+    });
+    const errorBytes = toBinary(LimitBatchResponseSchema, withError);
+    leftToFromBinary(readLimitBatchResponse, errorBytes);
+    expect(decodeLimitBatchResponse(errorBytes)).toStrictEqual(
+      fromBinary(LimitBatchResponseSchema, errorBytes),
+    );
+    for (let cut = 1; cut < bytes.length; cut++) {
+      sameDecoding(
+        decodeLimitBatchResponse,
+        (b) => fromBinary(LimitBatchResponseSchema, b),
+        bytes.subarray(0, cut),
+      );
+    }
   });
 });

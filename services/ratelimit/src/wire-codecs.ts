@@ -10,12 +10,16 @@ import {
   LimitBatchRequestSchema,
   type LimitBatchResponse,
   LimitBatchResponseSchema,
+  type LimitBatchResult,
   LimitBatchResultSchema,
   type LimitCheck,
   type LimitRequest,
+  type LimitResponse,
   type LimitResult,
   type NamedLimit,
   type NamedLimitGroup,
+  type NamedLimitGroupResult,
+  type NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { UNHANDLED, WireReader } from "./wire-reader.ts";
 import { WireWriter } from "./wire-writer.ts";
@@ -23,29 +27,38 @@ import { WireWriter } from "./wire-writer.ts";
 /**
  * Hand-written codecs for the two RPCs called once per batch of requests,
  * CheckNamedLimits (keys, per verification batch) and LimitBatch (gateway,
- * per ratelimits.limit batch). protobuf-es decodes and encodes by reflection,
- * and in the served RPC that costs more per item than counting the item
- * (bench/check-named-limits.ts prints both). These give the same messages and
- * the same bytes as fromBinary and toBinary (wire-codecs.test.ts compares them
- * on every shape, malformed input included): what they do not handle they hand
- * to protobuf-es, for the whole message, so nothing differs but the speed.
+ * per ratelimits.limit batch), both ends: the server decodes the request and
+ * encodes the answer, the client the other way round. protobuf-es decodes and
+ * encodes by reflection, and in the served RPC that costs more per item than
+ * counting the item (bench/check-named-limits.ts prints both). These give the
+ * same messages and the same bytes as fromBinary and toBinary
+ * (wire-codecs.test.ts compares them on every shape, malformed input
+ * included): what they do not handle they hand to protobuf-es, for the whole
+ * message, so nothing differs but the speed.
  *
- * Keyed by Connect path for a server that lets a service bring codecs for its
- * hot methods (the runtime's unary fast path decodes with fromBinary today).
+ * Keyed by Connect path for a server and a client transport that let a
+ * service bring codecs for its hot methods (the runtime's unary fast path and
+ * unaryTransport use fromBinary and toBinary today).
  */
 export interface UnaryCodec<I, O> {
   decodeRequest(bytes: Uint8Array): I;
   encodeResponse(message: O): Uint8Array;
+  encodeRequest(message: I): Uint8Array;
+  decodeResponse(bytes: Uint8Array): O;
 }
 
 export const ratelimitCodecs = {
   "/ratelimit.v1.RatelimitService/CheckNamedLimits": {
     decodeRequest: decodeCheckNamedLimitsRequest,
     encodeResponse: encodeCheckNamedLimitsResponse,
+    encodeRequest: encodeCheckNamedLimitsRequest,
+    decodeResponse: decodeCheckNamedLimitsResponse,
   } satisfies UnaryCodec<CheckNamedLimitsRequest, CheckNamedLimitsResponse>,
   "/ratelimit.v1.RatelimitService/LimitBatch": {
     decodeRequest: decodeLimitBatchRequest,
     encodeResponse: encodeLimitBatchResponse,
+    encodeRequest: encodeLimitBatchRequest,
+    decodeResponse: decodeLimitBatchResponse,
   } satisfies UnaryCodec<LimitBatchRequest, LimitBatchResponse>,
 };
 
@@ -57,6 +70,9 @@ const T1_VARINT = 8;
 const T3_VARINT = 24;
 const T4_VARINT = 32;
 const T5_VARINT = 40;
+const T7_LEN = 58;
+const T2_VARINT = 16;
+const T6_VARINT = 48;
 
 export function decodeCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
   try {
@@ -261,4 +277,195 @@ function writeLimitResult(w: WireWriter, r: LimitResult): WireWriter {
     .bigint64(5, r.remaining)
     .bigint64(6, r.reset)
     .optionalString(7, r.overrideId);
+}
+
+// The client's side: the keys service and the gateway encode the requests and decode the answers.
+
+export function encodeCheckNamedLimitsRequest(req: CheckNamedLimitsRequest): Uint8Array {
+  const w = writer;
+  try {
+    if (req.$unknown !== undefined) throw UNHANDLED;
+    for (const group of req.groups) {
+      if (group.$unknown !== undefined) throw UNHANDLED;
+      w.fork(1).string(1, group.workspaceId);
+      for (const l of group.limits) {
+        if (l.$unknown !== undefined) throw UNHANDLED;
+        w.fork(2)
+          .string(1, l.owner)
+          .string(2, l.name)
+          .bigint64(3, l.limit)
+          .bigint64(4, l.duration)
+          .optionalBigint64(5, l.cost)
+          .join();
+      }
+      w.join();
+    }
+    return w.finish();
+  } catch (err) {
+    w.reset();
+    if (err !== UNHANDLED) throw err;
+    return toBinary(CheckNamedLimitsRequestSchema, req);
+  }
+}
+
+export function decodeCheckNamedLimitsResponse(bytes: Uint8Array): CheckNamedLimitsResponse {
+  try {
+    return readCheckNamedLimitsResponse(bytes);
+  } catch (err) {
+    if (err !== UNHANDLED) throw err;
+    return fromBinary(CheckNamedLimitsResponseSchema, bytes);
+  }
+}
+
+/** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
+export function readCheckNamedLimitsResponse(bytes: Uint8Array): CheckNamedLimitsResponse {
+  const r = new WireReader(bytes);
+  const groups: NamedLimitGroupResult[] = [];
+  while (r.pos < r.end) {
+    if (r.uint32() !== T1_LEN) r.unhandled();
+    const end = r.delimited(r.end);
+    const group: NamedLimitGroupResult = {
+      $typeName: "ratelimit.v1.NamedLimitGroupResult",
+      passed: false,
+      results: [],
+    };
+    while (r.pos < end) {
+      const tag = r.uint32();
+      if (tag === T1_VARINT) group.passed = r.bool();
+      else if (tag === T2_LEN) group.results.push(readNamedLimitResult(r, r.delimited(end)));
+      else r.unhandled();
+    }
+    r.close(end);
+    groups.push(group);
+  }
+  return { $typeName: "ratelimit.v1.CheckNamedLimitsResponse", groups };
+}
+
+function readNamedLimitResult(r: WireReader, end: number): NamedLimitResult {
+  const result: NamedLimitResult = {
+    $typeName: "ratelimit.v1.NamedLimitResult",
+    limit: 0n,
+    remaining: 0n,
+    reset: 0n,
+    exceeded: false,
+  };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag === T1_VARINT) result.limit = r.int64();
+    else if (tag === T2_VARINT) result.remaining = r.int64();
+    else if (tag === T3_VARINT) result.reset = r.int64();
+    else if (tag === T4_VARINT) result.exceeded = r.bool();
+    else r.unhandled();
+  }
+  r.close(end);
+  return result;
+}
+
+export function encodeLimitBatchRequest(req: LimitBatchRequest): Uint8Array {
+  const w = writer;
+  try {
+    if (req.$unknown !== undefined) throw UNHANDLED;
+    for (const caller of req.callers) writeCaller(w.fork(1), caller).join();
+    for (const item of req.items) {
+      if (item.$unknown !== undefined) throw UNHANDLED;
+      w.fork(2).int64(1, item.callerIndex);
+      const request = item.request;
+      if (request !== undefined) {
+        if (request.$unknown !== undefined) throw UNHANDLED;
+        w.fork(2);
+        if (request.caller !== undefined) writeCaller(w.fork(1), request.caller).join();
+        const check = request.check;
+        if (check !== undefined) {
+          if (check.$unknown !== undefined) throw UNHANDLED;
+          w.fork(2)
+            .string(1, check.namespace)
+            .string(2, check.identifier)
+            .bigint64(3, check.limit)
+            .bigint64(4, check.duration)
+            .optionalBigint64(5, check.cost)
+            .join();
+        }
+        w.string(3, request.requestId).optionalBool(4, request.metricsDisabled).join();
+      }
+      w.join();
+    }
+    return w.finish();
+  } catch (err) {
+    w.reset();
+    if (err !== UNHANDLED) throw err;
+    return toBinary(LimitBatchRequestSchema, req);
+  }
+}
+
+function writeCaller(w: WireWriter, caller: Caller): WireWriter {
+  if (caller.$unknown !== undefined) throw UNHANDLED;
+  w.string(1, caller.workspaceId).string(2, caller.rootKeyId);
+  for (const p of caller.permissions) w.optionalString(3, p);
+  return w;
+}
+
+export function decodeLimitBatchResponse(bytes: Uint8Array): LimitBatchResponse {
+  try {
+    return readLimitBatchResponse(bytes);
+  } catch (err) {
+    if (err !== UNHANDLED) throw err;
+    return fromBinary(LimitBatchResponseSchema, bytes);
+  }
+}
+
+/**
+ * The hand-written part alone: throws UNHANDLED where the decoder hands over
+ * to fromBinary, e.g. at an item's error (rare, and its detail nests deeper).
+ */
+export function readLimitBatchResponse(bytes: Uint8Array): LimitBatchResponse {
+  const r = new WireReader(bytes);
+  const results: LimitBatchResult[] = [];
+  while (r.pos < r.end) {
+    if (r.uint32() !== T1_LEN) r.unhandled();
+    const end = r.delimited(r.end);
+    const item: LimitBatchResult = {
+      $typeName: "ratelimit.v1.LimitBatchResult",
+      result: { case: undefined },
+    };
+    while (r.pos < end) {
+      // One answer per item: a second one (or an error) is left to fromBinary.
+      if (r.uint32() !== T1_LEN || item.result.case !== undefined) r.unhandled();
+      item.result = { case: "response", value: readLimitResponse(r, r.delimited(end)) };
+    }
+    r.close(end);
+    results.push(item);
+  }
+  return { $typeName: "ratelimit.v1.LimitBatchResponse", results };
+}
+
+function readLimitResponse(r: WireReader, end: number): LimitResponse {
+  const response: LimitResponse = { $typeName: "ratelimit.v1.LimitResponse" };
+  while (r.pos < end) {
+    if (r.uint32() !== T1_LEN || response.result !== undefined) r.unhandled();
+    const resultEnd = r.delimited(end);
+    const result: LimitResult = {
+      $typeName: "ratelimit.v1.LimitResult",
+      namespace: "",
+      identifier: "",
+      success: false,
+      limit: 0n,
+      remaining: 0n,
+      reset: 0n,
+    };
+    while (r.pos < resultEnd) {
+      const tag = r.uint32();
+      if (tag === T1_LEN) result.namespace = r.string(resultEnd);
+      else if (tag === T2_LEN) result.identifier = r.string(resultEnd);
+      else if (tag === T3_VARINT) result.success = r.bool();
+      else if (tag === T4_VARINT) result.limit = r.int64();
+      else if (tag === T5_VARINT) result.remaining = r.int64();
+      else if (tag === T6_VARINT) result.reset = r.int64();
+      else if (tag === T7_LEN) result.overrideId = r.string(resultEnd);
+      else r.unhandled();
+    }
+    r.close(resultEnd);
+    response.result = result;
+  }
+  r.close(end);
+  return response;
 }

@@ -92,6 +92,25 @@ export class WireWriter {
     return this;
   }
 
+  /** An int64 with explicit presence (proto3 `optional`): written when set, even 0. */
+  optionalBigint64(field: number, value: bigint | undefined): this {
+    if (value === undefined) return this;
+    if (value !== 0n) return this.bigint64(field, value);
+    this.room(11);
+    this.key(field, 0);
+    this.buf[this.pos++] = 0;
+    return this;
+  }
+
+  /** A bool with explicit presence (proto3 `optional`): written when set, even false. */
+  optionalBool(field: number, value: boolean | undefined): this {
+    if (value === undefined) return this;
+    this.room(11);
+    this.key(field, 0);
+    this.buf[this.pos++] = value ? 1 : 0;
+    return this;
+  }
+
   /** A string with explicit presence (proto3 `optional`): written when set, even empty. */
   optionalString(field: number, value: string | undefined): this {
     if (value === undefined) return this;
