@@ -62,6 +62,8 @@ const deps = createKeysDeps({
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
   ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? ""),
   ratelimitFailOpen,
+  // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
+  lastUsedFlushMs: env.int("LAST_USED_FLUSH_MS", 1_000),
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
 });
