@@ -166,6 +166,10 @@ describe("withBatchCodecs", () => {
       createClient(RatelimitService, withBatchCodecs(t as never)).limitBatch(partial),
     );
     expect(Buffer.from(sentPartial)).toEqual(Buffer.from(toBinary(LimitBatchRequestSchema, partial)));
+    const sentEmpty = await wire((t) =>
+      createClient(RatelimitService, withBatchCodecs(t as never)).limitBatch({}),
+    );
+    expect(sentEmpty).toHaveLength(0);
   });
 
   it("decodes every field of a verification itself, as protobuf-es would", async () => {

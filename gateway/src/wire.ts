@@ -136,11 +136,20 @@ class Writer {
   string(no: number, s: string) {
     this.tag(no, LEN);
     if (s.length < 43) {
-      // At most 126 bytes of UTF-8: the length fits one byte.
+      // At most 126 bytes of UTF-8: the length fits one byte. ASCII is copied
+      // here (a call into C++ costs more than the loop for short strings).
       this.ensure(1 + s.length * 3);
-      const n = this.buf.write(s, this.pos + 1);
-      this.buf[this.pos] = n;
-      this.pos += 1 + n;
+      const buf = this.buf;
+      const at = this.pos + 1;
+      let i = 0;
+      for (; i < s.length; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 127) break;
+        buf[at + i] = c;
+      }
+      const n = i === s.length ? i : buf.write(s, at);
+      buf[this.pos] = n;
+      this.pos = at + n;
       return;
     }
     const n = Buffer.byteLength(s);
@@ -176,20 +185,21 @@ class Writer {
   }
 }
 
+/**
+ * The batch request as unknown fields of an Empty. protobuf-es writes each
+ * unknown field as its tag followed by its bytes, as they are; so the whole
+ * request is written here, top-level tags included, and handed over as one
+ * entry: the first field's number, and every byte after its one-byte tag.
+ * The bytes on the wire are the same as one entry per field, with one copy
+ * instead of one per item.
+ */
 function encodeBatch(batch: Batch, keys: boolean): Unknown[] {
   const callers = batch.callers ?? [];
   const items = batch.items ?? [];
   const w = new Writer(256 + items.length * 160);
-  const spans: number[] = [];
-  for (const c of callers) {
-    const at = w.pos;
-    const start = w.begin();
-    writeCaller(w, c);
-    w.end(start);
-    spans.push(1, at, w.pos);
-  }
+  for (const c of callers) writeMessage(w, 1, c, writeCaller);
   for (const item of items) {
-    const at = w.pos;
+    w.tag(2, LEN);
     const start = w.begin();
     if (item.callerIndex) {
       w.tag(1, 0);
@@ -203,14 +213,10 @@ function encodeBatch(batch: Batch, keys: boolean): Unknown[] {
       w.end(req);
     }
     w.end(start);
-    spans.push(2, at, w.pos);
   }
-  // Subarrays of the final buffer (it may have grown while writing).
-  const out: Unknown[] = [];
-  for (let i = 0; i < spans.length; i += 3) {
-    out.push({ no: spans[i]!, wireType: LEN, data: w.buf.subarray(spans[i + 1]!, spans[i + 2]!) });
-  }
-  return out;
+  if (w.pos === 0) return [];
+  // Fields 1 and 2, length-delimited: the tag is one byte.
+  return [{ no: w.buf[0]! >> 3, wireType: LEN, data: w.buf.subarray(1, w.pos) }];
 }
 
 function writeCaller(w: Writer, c: Caller) {
