@@ -12,7 +12,7 @@ import {
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { callerOf, keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
-import { keyVerified } from "../events.ts";
+import { keyVerified, noEvents } from "../events.ts";
 import type { Grants, ResolvedIdentity } from "../identity-cache.ts";
 import {
   type AppliedLimit,
@@ -74,6 +74,8 @@ export async function verify(
   const now = deps.clock.now();
   // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
   if (key) deps.lastUsed.record(key.id, now);
+  // Without an event sink nothing is recorded: not even the record is built.
+  if (deps.events === noEvents) return result;
   keyVerified(deps, {
     requestId: req.requestId,
     time: now,
