@@ -66,4 +66,61 @@ describe("IdentityCache", () => {
     await cache.existingPermissions("ws_1", slugs);
     expect(cache.existingPermissions("ws_1", slugs)).toBe(slugs);
   });
+
+  describe("grants", () => {
+    const key = (roles: string[], permissions: string[]) => ({ workspaceId: "ws_1", roles, permissions });
+
+    it("resolves a key's grants once and answers the same grants, without a promise, after", async () => {
+      const { identity, cache } = setup(true);
+      await identity.createRole({
+        caller: admin,
+        name: "editor",
+        permissions: ["documents.read", "documents.write"],
+      });
+      await identity.createPermission({ caller: admin, name: "billing.read", slug: "billing.read" });
+      const record = key(["editor", "gone"], ["billing.read", "documents.read", "missing"]);
+      const first = await cache.grants(record);
+      expect(first).toMatchObject({
+        roleNames: ["editor"],
+        permissions: ["billing.read", "documents.read", "documents.write"],
+      });
+      expect([...first.held]).toEqual(["billing.read", "documents.read", "documents.write"]);
+      const again = cache.grants(record);
+      expect(again).not.toBeInstanceOf(Promise);
+      expect(again).toBe(first);
+      // Another record (the key changed and was loaded again) is resolved on its own.
+      expect(cache.grants(key(["editor"], []))).not.toBe(first);
+    });
+
+    it("resolves them again once the identity service announces a change", async () => {
+      const { identity, cache } = setup(true);
+      await identity.createRole({ caller: admin, name: "editor", permissions: ["documents.read"] });
+      const record = key(["editor"], []);
+      const before = await cache.grants(record);
+      expect(before.permissions).toEqual(["documents.read"]);
+      await identity.deleteRole({ caller: admin, role: "editor" });
+      const after = await cache.grants(record);
+      expect(after).not.toBe(before);
+      expect(after).toMatchObject({ roles: [], roleNames: [], permissions: [] });
+    });
+
+    it("resolves them again after the TTL, should the announcement be lost", async () => {
+      const { identity, cache, clock } = setup(false);
+      await identity.createRole({ caller: admin, name: "editor", permissions: ["documents.read"] });
+      const record = key(["editor"], []);
+      const before = await cache.grants(record);
+      await identity.deleteRole({ caller: admin, role: "editor" });
+      clock.advance(60_000);
+      expect(cache.grants(record)).toBe(before);
+      clock.advance(1);
+      expect((await cache.grants(record)).roleNames).toEqual([]);
+    });
+
+    it("answers one shared empty grants for a key without roles or permissions", () => {
+      const { cache } = setup(true);
+      const none = cache.grants(key([], []));
+      expect(none).toEqual({ roles: [], roleNames: [], permissions: [], held: new Set() });
+      expect(cache.grants(key([], []))).toBe(none);
+    });
+  });
 });
