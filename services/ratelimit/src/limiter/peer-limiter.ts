@@ -76,20 +76,31 @@ export class PeerLimiter implements Limiter {
   }
 
   apply(groups: readonly (readonly CounterCheck[])[]): Promise<CounterOutcome[][]> {
+    // A peer list of this replica alone (the base deployment) owns every counter: no hashing.
+    if (this.remotes.size === 0) return Promise.resolve(groups.map((g) => this.windows.apply(g)));
     // Groups owned here are counted now, before any await, so no other check interleaves;
-    // a batch that is all local (one replica, or keys this replica owns) makes no promise per group.
+    // a batch that is all local (keys this replica owns) makes no promise per group.
+    const self = this.config.self;
     const out: (CounterOutcome[] | Promise<CounterOutcome[]>)[] = new Array(groups.length);
     let waiting = false;
     for (let i = 0; i < groups.length; i++) {
       const g = groups[i]!;
-      const owner = g.length === 1 ? this.ring.owner(g[0]!.key) : undefined;
-      if (owner === this.config.self) out[i] = this.windows.apply(g);
+      const owner = this.groupOwner(g);
+      if (owner === self) out[i] = this.windows.apply(g);
       else {
         out[i] = owner === undefined ? this.applyGroup(g) : this.applyAt(owner, g);
         waiting = true;
       }
     }
     return waiting ? Promise.all(out) : Promise.resolve(out as CounterOutcome[][]);
+  }
+
+  /** The one replica owning every counter of the group, or undefined when they have several. */
+  private groupOwner(group: readonly CounterCheck[]): string | undefined {
+    if (group.length === 0) return this.config.self;
+    const owner = this.ring.owner(group[0]!.key);
+    for (let i = 1; i < group.length; i++) if (this.ring.owner(group[i]!.key) !== owner) return undefined;
+    return owner;
   }
 
   async close(): Promise<void> {}
