@@ -62,7 +62,11 @@ export class PeerLimiter implements Limiter {
       const client = createClient(RatelimitPeerService, transport(url));
       const batcher = new Batcher<readonly CounterCheck[], CounterOutcome[]>(
         async (groups) => {
-          const res = await client.apply(create(ApplyRequestSchema, { groups: groups.map(toGroup) }));
+          const res = await client.apply({
+            $typeName: "ratelimit.v1.ApplyRequest",
+            groups: groups.map(toGroup),
+            undo: [],
+          });
           return res.groups.map(fromGroupResult);
         },
         { maxBatch: 512, maxInFlight: 2 },

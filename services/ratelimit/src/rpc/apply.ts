@@ -1,9 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import {
-  type ApplyRequest,
-  type ApplyResponse,
-  ApplyResponseSchema,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { ApplyRequest, ApplyResponse } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import type { RatelimitDeps } from "../deps.ts";
 import { fromCounter, toGroupResult } from "../limiter/wire.ts";
 
@@ -17,8 +12,9 @@ export function apply(deps: RatelimitDeps) {
     for (const u of req.undo) {
       if (u.counter) deps.windows.undo(fromCounter(u.counter), Number(u.reset));
     }
-    return create(ApplyResponseSchema, {
+    return {
+      $typeName: "ratelimit.v1.ApplyResponse",
       groups: req.groups.map((g) => toGroupResult(deps.windows.apply(g.counters.map(fromCounter)))),
-    });
+    };
   };
 }
