@@ -122,6 +122,7 @@ class Writer {
 
   /** int64 as protobuf writes it: two's complement in ten bytes when negative. */
   int64(v: bigint | number | string) {
+    if (typeof v === "bigint" && v >= 0n && v <= 9007199254740991n) return this.varint(Number(v));
     if (typeof v === "number" && v >= 0 && Number.isSafeInteger(v)) return this.varint(v);
     let u = BigInt.asUintN(64, BigInt(v));
     if (u <= 9007199254740991n) return this.varint(Number(u));
