@@ -5,7 +5,7 @@ import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
-import { registeredServices, unaryFastPath, unaryMethods } from "./unary.ts";
+import { registeredServices, unaryFastPath, unaryMethods, type WireCodecs } from "./unary.ts";
 
 type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 
@@ -34,6 +34,7 @@ export async function serveRpc(
   port: number,
   probe?: Probe,
   host = "0.0.0.0",
+  options: { codecs?: WireCodecs } = {},
 ): Promise<ServedRpc> {
   collectProcessMetrics();
   // Registered once: connect's adapter and the unary fast path serve the same implementations.
@@ -45,7 +46,7 @@ export async function serveRpc(
     interceptors: [rpcMetricsInterceptor],
     fallback: (req, res) => health(req, res, probe),
   });
-  const fast = unaryFastPath(unaryMethods(services));
+  const fast = unaryFastPath(unaryMethods(services), options.codecs);
   const h1 = http.createServer((req, res) => {
     if (!fast(req, res)) rpc(req, res);
   });

@@ -1,6 +1,6 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { unaryTransport } from "./unary.ts";
+import { unaryTransport, type WireCodecs } from "./unary.ts";
 
 /**
  * The transport between Latchkey's own processes: Connect protocol, binary
@@ -8,10 +8,12 @@ import { unaryTransport } from "./unary.ts";
  * batched calls on loopback; see PERFORMANCE.md). Unary calls go through
  * unaryTransport, without connect's per-call machinery.
  *
+ * `codecs` are hand-written codecs of hot methods (see WireCodec).
+ *
  * `baseUrls` may list several instances, comma-separated: calls go to them in
  * turn (a Kubernetes Service does the same with one URL).
  */
-export function internalTransport(baseUrls: string): Transport {
+export function internalTransport(baseUrls: string, codecs: WireCodecs = {}): Transport {
   const transports = baseUrls
     .split(",")
     .map((u) => u.trim())
@@ -20,6 +22,7 @@ export function internalTransport(baseUrls: string): Transport {
       unaryTransport(
         baseUrl,
         createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
+        codecs,
       ),
     );
   if (transports.length === 0) throw new Error("internalTransport needs at least one URL");

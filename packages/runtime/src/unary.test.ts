@@ -1,12 +1,13 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
-import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { type GetApiRequest, type GetApiResponse, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
 import { type ServedRpc, serveRpc } from "./serve.ts";
-import { unaryTransport } from "./unary.ts";
+import { unaryTransport, type WireCodecs } from "./unary.ts";
 
 /** A KeysService that answers what it was asked, fails on demand and can be slow. */
 const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>
@@ -114,5 +115,48 @@ describe("unaryTransport", () => {
     expect(connections.size).toBe(1);
     counter.closeAllConnections();
     await new Promise<void>((resolve) => counter.close(() => resolve()));
+  });
+});
+
+describe("hand-written codecs", () => {
+  it("are used by the fast path and by unaryTransport for their method, and answer the same message", async () => {
+    const used: string[] = [];
+    const path = "/keys.v1.KeysService/GetApi";
+    const getApi = KeysService.method.getApi;
+    const codecs: WireCodecs = {
+      [path]: {
+        decodeRequest(bytes) {
+          used.push("server decode");
+          return fromBinary(getApi.input, bytes);
+        },
+        encodeResponse(message: GetApiResponse) {
+          used.push("server encode");
+          return toBinary(getApi.output, message);
+        },
+        encodeRequest(message: GetApiRequest) {
+          used.push("client encode");
+          return toBinary(getApi.input, message);
+        },
+        decodeResponse(bytes) {
+          used.push("client decode");
+          return fromBinary(getApi.output, bytes);
+        },
+      },
+    };
+    const withCodecs = await serveRpc(routes, 0, undefined, "127.0.0.1", { codecs });
+    try {
+      const baseUrl = `http://127.0.0.1:${withCodecs.port}`;
+      const client = createClient(
+        KeysService,
+        unaryTransport(baseUrl, createConnectTransport({ baseUrl, httpVersion: "1.1" }), codecs),
+      );
+      expect((await client.getApi({ apiId: "api_7" })).api?.name).toBe("naïve api_7 ✓");
+      expect(used).toEqual(["client encode", "server decode", "server encode", "client decode"]);
+      // A method without codecs goes through protobuf-es on both ends.
+      expect((await failure(client.createApi({ name: "x" }))).code).toBe(Code.Unimplemented);
+      expect(used).toHaveLength(4);
+    } finally {
+      await withCodecs.close();
+    }
   });
 });

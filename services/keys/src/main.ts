@@ -1,3 +1,4 @@
+import { ratelimitCodecs } from "@latchkey/ratelimit";
 import {
   connect,
   createLogger,
@@ -60,7 +61,7 @@ const deps = createKeysDeps({
   // Identities, roles and permissions live in the identity service.
   identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? ""),
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
-  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? ""),
+  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "", ratelimitCodecs),
   ratelimitFailOpen,
   // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
   lastUsedFlushMs: env.int("LAST_USED_FLUSH_MS", 1_000),

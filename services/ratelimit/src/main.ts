@@ -14,6 +14,7 @@ import { createRatelimitDeps } from "./deps.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
+import { ratelimitCodecs } from "./wire-codecs.ts";
 
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7072);
@@ -51,7 +52,10 @@ const deps = createRatelimitDeps({
   ...(sink ? { events: sink } : {}),
   ...(peers ? { peers } : {}),
 });
-const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() });
+// The batched calls of the hot path are read and written by hand-written codecs (wire-codecs.ts).
+const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
+  codecs: ratelimitCodecs,
+});
 log.info({ port, replicas: peers?.peers.length ?? 1 }, "ratelimit service listening");
 
 let stopping = false;
