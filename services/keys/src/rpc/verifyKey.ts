@@ -11,6 +11,7 @@ import {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { callerOf, keyIsVisible } from "../access.ts";
+import { type Segments, segmentsOf } from "../batch-wire.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
 import type { Grants, ResolvedIdentity } from "../identity-cache.ts";
@@ -189,7 +190,38 @@ function outcome(facts: Facts, code: VerifyCode, credits?: number, spent = 0): J
   return { result: response(facts, code, credits), key: facts.key, spent };
 }
 
+/** The facts each answer was made from, for its pre-encoded segments (answerSegments). */
+const answeredFrom = new WeakMap<VerifyKeyResult, Facts>();
+/** Each cached key's pre-encoded segments, with the grants and identity they were made with. */
+const segmentsOfKey = new WeakMap<
+  CachedKey,
+  { grants: Grants; identity: ResolvedIdentity | null; segments: Segments }
+>();
+
+/**
+ * The segments of an answer of verify() that come from its key, grants and
+ * identity, encoded once per cached key and identity (batch-wire.ts);
+ * undefined for an answer without a key.
+ */
+export function answerSegments(result: VerifyKeyResult): Segments | undefined {
+  const facts = answeredFrom.get(result);
+  if (facts === undefined) return undefined;
+  const memo = segmentsOfKey.get(facts.key);
+  if (memo !== undefined && memo.grants === facts.grants && memo.identity === facts.identity) {
+    return memo.segments;
+  }
+  const segments = segmentsOf(result);
+  segmentsOfKey.set(facts.key, { grants: facts.grants, identity: facts.identity, segments });
+  return segments;
+}
+
 function response(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
+  const result = answer(facts, code, credits);
+  answeredFrom.set(result, facts);
+  return result;
+}
+
+function answer(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
   const { key, grants, identity } = facts;
   // undefined fields are left unset by create(); arrays of the cached records are shared, never copied.
   return {

@@ -1,0 +1,148 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import {
+  createClient,
+  createContextValues,
+  createHandlerContext,
+  createRouterTransport,
+} from "@connectrpc/connect";
+import {
+  KeysService,
+  VerifyKeyBatchRequestSchema,
+  VerifyKeyBatchResponseSchema,
+} from "@latchkey/proto/keys/v1/keys_pb";
+import { localTransport } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { answersInBinary, encodedAnswer, segmentsOf } from "./batch-wire.ts";
+import { keysRoutes } from "./routes.ts";
+import { answerSegments } from "./rpc/verifyKey.ts";
+import { verifyKeyBatch } from "./rpc/verifyKeyBatch.ts";
+import { callerOf } from "./test-kit.ts";
+import { limit, verificationKit } from "./verify-test-kit.ts";
+
+/** A batch covering every field of an answer: found with everything, refused, not found, and an error. */
+async function mixedBatch() {
+  const kit = verificationKit();
+  const { seed, clock } = kit;
+  await seed.role("editor", ["documents.read", "documents.write"]);
+  const identityId = await seed.identity("user_1", [limit("shared", 100, true)], '{"plan":"pré"}');
+  const apiId = await seed.api();
+  const rich = await seed.key({
+    apiId,
+    credits: 3,
+    permissions: [],
+    roles: ["editor"],
+    identityId,
+    ratelimits: [limit("calls", 10, true), limit("named", 5, false)],
+  });
+  await kit.keys.updateKey({
+    caller: kit.admin,
+    keyId: rich.keyId,
+    name: "ключ 🔑",
+    metaJson: '{"tier":"gold"}',
+    expires: BigInt(clock.now() + 60_000),
+  });
+  const plain = await seed.key({ apiId });
+  const broke = await seed.key({ apiId, credits: 0 });
+  const items = [
+    { key: rich.key, permissions: "documents.read AND documents.write" },
+    { key: rich.key, ratelimits: [{ name: "named", cost: 2n }] },
+    { key: plain.key },
+    { key: broke.key },
+    { key: "not a key" },
+    { key: rich.key, permissions: "billing.read" },
+    { key: plain.key, ratelimits: [{ name: "nowhere" }] },
+    { key: "" },
+  ];
+  const req = {
+    callers: [callerOf("ws_1", "api.*.verify_key")],
+    items: items.map((request) => ({ callerIndex: 0, request })),
+  };
+  return { kit, req };
+}
+
+describe("encodedAnswer", () => {
+  it("encodes a batch's results to the bytes protobuf-es writes for them", async () => {
+    const { kit, req } = await mixedBatch();
+    const handler = verifyKeyBatch(kit.deps);
+    // No handler context: the plain results, as in process.
+    const { results } = (await handler(create(VerifyKeyBatchRequestSchema, req))) as { results: never[] };
+    const expected = toBinary(
+      VerifyKeyBatchResponseSchema,
+      create(VerifyKeyBatchResponseSchema, { results }),
+    );
+    // With the segments kept per cached key, and made from the fields alone.
+    expect(
+      Buffer.from(toBinary(VerifyKeyBatchResponseSchema, encodedAnswer(results, answerSegments))),
+    ).toEqual(Buffer.from(expected));
+    expect(
+      Buffer.from(
+        toBinary(
+          VerifyKeyBatchResponseSchema,
+          encodedAnswer(results, () => undefined),
+        ),
+      ),
+    ).toEqual(Buffer.from(expected));
+    const cases = results.map((r: { result: { case: string } }) => r.result.case);
+    expect(cases).toContain("error");
+    expect(cases.filter((c: string) => c === "response")).toHaveLength(6);
+  });
+
+  it("keeps a cached key's segments while its grants and identity stay the same", async () => {
+    const { kit, req } = await mixedBatch();
+    const handler = verifyKeyBatch(kit.deps);
+    // The first batch resolves the key's grants for each of its items at once; from the second on, all share one.
+    await handler(create(VerifyKeyBatchRequestSchema, req));
+    const first = (await handler(create(VerifyKeyBatchRequestSchema, req))) as { results: never[] };
+    const again = (await handler(create(VerifyKeyBatchRequestSchema, req))) as { results: never[] };
+    const value = (r: { result: { value: never } }) => r.result.value;
+    expect(answerSegments(value(again.results[0]!))).toBe(answerSegments(value(first.results[0]!)));
+    expect(answerSegments(value(first.results[0]!))).toEqual(segmentsOf(value(first.results[0]!)));
+  });
+});
+
+describe("answersInBinary", () => {
+  const ctx = (protocolName: string, contentType?: string) =>
+    createHandlerContext({
+      service: KeysService,
+      method: KeysService.method.verifyKeyBatch,
+      protocolName,
+      requestMethod: "POST",
+      url: "/keys.v1.KeysService/VerifyKeyBatch",
+      contextValues: createContextValues(),
+      ...(contentType ? { requestHeader: { "content-type": contentType } } : {}),
+    });
+
+  it("answers true for binary protobuf and the runtime's fast path, false in process and for JSON", () => {
+    expect(answersInBinary(ctx("connect"))).toBe(true);
+    expect(answersInBinary(ctx("connect", "application/proto"))).toBe(true);
+    expect(answersInBinary(ctx("grpc", "application/grpc"))).toBe(true);
+    expect(answersInBinary(ctx("grpc", "application/grpc+proto"))).toBe(true);
+    expect(answersInBinary(ctx("grpc-web", "application/grpc-web+proto"))).toBe(true);
+    expect(answersInBinary(ctx("connect", "application/json"))).toBe(false);
+    expect(answersInBinary(ctx("grpc", "application/grpc+json"))).toBe(false);
+    expect(answersInBinary(ctx("grpc-web", "application/grpc-web+json"))).toBe(false);
+    expect(answersInBinary(ctx("local"))).toBe(false);
+    expect(answersInBinary(undefined)).toBe(false);
+  });
+
+  it("answers the same results in binary, in JSON and in process", async () => {
+    const { kit, req } = await mixedBatch();
+    const over = (transport: Parameters<typeof createClient>[1]) => createClient(KeysService, transport);
+    const binary = await over(createRouterTransport(keysRoutes(kit.deps))).verifyKeyBatch(req);
+    const again = await mixedBatch();
+    const json = await over(
+      createRouterTransport(keysRoutes(again.kit.deps), { transport: { useBinaryFormat: false } }),
+    ).verifyKeyBatch(again.req);
+    const third = await mixedBatch();
+    const local = await over(localTransport(keysRoutes(third.kit.deps))).verifyKeyBatch(third.req);
+    // Each call ran on its own kit (counters and balances fresh): ids differ, nothing else may.
+    const shape = (res: typeof binary) =>
+      JSON.stringify(res.results, (_, v) => (typeof v === "bigint" ? String(v) : v)).replace(
+        /\b[a-z]+_[A-Za-z0-9]{8,}\b/g,
+        "<id>",
+      );
+    expect(binary.results).toHaveLength(8);
+    expect(shape(json)).toEqual(shape(binary));
+    expect(shape(local)).toEqual(shape(binary));
+  });
+});
