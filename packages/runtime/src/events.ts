@@ -1,5 +1,3 @@
-import { create, toBinary } from "@bufbuild/protobuf";
-import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { newId } from "./ids.ts";
@@ -186,11 +184,61 @@ export class JetStreamEventSink implements EventSink {
     const messages = [...bySubject].map(([subject, list]) => ({
       subject,
       msgId: `${batch}:${subject}`,
-      data: toBinary(EventBatchSchema, create(EventBatchSchema, { events: list })),
+      data: encodeEventBatch(list),
       sent: false,
     }));
     return { events, messages };
   }
+}
+
+/**
+ * common.v1.EventBatch written directly: the events are already encoded, so
+ * a batch is their bytes framed, in one buffer (byte-identical to toBinary,
+ * which copied every event through a BinaryWriter).
+ */
+export function encodeEventBatch(events: readonly { id: string; data: Uint8Array }[]): Uint8Array {
+  const ids = events.map((e) => Buffer.from(e.id, "utf8"));
+  const inner = events.map((e, i) => fieldSize(ids[i]!.length) + fieldSize(e.data.length));
+  let size = 0;
+  // Every event is written, even an empty one (a repeated message field keeps its elements).
+  for (const n of inner) size += 1 + varintSize(n) + n;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  const varint = (v: number) => {
+    while (v > 0x7f) {
+      out[at++] = (v & 0x7f) | 0x80;
+      v >>>= 7;
+    }
+    out[at++] = v;
+  };
+  const field = (tag: number, bytes: Uint8Array) => {
+    out[at++] = tag;
+    varint(bytes.length);
+    out.set(bytes, at);
+    at += bytes.length;
+  };
+  events.forEach((e, i) => {
+    out[at++] = 0x0a; // field 1 (events), length-delimited
+    varint(inner[i]!);
+    // proto3 leaves empty fields out
+    if (ids[i]!.length > 0) field(0x0a, ids[i]!); // BatchedEvent.id
+    if (e.data.length > 0) field(0x12, e.data); // BatchedEvent.data
+  });
+  return out;
+}
+
+/** Bytes of a length-delimited field of `length` bytes with a one-byte tag (0 for an empty one: left out). */
+function fieldSize(length: number): number {
+  return length === 0 ? 0 : 1 + varintSize(length) + length;
+}
+
+function varintSize(v: number): number {
+  let n = 1;
+  while (v > 0x7f) {
+    v >>>= 7;
+    n++;
+  }
+  return n;
 }
 
 /** In one process (the embedded default): events go straight to the in-process consumer. */
