@@ -35,6 +35,25 @@ async function seedFullVerification(call: Call, apiId: string): Promise<{ body: 
   return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
 }
 
+/** `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it. */
+async function startAllInOne(env: Record<string, string>) {
+  const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
+  const proc = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
+    DATABASE_URL: "",
+    LATCHKEY_ROOT_KEY: rootKey,
+    NATS_URL: "",
+    CLICKHOUSE_URL: "",
+    LOG_LEVEL: "warn",
+    ...env,
+  });
+  const call = caller(proc.url, rootKey);
+  const full = await seedFullVerification(
+    call,
+    (await call("apis.createApi", { name: "bench" })).body.data.apiId,
+  );
+  return { proc, call, full, auth: { authorization: `Bearer ${rootKey}` } };
+}
+
 /**
  * `pnpm bench` (BENCH=throughput): throughput and latency of Latchkey beside a ceiling measured in
  * the same run (a bare Node HTTP server that parses the JSON body and answers a
@@ -69,22 +88,13 @@ export async function throughput(): Promise<Figures> {
     // Creates the namespace before measuring.
     await call("ratelimits.limit", JSON.parse(limitBody));
 
-    // The same through `pnpm start`: every service in one process, on the same PostgreSQL.
-    const rootKey = `lk_root_bench_${Date.now()}`;
-    const allInOne = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
-      DATABASE_URL: allInOneDb.url,
-      DATA_DIR: dataDir,
-      LATCHKEY_ROOT_KEY: rootKey,
-      NATS_URL: "",
-      CLICKHOUSE_URL: "",
-      LOG_LEVEL: "warn",
-    });
-    peers.push(allInOne);
-    const callAllInOne = caller(allInOne.url, rootKey);
-    const fullAllInOne = await seedFullVerification(
-      callAllInOne,
-      (await callAllInOne("apis.createApi", { name: "bench" })).body.data.apiId,
-    );
+    // The same through `pnpm start`: every service in one process, on PostgreSQL, and on the
+    // embedded default (PGlite in the process, no configuration at all).
+    const allInOne = await startAllInOne({ DATABASE_URL: allInOneDb.url, DATA_DIR: dataDir });
+    peers.push(allInOne.proc);
+    const embedded = await startAllInOne({ DATA_DIR: join(dataDir, "embedded") });
+    peers.push(embedded.proc);
+    const callAllInOne = allInOne.call;
 
     const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
     peers.push(ceiling);
@@ -101,7 +111,7 @@ export async function throughput(): Promise<Figures> {
       identity: treeOf(stack.identity.child.pid),
       postgres,
     };
-    const oneProcess = { latchkey: treeOf(allInOne.child.pid), postgres };
+    const oneProcess = { latchkey: treeOf(allInOne.proc.child.pid), postgres };
     await callAllInOne("ratelimits.limit", JSON.parse(limitBody));
 
     process.stderr.write(`throughput (${describeLoad()})\n`);
@@ -123,10 +133,16 @@ export async function throughput(): Promise<Figures> {
       processes: separate,
     });
     const verifyAllInOne = await measure("verify all-in-one", {
-      url: `${allInOne.url}/v2/keys.verifyKey`,
-      body: fullAllInOne.body,
-      headers: { authorization: `Bearer ${rootKey}` },
+      url: `${allInOne.proc.url}/v2/keys.verifyKey`,
+      body: allInOne.full.body,
+      headers: allInOne.auth,
       processes: oneProcess,
+    });
+    const verifyEmbedded = await measure("verify all-in-one, embedded", {
+      url: `${embedded.proc.url}/v2/keys.verifyKey`,
+      body: embedded.full.body,
+      headers: embedded.auth,
+      processes: { latchkey: treeOf(embedded.proc.child.pid) },
     });
     const limit = await measure("ratelimits.limit", {
       url: gw("ratelimits.limit"),
@@ -135,9 +151,9 @@ export async function throughput(): Promise<Figures> {
       processes: separate,
     });
     const limitAllInOne = await measure("ratelimits.limit all-in-one", {
-      url: `${allInOne.url}/v2/ratelimits.limit`,
+      url: `${allInOne.proc.url}/v2/ratelimits.limit`,
       body: limitBody,
-      headers: { authorization: `Bearer ${rootKey}` },
+      headers: allInOne.auth,
       processes: oneProcess,
     });
     const peer = await measure("rate-limiter-flexible", {
@@ -152,7 +168,8 @@ export async function throughput(): Promise<Figures> {
       row("ceiling: bare node:http, JSON in and out", top, top),
       row("keys.verifyKey, unlimited key (separate processes)", verifyUnlimited, top),
       row(`keys.verifyKey, ${full.label} (separate processes)`, verifyFull, top),
-      row(`keys.verifyKey, the same, pnpm start (one process)`, verifyAllInOne, top),
+      row(`keys.verifyKey, the same, pnpm start (one process, PostgreSQL)`, verifyAllInOne, top),
+      row(`keys.verifyKey, the same, pnpm start (one process, embedded PGlite)`, verifyEmbedded, top),
       row("ratelimits.limit through the gateway (separate processes)", limit, top),
       row("ratelimits.limit, pnpm start (one process)", limitAllInOne, top),
       row("rate-limiter-flexible on Redis, bare node:http", peer, top),
@@ -166,6 +183,7 @@ export async function throughput(): Promise<Figures> {
         ["verify unlimited (separate)", verifyUnlimited],
         ["verify full (separate)", verifyFull],
         ["verify full (pnpm start)", verifyAllInOne],
+        ["verify full (pnpm start, PGlite)", verifyEmbedded],
         ["ratelimits.limit (separate)", limit],
         ["ratelimits.limit (pnpm start)", limitAllInOne],
         ["rate-limiter-flexible", peer],
