@@ -79,24 +79,24 @@ export function encodedAnswer(
   segments: (r: VerifyKeyResult) => Segments | undefined,
 ): VerifyKeyBatchResponse {
   const $unknown = results.map((result) => {
-    const w = new BinaryWriter();
     const r = result.result;
+    // Each an unknown field of VerifyKeyBatchResponse: results (1), its bytes length-prefixed.
     if (r?.case === "response") {
-      // VerifyKeyBatchResult.response (1), holding the VerifyKeyResponse.
-      w.tag(1, WireType.LengthDelimited).bytes(
-        encodeResponse(r.value, segments(r.value) ?? segmentsOf(r.value)),
-      );
-    } else {
-      w.raw(toBinary(ResultSchema, create(ResultSchema, result)));
+      // The result: its field response (1), holding the VerifyKeyResponse.
+      writer.fork().tag(1, WireType.LengthDelimited).fork();
+      writeResponse(writer, r.value, segments(r.value) ?? segmentsOf(r.value));
+      return { no: 1, wireType: WireType.LengthDelimited, data: writer.join().join().finish() };
     }
-    // An unknown field of VerifyKeyBatchResponse: results (1), its bytes length-prefixed.
-    return { no: 1, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(w.finish()).finish() };
+    const bytes = toBinary(ResultSchema, create(ResultSchema, result));
+    return { no: 1, wireType: WireType.LengthDelimited, data: writer.bytes(bytes).finish() };
   });
   return { $typeName: "keys.v1.VerifyKeyBatchResponse", results: [], $unknown };
 }
 
-function encodeResponse(r: VerifyKeyResult, s: Segments): Uint8Array {
-  const w = new BinaryWriter();
+/** One writer for every answer: encoding is synchronous, and finish() leaves it empty. */
+const writer = new BinaryWriter();
+
+function writeResponse(w: BinaryWriter, r: VerifyKeyResult, s: Segments): void {
   if (r.valid) w.tag(1, WireType.Varint).bool(true);
   if (r.code) w.tag(2, WireType.Varint).int32(r.code);
   w.raw(s.before);
@@ -114,5 +114,4 @@ function encodeResponse(r: VerifyKeyResult, s: Segments): Uint8Array {
     if (l.autoApply) w.tag(8, WireType.Varint).bool(true);
     w.join();
   }
-  return w.finish();
 }
