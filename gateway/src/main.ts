@@ -1,4 +1,5 @@
 import { createLogger, env, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
+import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createGateway, listen } from "./gateway.ts";
 import { withBatchCodecs } from "./wire.ts";
 
@@ -34,9 +35,9 @@ const probe = {
 
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
-  // The hot batched calls (VerifyKeyBatch, LimitBatch) with hand-written protobuf (wire.ts).
+  // The hot batched calls with hand-written protobuf: VerifyKeyBatch (wire.ts), LimitBatch (the runtime's).
   keys: withBatchCodecs(internalTransport(urls.keys)),
-  ratelimit: withBatchCodecs(internalTransport(urls.ratelimit)),
+  ratelimit: internalTransport(urls.ratelimit, ratelimitCodecs),
   identity: internalTransport(urls.identity),
   analytics: internalTransport(urls.analytics),
   probe,

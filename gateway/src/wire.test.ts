@@ -15,12 +15,6 @@ import {
   VerifyKeyBatchResultSchema,
   VerifyKeyResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import {
-  LimitBatchRequestSchema,
-  LimitBatchResponseSchema,
-  LimitBatchResultSchema,
-  RatelimitService,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { describe, expect, it } from "vitest";
 import { codecStats, withBatchCodecs } from "./wire.ts";
 
@@ -158,32 +152,6 @@ describe("withBatchCodecs", () => {
     expect(Buffer.from(sent)).toEqual(Buffer.from(toBinary(VerifyKeyBatchRequestSchema, batch)));
   });
 
-  it("encodes a LimitBatch request to the bytes protobuf-es writes, every field set", async () => {
-    const batch = populated(LimitBatchRequestSchema);
-    const sent = await wire((t) =>
-      createClient(RatelimitService, withBatchCodecs(t as never)).limitBatch(batch),
-    );
-    expect(Buffer.from(sent)).toEqual(Buffer.from(toBinary(LimitBatchRequestSchema, batch)));
-    const partial = create(LimitBatchRequestSchema, {
-      items: [
-        {
-          request: {
-            check: { namespace: "ns", identifier: "id", limit: 0n, duration: 1000n, cost: 0n },
-            metricsDisabled: false,
-          },
-        },
-      ],
-    });
-    const sentPartial = await wire((t) =>
-      createClient(RatelimitService, withBatchCodecs(t as never)).limitBatch(partial),
-    );
-    expect(Buffer.from(sentPartial)).toEqual(Buffer.from(toBinary(LimitBatchRequestSchema, partial)));
-    const sentEmpty = await wire((t) =>
-      createClient(RatelimitService, withBatchCodecs(t as never)).limitBatch({}),
-    );
-    expect(sentEmpty).toHaveLength(0);
-  });
-
   it("decodes every field of a verification itself, as protobuf-es would", async () => {
     const answer = create(VerifyKeyBatchResponseSchema, {
       results: [
@@ -199,19 +167,6 @@ describe("withBatchCodecs", () => {
     expect(codec.viaCodec()).toBe(true);
     expect(codecStats.fallbacks - before).toBe(0);
     expect(res).toEqual(fromBinary(VerifyKeyBatchResponseSchema, bytes));
-  });
-
-  it("decodes every field of a limit result itself, as protobuf-es would", async () => {
-    const answer = create(LimitBatchResponseSchema, {
-      results: [populated(LimitBatchResultSchema), { result: { case: "response", value: {} } }],
-    });
-    const bytes = toBinary(LimitBatchResponseSchema, answer);
-    const before = codecStats.fallbacks;
-    const codec = answering(bytes);
-    const res = await createClient(RatelimitService, codec.transport).limitBatch({});
-    expect(codec.viaCodec()).toBe(true);
-    expect(codecStats.fallbacks - before).toBe(0);
-    expect(res).toEqual(fromBinary(LimitBatchResponseSchema, bytes));
   });
 
   it("hands errors, empty results, unknown fields and out-of-range numbers to protobuf-es, in order", async () => {

@@ -12,20 +12,13 @@ import {
   type VerifyRatelimitRequest,
   type VerifyRatelimitResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import {
-  type LimitBatchResult,
-  LimitBatchResultSchema,
-  type LimitCheck,
-  type LimitRequest,
-  type LimitResult,
-  RatelimitService,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 
 /**
- * Hand-written protobuf for the two batched calls of the hot path,
- * VerifyKeyBatch and LimitBatch, over a transport that serialises (the
- * gateway's own process; not the all-in-one's localTransport, which hands
- * messages over as they are).
+ * Hand-written protobuf for VerifyKeyBatch, the batched call of the
+ * verification hot path, over a transport that serialises (the gateway's own
+ * process; not the all-in-one's localTransport, which hands messages over as
+ * they are). LimitBatch's codecs are the runtime's ratelimitCodecs, given to
+ * internalTransport (main.ts).
  *
  * Why: protobuf-es encodes and decodes by reflection, a field lookup and a
  * TextEncoder/TextDecoder call per string; for a batch of 30 full
@@ -45,15 +38,14 @@ export function withBatchCodecs(transport: Transport): Transport {
   return {
     unary(method, signal, timeoutMs, header, input, contextValues) {
       const m: DescMethod = method;
-      if (m === KeysService.method.verifyKeyBatch || m === RatelimitService.method.limitBatch) {
-        const keys = m === KeysService.method.verifyKeyBatch;
+      if (m === KeysService.method.verifyKeyBatch) {
         const raw = { ...m, input: EmptySchema, output: EmptySchema };
         const batch = input as unknown as Batch;
-        const message = { $typeName: "google.protobuf.Empty" as const, $unknown: encodeBatch(batch, keys) };
+        const message = { $typeName: "google.protobuf.Empty" as const, $unknown: encodeBatch(batch) };
         return transport
           .unary(raw as never, signal, timeoutMs, header, message as never, contextValues)
           .then((res) => {
-            const results = decodeResults(res.message as { $unknown?: Unknown[] }, keys);
+            const results = decodeResults(res.message as { $unknown?: Unknown[] });
             return {
               stream: false,
               service: method.parent,
@@ -61,7 +53,7 @@ export function withBatchCodecs(transport: Transport): Transport {
               header: res.header,
               trailer: res.trailer,
               message: {
-                $typeName: keys ? "keys.v1.VerifyKeyBatchResponse" : "ratelimit.v1.LimitBatchResponse",
+                $typeName: "keys.v1.VerifyKeyBatchResponse",
                 results,
               },
             } as unknown as UnaryResponse<never, never>;
@@ -82,7 +74,7 @@ interface Unknown {
 
 interface Batch {
   callers?: Caller[];
-  items?: { callerIndex?: number; request?: VerifyKeyRequest | LimitRequest }[];
+  items?: { callerIndex?: number; request?: VerifyKeyRequest }[];
 }
 
 const LEN = 2;
@@ -194,7 +186,7 @@ class Writer {
  * The bytes on the wire are the same as one entry per field, with one copy
  * instead of one per item.
  */
-function encodeBatch(batch: Batch, keys: boolean): Unknown[] {
+function encodeBatch(batch: Batch): Unknown[] {
   const callers = batch.callers ?? [];
   const items = batch.items ?? [];
   const w = new Writer(256 + items.length * 160);
@@ -209,8 +201,7 @@ function encodeBatch(batch: Batch, keys: boolean): Unknown[] {
     if (item.request !== undefined) {
       w.tag(2, LEN);
       const req = w.begin();
-      if (keys) writeVerifyKeyRequest(w, item.request as VerifyKeyRequest);
-      else writeLimitRequest(w, item.request as LimitRequest);
+      writeVerifyKeyRequest(w, item.request);
       w.end(req);
     }
     w.end(start);
@@ -260,30 +251,6 @@ function writeVerifyRatelimitRequest(w: Writer, l: VerifyRatelimitRequest) {
   if (l.duration !== undefined) {
     w.tag(4, 0);
     w.int64(l.duration);
-  }
-}
-
-function writeLimitRequest(w: Writer, r: LimitRequest) {
-  if (r.caller !== undefined) writeMessage(w, 1, r.caller, writeCaller);
-  if (r.check !== undefined) writeMessage(w, 2, r.check, writeLimitCheck);
-  if (r.requestId) w.string(3, r.requestId);
-  if (r.metricsDisabled !== undefined) w.bool(4, r.metricsDisabled);
-}
-
-function writeLimitCheck(w: Writer, c: LimitCheck) {
-  if (c.namespace) w.string(1, c.namespace);
-  if (c.identifier) w.string(2, c.identifier);
-  if (c.limit) {
-    w.tag(3, 0);
-    w.int64(c.limit);
-  }
-  if (c.duration) {
-    w.tag(4, 0);
-    w.int64(c.duration);
-  }
-  if (c.cost !== undefined) {
-    w.tag(5, 0);
-    w.int64(c.cost);
   }
 }
 
@@ -367,17 +334,14 @@ function utf8(buf: Uint8Array, start: number, end: number): string {
   return Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString("utf8", start, end);
 }
 
-function decodeResults(
-  message: { $unknown?: Unknown[] },
-  keys: boolean,
-): (VerifyKeyBatchResult | LimitBatchResult)[] {
-  const results: (VerifyKeyBatchResult | LimitBatchResult)[] = [];
+function decodeResults(message: { $unknown?: Unknown[] }): VerifyKeyBatchResult[] {
+  const results: VerifyKeyBatchResult[] = [];
   for (const u of message.$unknown ?? []) {
     if (u.no !== 1 || u.wireType !== LEN) continue; // the response has no other field; ignore, as protobuf does
     const r = new Reader(u.data, 0, u.data.length);
     const end = r.len();
     const start = r.pos;
-    results.push(keys ? verifyKeyResult(u.data, start, end) : limitResult(u.data, start, end));
+    results.push(verifyKeyResult(u.data, start, end));
   }
   return results;
 }
@@ -573,76 +537,6 @@ function ratelimitConfig(r: Reader, end: number): RatelimitConfig {
         break;
       case (5 << 3) | 0:
         m.autoApply = r.bool();
-        break;
-      default:
-        throw UNEXPECTED;
-    }
-  }
-  if (r.pos !== end) throw UNEXPECTED;
-  return m;
-}
-
-/** One LimitBatchResult: a response decoded here, anything else by protobuf-es. */
-export function limitResult(data: Uint8Array, start: number, end: number): LimitBatchResult {
-  try {
-    const r = new Reader(data, start, end);
-    let seen = false;
-    let result: LimitResult | undefined;
-    while (r.pos < end) {
-      const tag = r.varint();
-      if (tag !== ((1 << 3) | LEN) || seen) throw UNEXPECTED;
-      seen = true;
-      const responseEnd = r.len();
-      while (r.pos < responseEnd) {
-        if (r.varint() !== ((1 << 3) | LEN) || result !== undefined) throw UNEXPECTED;
-        result = limitResultMessage(r, r.len());
-      }
-      if (r.pos !== responseEnd) throw UNEXPECTED;
-    }
-    if (!seen) throw UNEXPECTED;
-    return {
-      $typeName: "ratelimit.v1.LimitBatchResult",
-      result: { case: "response", value: { $typeName: "ratelimit.v1.LimitResponse", result } },
-    };
-  } catch (err) {
-    if (err !== UNEXPECTED) throw err;
-    return fallback(LimitBatchResultSchema, data, start, end);
-  }
-}
-
-function limitResultMessage(r: Reader, end: number): LimitResult {
-  const m: LimitResult = {
-    $typeName: "ratelimit.v1.LimitResult",
-    namespace: "",
-    identifier: "",
-    success: false,
-    limit: 0n,
-    remaining: 0n,
-    reset: 0n,
-    overrideId: undefined,
-  };
-  while (r.pos < end) {
-    switch (r.varint()) {
-      case (1 << 3) | LEN:
-        m.namespace = r.string();
-        break;
-      case (2 << 3) | LEN:
-        m.identifier = r.string();
-        break;
-      case (3 << 3) | 0:
-        m.success = r.bool();
-        break;
-      case (4 << 3) | 0:
-        m.limit = r.int64();
-        break;
-      case (5 << 3) | 0:
-        m.remaining = r.int64();
-        break;
-      case (6 << 3) | 0:
-        m.reset = r.int64();
-        break;
-      case (7 << 3) | LEN:
-        m.overrideId = r.string();
         break;
       default:
         throw UNEXPECTED;

@@ -1,4 +1,3 @@
-import { ratelimitCodecs } from "@latchkey/ratelimit";
 import {
   connect,
   createLogger,
@@ -12,6 +11,7 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
+import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { ensureRootKey } from "./admin.ts";
 import { createKeysDeps } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";

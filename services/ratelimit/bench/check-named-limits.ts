@@ -4,9 +4,12 @@ import {
   CheckNamedLimitsResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { createLogger } from "@latchkey/runtime";
+import {
+  decodeCheckNamedLimitsRequest,
+  encodeCheckNamedLimitsResponse,
+} from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { checkNamedLimits } from "../src/rpc/checkNamedLimits.ts";
-import { decodeCheckNamedLimitsRequest, encodeCheckNamedLimitsResponse } from "../src/wire-codecs.ts";
 
 /**
  * The service's share of a verification's named limits: µs per verification

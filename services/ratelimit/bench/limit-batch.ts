@@ -2,9 +2,9 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { createLogger, type EventSink } from "@latchkey/runtime";
+import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
-import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "../src/wire-codecs.ts";
 
 /**
  * The service's share of ratelimits.limit: µs per check of a LimitBatch of 64

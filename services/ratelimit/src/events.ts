@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { OverridesChangedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { type Bus, type EventSink, newId } from "@latchkey/runtime";
-import { WireWriter } from "./wire-writer.ts";
+import { WireWriter } from "@latchkey/runtime/wire/writer";
 
 export const SUBJECT_CHECKED = "events.ratelimit.checked";
 export const SUBJECT_OVERRIDES_CHANGED = "events.ratelimit.overrides_changed";
@@ -46,7 +46,7 @@ export interface RatelimitEvents {
   overridesChanged(workspaceId: string, namespaceId: string): void;
 }
 
-/** ratelimit.v1.RatelimitChecked in its binary form, written field by field (see wire-writer.ts). */
+/** ratelimit.v1.RatelimitChecked in its binary form, written field by field (see the runtime's wire/writer.ts). */
 export function encodeChecked(e: Checked, w = new WireWriter()): Uint8Array {
   return writeChecked(e, w).finish();
 }

@@ -10,4 +10,3 @@ export type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts"
 export { ratelimitMigrations } from "./migrations.ts";
 export { checkNamedLimits, type NamedLimitCheck } from "./named-limits.ts";
 export { ratelimitRoutes } from "./routes.ts";
-export { ratelimitCodecs, type UnaryCodec } from "./wire-codecs.ts";

@@ -10,11 +10,11 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
+import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createRatelimitDeps } from "./deps.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
-import { ratelimitCodecs } from "./wire-codecs.ts";
 
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7072);
@@ -52,7 +52,7 @@ const deps = createRatelimitDeps({
   ...(sink ? { events: sink } : {}),
   ...(peers ? { peers } : {}),
 });
-// The batched calls of the hot path are read and written by hand-written codecs (wire-codecs.ts).
+// The batched calls of the hot path are read and written by hand-written codecs (runtime/src/wire).
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
   codecs: ratelimitCodecs,
 });

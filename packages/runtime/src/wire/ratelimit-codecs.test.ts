@@ -23,8 +23,8 @@ import {
   readCheckNamedLimitsResponse,
   readLimitBatchRequest,
   readLimitBatchResponse,
-} from "./wire-codecs.ts";
-import { UNHANDLED } from "./wire-reader.ts";
+} from "./ratelimit-codecs.ts";
+import { UNHANDLED } from "./reader.ts";
 
 const bytesOf = (b: Uint8Array) => [...b];
 

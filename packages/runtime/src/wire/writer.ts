@@ -1,6 +1,6 @@
 /**
  * A minimal protobuf writer for the messages encoded once per check (analytics
- * events, the answers of the batched RPCs in wire-codecs.ts), where
+ * events, the answers of the batched RPCs in ratelimit-codecs.ts), where
  * protobuf-es's reflective toBinary costs more than the check itself. It
  * writes proto3 fields with implicit presence as toBinary does: default values
  * (0, "", false) are left out. Tests compare its bytes with toBinary's for

@@ -1,8 +1,8 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { WireWriter } from "@latchkey/runtime/wire/writer";
 import { describe, expect, it } from "vitest";
 import { type Checked, encodeChecked } from "./events.ts";
-import { WireWriter } from "./wire-writer.ts";
 
 const checked = (over: Partial<Checked> = {}): Checked => ({
   requestId: "req_1",

@@ -21,8 +21,8 @@ import {
   type NamedLimitGroupResult,
   type NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { UNHANDLED, WireReader } from "./wire-reader.ts";
-import { WireWriter } from "./wire-writer.ts";
+import { UNHANDLED, WireReader } from "./reader.ts";
+import { WireWriter } from "./writer.ts";
 
 /**
  * Hand-written codecs for the two RPCs called once per batch of requests,
@@ -32,13 +32,14 @@ import { WireWriter } from "./wire-writer.ts";
  * encodes by reflection, and in the served RPC that costs more per item than
  * counting the item (bench/check-named-limits.ts prints both). These give the
  * same messages and the same bytes as fromBinary and toBinary
- * (wire-codecs.test.ts compares them on every shape, malformed input
+ * (ratelimit-codecs.test.ts compares them on every shape, malformed input
  * included): what they do not handle they hand to protobuf-es, for the whole
  * message, so nothing differs but the speed.
  *
- * Keyed by Connect path for a server and a client transport that let a
- * service bring codecs for its hot methods (the runtime's unary fast path and
- * unaryTransport use fromBinary and toBinary today).
+ * Keyed by Connect path, as serveRpc and internalTransport take them
+ * (WireCodecs): the ratelimit service serves with them, the keys service and
+ * the gateway call it with them. They live in the runtime, not the ratelimit
+ * service, so callers need not depend on the service.
  */
 export interface UnaryCodec<I, O> {
   decodeRequest(bytes: Uint8Array): I;

@@ -14,7 +14,7 @@ type LatinSlicing = Buffer & { latin1Slice(start: number, end: number): string }
 /**
  * A minimal protobuf reader for the requests decoded once per batch item,
  * where protobuf-es's reflective fromBinary costs more than handling the item
- * (see wire-codecs.ts). It reads the common shapes only and throws UNHANDLED
+ * (see ratelimit-codecs.ts). It reads the common shapes only and throws UNHANDLED
  * at anything else.
  */
 export class WireReader {
