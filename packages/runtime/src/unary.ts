@@ -245,7 +245,11 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
         };
         if (timeoutMs !== undefined)
           headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(timeoutMs)));
-        if (header !== undefined) new Headers(header).forEach((value, key) => (headers[key] = value));
+        if (header !== undefined) {
+          new Headers(header).forEach((value, key) => {
+            headers[key] = value;
+          });
+        }
         const req = http.request(
           {
             ...target,
