@@ -24,15 +24,24 @@ async function mixedBatch() {
   const kit = verificationKit();
   const { seed, clock } = kit;
   await seed.role("editor", ["documents.read", "documents.write"]);
+  // Large enough that the answer's lengths take 2 and 3 bytes.
+  await seed.role(
+    "bulky",
+    Array.from({ length: 700 }, (_, i) => `inventory.items.${i}.read`),
+  );
   const identityId = await seed.identity("user_1", [limit("shared", 100, true)], '{"plan":"pré"}');
   const apiId = await seed.api();
   const rich = await seed.key({
     apiId,
     credits: 3,
     permissions: [],
-    roles: ["editor"],
+    roles: ["editor", "bulky"],
     identityId,
-    ratelimits: [limit("calls", 10, true), limit("named", 5, false)],
+    ratelimits: [
+      limit("calls", 10, true),
+      limit("named", 5, false),
+      limit(`long_${"x".repeat(120)}`, 9, true),
+    ],
   });
   await kit.keys.updateKey({
     caller: kit.admin,

@@ -82,36 +82,128 @@ export function encodedAnswer(
     const r = result.result;
     // Each an unknown field of VerifyKeyBatchResponse: results (1), its bytes length-prefixed.
     if (r?.case === "response") {
+      const w = new AnswerWriter();
+      const outer = w.open();
       // The result: its field response (1), holding the VerifyKeyResponse.
-      writer.fork().tag(1, WireType.LengthDelimited).fork();
-      writeResponse(writer, r.value, segments(r.value) ?? segmentsOf(r.value));
-      return { no: 1, wireType: WireType.LengthDelimited, data: writer.join().join().finish() };
+      w.tag(1, WireType.LengthDelimited);
+      const inner = w.open();
+      writeResponse(w, r.value, segments(r.value) ?? segmentsOf(r.value));
+      w.close(inner);
+      w.close(outer);
+      return { no: 1, wireType: WireType.LengthDelimited, data: w.bytes() };
     }
     const bytes = toBinary(ResultSchema, create(ResultSchema, result));
-    return { no: 1, wireType: WireType.LengthDelimited, data: writer.bytes(bytes).finish() };
+    return { no: 1, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(bytes).finish() };
   });
   return { $typeName: "keys.v1.VerifyKeyBatchResponse", results: [], $unknown };
 }
 
-/** One writer for every answer: encoding is synchronous, and finish() leaves it empty. */
-const writer = new BinaryWriter();
-
-function writeResponse(w: BinaryWriter, r: VerifyKeyResult, s: Segments): void {
-  if (r.valid) w.tag(1, WireType.Varint).bool(true);
-  if (r.code) w.tag(2, WireType.Varint).int32(r.code);
+function writeResponse(w: AnswerWriter, r: VerifyKeyResult, s: Segments): void {
+  if (r.valid) w.tag(1, WireType.Varint).varint(1);
+  if (r.code) w.tag(2, WireType.Varint).varint(r.code);
   w.raw(s.before);
   if (r.credits !== undefined) w.tag(7, WireType.Varint).int64(r.credits);
   w.raw(s.after);
   for (const l of r.ratelimits ?? []) {
-    w.tag(12, WireType.LengthDelimited).fork();
+    w.tag(12, WireType.LengthDelimited);
+    const at = w.open();
     if (l.id) w.tag(1, WireType.LengthDelimited).string(l.id);
     if (l.name) w.tag(2, WireType.LengthDelimited).string(l.name);
     if (l.limit) w.tag(3, WireType.Varint).int64(l.limit);
     if (l.duration) w.tag(4, WireType.Varint).int64(l.duration);
     if (l.reset) w.tag(5, WireType.Varint).int64(l.reset);
     if (l.remaining) w.tag(6, WireType.Varint).int64(l.remaining);
-    if (l.exceeded) w.tag(7, WireType.Varint).bool(true);
-    if (l.autoApply) w.tag(8, WireType.Varint).bool(true);
-    w.join();
+    if (l.exceeded) w.tag(7, WireType.Varint).varint(1);
+    if (l.autoApply) w.tag(8, WireType.Varint).varint(1);
+    w.close(at);
+  }
+}
+
+/**
+ * A growable buffer for one answer. A length-delimited part is opened with
+ * one byte kept for its length and closed once written, moving its bytes on
+ * when the length needs more than one byte (128 or more).
+ */
+class AnswerWriter {
+  private buf = Buffer.allocUnsafe(512);
+  private pos = 0;
+
+  tag(field: number, wireType: WireType): this {
+    return this.varint((field << 3) | wireType);
+  }
+
+  /** A non-negative integer below 2^53. */
+  varint(value: number): this {
+    this.room(8);
+    while (value > 127) {
+      this.buf[this.pos++] = (value % 128) | 128;
+      value = Math.floor(value / 128);
+    }
+    this.buf[this.pos++] = value;
+    return this;
+  }
+
+  int64(value: bigint | number | string): this {
+    const big = BigInt(value);
+    if (big >= 0n && big <= 9_007_199_254_740_991n) return this.varint(Number(big));
+    // Negative or huge: two's complement in 64 bits, as int64 is written.
+    let rest = BigInt.asUintN(64, big);
+    this.room(10);
+    while (rest > 127n) {
+      this.buf[this.pos++] = Number(rest & 127n) | 128;
+      rest >>= 7n;
+    }
+    this.buf[this.pos++] = Number(rest);
+    return this;
+  }
+
+  string(value: string): this {
+    const length = Buffer.byteLength(value);
+    this.varint(length);
+    this.room(length);
+    this.pos += this.buf.write(value, this.pos, "utf8");
+    return this;
+  }
+
+  raw(bytes: Uint8Array): this {
+    this.room(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+    return this;
+  }
+
+  /** Starts a length-delimited part; close() with what this answers. */
+  open(): number {
+    this.room(1);
+    return this.pos++;
+  }
+
+  close(start: number): void {
+    const length = this.pos - start - 1;
+    let size = 1;
+    for (let v = length; v > 127; v = Math.floor(v / 128)) size++;
+    if (size > 1) {
+      this.room(size - 1);
+      this.buf.copyWithin(start + size, start + 1, this.pos);
+      this.pos += size - 1;
+    }
+    let at = start;
+    let v = length;
+    while (v > 127) {
+      this.buf[at++] = (v % 128) | 128;
+      v = Math.floor(v / 128);
+    }
+    this.buf[at] = v;
+  }
+
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+
+  private room(more: number): void {
+    if (this.pos + more <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + more));
+    this.buf.copy(bigger, 0, 0, this.pos);
+    this.buf = bigger;
   }
 }
