@@ -92,6 +92,7 @@ async function main() {
     bus,
     events,
     encryptionKey: encryptionKey(),
+    cacheSize: env.int("KEY_CACHE_SIZE", 100_000),
     log: log.child({ service: "keys" }),
     ...transports,
   });

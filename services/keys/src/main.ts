@@ -65,6 +65,8 @@ const deps = createKeysDeps({
   ratelimitFailOpen,
   // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
   lastUsedFlushMs: env.int("LAST_USED_FLUSH_MS", 1_000),
+  // Keys held in memory (about 0.5 KB each); a key not held costs a PostgreSQL lookup when verified.
+  cacheSize: env.int("KEY_CACHE_SIZE", 100_000),
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
 });
