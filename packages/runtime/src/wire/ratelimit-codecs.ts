@@ -1,4 +1,4 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   type CheckNamedLimitsRequest,
@@ -75,13 +75,22 @@ const T7_LEN = 58;
 const T2_VARINT = 16;
 const T6_VARINT = 48;
 
-export function decodeCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
+/** `read`'s message, or fromBinary's where it throws UNHANDLED, so every input gets fromBinary's answer or error. */
+function readOr<S extends DescMessage>(
+  schema: S,
+  bytes: Uint8Array,
+  read: (bytes: Uint8Array) => MessageShape<S>,
+): MessageShape<S> {
   try {
-    return readCheckNamedLimitsRequest(bytes);
+    return read(bytes);
   } catch (err) {
     if (err !== UNHANDLED) throw err;
-    return fromBinary(CheckNamedLimitsRequestSchema, bytes);
+    return fromBinary(schema, bytes);
   }
+}
+
+export function decodeCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
+  return readOr(CheckNamedLimitsRequestSchema, bytes, readCheckNamedLimitsRequest);
 }
 
 /** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
@@ -129,12 +138,7 @@ function readNamedLimit(r: WireReader, end: number): NamedLimit {
 }
 
 export function decodeLimitBatchRequest(bytes: Uint8Array): LimitBatchRequest {
-  try {
-    return readLimitBatchRequest(bytes);
-  } catch (err) {
-    if (err !== UNHANDLED) throw err;
-    return fromBinary(LimitBatchRequestSchema, bytes);
-  }
+  return readOr(LimitBatchRequestSchema, bytes, readLimitBatchRequest);
 }
 
 /** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
@@ -216,9 +220,24 @@ function readLimitCheck(r: WireReader, end: number): LimitCheck {
 // One writer per process: encoding is synchronous, and finish() copies the bytes out.
 const writer = new WireWriter(4096);
 
-export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): Uint8Array {
-  const w = writer;
+/** `write`'s bytes, or toBinary's where it throws UNHANDLED (unknown fields, which the handlers never set). */
+function written<S extends DescMessage>(
+  schema: S,
+  message: MessageShape<S>,
+  write: (w: WireWriter) => void,
+): Uint8Array {
   try {
+    write(writer);
+    return writer.finish();
+  } catch (err) {
+    writer.reset();
+    if (err !== UNHANDLED) throw err;
+    return toBinary(schema, message);
+  }
+}
+
+export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): Uint8Array {
+  return written(CheckNamedLimitsResponseSchema, res, (w) => {
     if (res.$unknown !== undefined) throw UNHANDLED;
     for (const group of res.groups) {
       if (group.$unknown !== undefined) throw UNHANDLED;
@@ -234,18 +253,11 @@ export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): U
       }
       w.join();
     }
-    return w.finish();
-  } catch (err) {
-    w.reset();
-    if (err !== UNHANDLED) throw err;
-    // Unknown fields (never set by the handlers) are written by toBinary.
-    return toBinary(CheckNamedLimitsResponseSchema, res);
-  }
+  });
 }
 
 export function encodeLimitBatchResponse(res: LimitBatchResponse): Uint8Array {
-  const w = writer;
-  try {
+  return written(LimitBatchResponseSchema, res, (w) => {
     if (res.$unknown !== undefined) throw UNHANDLED;
     for (const item of res.results) {
       const result = item.result;
@@ -260,12 +272,7 @@ export function encodeLimitBatchResponse(res: LimitBatchResponse): Uint8Array {
       if (response.result !== undefined) writeLimitResult(w.fork(1), response.result).join();
       w.join().join();
     }
-    return w.finish();
-  } catch (err) {
-    w.reset();
-    if (err !== UNHANDLED) throw err;
-    return toBinary(LimitBatchResponseSchema, res);
-  }
+  });
 }
 
 function writeLimitResult(w: WireWriter, r: LimitResult): WireWriter {
@@ -283,8 +290,7 @@ function writeLimitResult(w: WireWriter, r: LimitResult): WireWriter {
 // The client's side: the keys service and the gateway encode the requests and decode the answers.
 
 export function encodeCheckNamedLimitsRequest(req: CheckNamedLimitsRequest): Uint8Array {
-  const w = writer;
-  try {
+  return written(CheckNamedLimitsRequestSchema, req, (w) => {
     if (req.$unknown !== undefined) throw UNHANDLED;
     for (const group of req.groups) {
       if (group.$unknown !== undefined) throw UNHANDLED;
@@ -301,21 +307,11 @@ export function encodeCheckNamedLimitsRequest(req: CheckNamedLimitsRequest): Uin
       }
       w.join();
     }
-    return w.finish();
-  } catch (err) {
-    w.reset();
-    if (err !== UNHANDLED) throw err;
-    return toBinary(CheckNamedLimitsRequestSchema, req);
-  }
+  });
 }
 
 export function decodeCheckNamedLimitsResponse(bytes: Uint8Array): CheckNamedLimitsResponse {
-  try {
-    return readCheckNamedLimitsResponse(bytes);
-  } catch (err) {
-    if (err !== UNHANDLED) throw err;
-    return fromBinary(CheckNamedLimitsResponseSchema, bytes);
-  }
+  return readOr(CheckNamedLimitsResponseSchema, bytes, readCheckNamedLimitsResponse);
 }
 
 /** The hand-written part alone: throws UNHANDLED where the decoder hands over to fromBinary. */
@@ -363,8 +359,7 @@ function readNamedLimitResult(r: WireReader, end: number): NamedLimitResult {
 }
 
 export function encodeLimitBatchRequest(req: LimitBatchRequest): Uint8Array {
-  const w = writer;
-  try {
+  return written(LimitBatchRequestSchema, req, (w) => {
     if (req.$unknown !== undefined) throw UNHANDLED;
     for (const caller of req.callers) writeCaller(w.fork(1), caller).join();
     for (const item of req.items) {
@@ -390,12 +385,7 @@ export function encodeLimitBatchRequest(req: LimitBatchRequest): Uint8Array {
       }
       w.join();
     }
-    return w.finish();
-  } catch (err) {
-    w.reset();
-    if (err !== UNHANDLED) throw err;
-    return toBinary(LimitBatchRequestSchema, req);
-  }
+  });
 }
 
 function writeCaller(w: WireWriter, caller: Caller): WireWriter {
@@ -406,12 +396,7 @@ function writeCaller(w: WireWriter, caller: Caller): WireWriter {
 }
 
 export function decodeLimitBatchResponse(bytes: Uint8Array): LimitBatchResponse {
-  try {
-    return readLimitBatchResponse(bytes);
-  } catch (err) {
-    if (err !== UNHANDLED) throw err;
-    return fromBinary(LimitBatchResponseSchema, bytes);
-  }
+  return readOr(LimitBatchResponseSchema, bytes, readLimitBatchResponse);
 }
 
 /**
