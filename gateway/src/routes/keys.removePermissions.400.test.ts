@@ -1,3 +1,3 @@
-import { describeKeyList400 } from "./key-lists.400-suite.ts";
+import { describeKeyList400 } from "./key-lists.suites.ts";
 
 describeKeyList400("keys.removePermissions");

@@ -5,23 +5,33 @@ type Body = Record<string, unknown>;
 type Case = [Body, string, string];
 
 /**
- * The 400 cases shared by the six operations that add, remove or set a key's
- * permissions or roles: they differ only in the list they take, its limits,
- * and whether an empty list is allowed (set) or not (add, remove).
+ * The six operations that add, remove or set a key's permissions or roles
+ * answer alike: they differ only in the list they take, its limits, and
+ * whether an empty list is allowed (set: it clears) or not (add, remove).
+ * Their 400 and 200 tests are these two suites.
  */
-export function describeKeyList400(
-  operation: `keys.${"add" | "remove" | "set"}${"Permissions" | "Roles"}`,
-): void {
-  const method = operation.slice("keys.".length) as
-    | "addPermissions"
-    | "removePermissions"
-    | "setPermissions"
-    | "addRoles"
-    | "removeRoles"
-    | "setRoles";
+type KeyListOperation = `keys.${"add" | "remove" | "set"}${"Permissions" | "Roles"}`;
+type KeyListMethod =
+  | "addPermissions"
+  | "removePermissions"
+  | "setPermissions"
+  | "addRoles"
+  | "removeRoles"
+  | "setRoles";
+
+function shapeOf(operation: KeyListOperation) {
+  const method = operation.slice("keys.".length) as KeyListMethod;
   const permissions = method.endsWith("Permissions");
-  const field = permissions ? "permissions" : "roles";
-  const empty = !method.startsWith("set");
+  return {
+    method,
+    permissions,
+    field: permissions ? ("permissions" as const) : ("roles" as const),
+    empty: !method.startsWith("set"),
+  };
+}
+
+export function describeKeyList400(operation: KeyListOperation): void {
+  const { method, permissions, field, empty } = shapeOf(operation);
 
   describe(`POST /v2/${operation} answering 400`, () => {
     let called = 0;
@@ -129,5 +139,78 @@ export function describeKeyList400(
       expect(res.status).toBe(200);
       expect(called).toBe(1);
     });
+  });
+}
+
+/** A permission as the keys service answers it and as the operation answers it: description only when set. */
+const PERMISSIONS = [
+  { id: "perm_1", name: "documents.read", slug: "documents.read", description: "Read documents" },
+  { id: "perm_2", name: "documents.write", slug: "documents.write" },
+];
+const ROLES = [
+  {
+    id: "role_1",
+    name: "admin",
+    description: "Everything",
+    permissions: [{ id: "perm_1", name: "Read", slug: "documents.read", description: "Read documents" }],
+  },
+  { id: "role_2", name: "viewer", permissions: [] },
+];
+
+export function describeKeyList200(operation: KeyListOperation): void {
+  const { method, permissions, field, empty } = shapeOf(operation);
+  const what = permissions ? "direct permissions" : "roles";
+  const answer = (list: unknown[]) => (permissions ? { permissions: list } : { roles: list });
+
+  describe(`POST /v2/${operation} answering 200`, () => {
+    it(
+      permissions
+        ? "answers the key's direct permissions as the array data, description only when set"
+        : "answers the key's roles as the array data, each with its permissions and a description only when set",
+      async () => {
+        const seen: Record<string, unknown>[] = [];
+        const h = harness({
+          keys: {
+            [method](req: Record<string, unknown>) {
+              seen.push(req);
+              return answer(permissions ? PERMISSIONS : ROLES);
+            },
+          },
+        });
+        const sent = permissions ? ["documents.read", "documents.*"] : ["admin", "viewer"];
+        const res = await h.post(operation, { keyId: "key_1", [field]: sent });
+        expect(res.status).toBe(200);
+        expect(res.body.data).toEqual(permissions ? PERMISSIONS : ROLES);
+        expect(seen.map((r) => [r["keyId"], r[field]])).toEqual([["key_1", sent]]);
+      },
+    );
+
+    it(`answers data [] when the key has no ${what} left`, async () => {
+      const h = harness({ keys: { [method]: () => answer([]) } });
+      const res = await h.post(operation, {
+        keyId: "key_1",
+        [field]: [permissions ? "documents.read" : "admin"],
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual([]);
+    });
+
+    if (!empty) {
+      it(`sends an empty list, which clears the key's ${what}`, async () => {
+        const seen: Record<string, unknown>[] = [];
+        const h = harness({
+          keys: {
+            [method](req: Record<string, unknown>) {
+              seen.push(req);
+              return answer([]);
+            },
+          },
+        });
+        const res = await h.post(operation, { keyId: "key_1", [field]: [] });
+        expect(res.status).toBe(200);
+        expect(res.body.data).toEqual([]);
+        expect(seen.map((r) => r[field])).toEqual([[]]);
+      });
+    }
   });
 }
