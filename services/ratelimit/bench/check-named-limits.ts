@@ -10,6 +10,7 @@ import {
 } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { checkNamedLimits } from "../src/rpc/checkNamedLimits.ts";
+import { formatSplit, splitCpuPerItem } from "./split.ts";
 
 /**
  * The service's share of a verification's named limits: µs per verification
@@ -47,39 +48,12 @@ const handler = checkNamedLimits(deps);
 const first = await handler(fromBinary(CheckNamedLimitsRequestSchema, bytes));
 if (first.groups.some((g) => !g.passed)) throw new Error("a group failed in the warm-up");
 
-async function run(seconds: number) {
-  let decode = 0;
-  let handle = 0;
-  let encode = 0;
-  let batches = 0;
-  const until = performance.now() + seconds * 1000;
-  while (performance.now() < until) {
-    for (let i = 0; i < 50; i++) {
-      const t0 = performance.now();
-      const req = decodeRequest(bytes);
-      const t1 = performance.now();
-      const res = await handler(req);
-      const t2 = performance.now();
-      encodeResponse(res);
-      const t3 = performance.now();
-      decode += t1 - t0;
-      handle += t2 - t1;
-      encode += t3 - t2;
-    }
-    batches += 50;
-  }
-  return { decode, handle, encode, groups: batches * BATCH };
-}
-
-// The machines are shared: CPU time of this process per group is steadier than wall time.
-await run(1);
-const cpu = process.cpuUsage();
-const r = await run(SECONDS);
-const used = process.cpuUsage(cpu);
-const cpuPerGroup = (used.user + used.system) / r.groups;
-const wall = r.decode + r.handle + r.encode;
-const share = (ms: number) => `${((ms / wall) * cpuPerGroup).toFixed(2).padStart(6)}`;
-process.stdout.write(
-  `CheckNamedLimits of ${BATCH}: ${cpuPerGroup.toFixed(2)} µs CPU per verification` +
-    ` (decode ${share(r.decode)}, handler ${share(r.handle)}, encode ${share(r.encode)})\n`,
-);
+const r = await splitCpuPerItem({
+  bytes,
+  items: BATCH,
+  seconds: SECONDS,
+  decode: decodeRequest,
+  handle: handler,
+  encode: encodeResponse,
+});
+process.stdout.write(`CheckNamedLimits of ${BATCH}: ${formatSplit(r, "verification")}\n`);

@@ -5,6 +5,7 @@ import { createLogger, type EventSink } from "@latchkey/runtime";
 import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
+import { formatSplit, splitCpuPerItem } from "./split.ts";
 
 /**
  * The service's share of ratelimits.limit: µs per check of a LimitBatch of 64
@@ -57,41 +58,13 @@ const handler = limitBatch(deps);
 const first = await handler(fromBinary(LimitBatchRequestSchema, bytes));
 if (first.results.some((r) => r.result.case !== "response")) throw new Error("a check failed in the warm-up");
 
-async function run(seconds: number) {
-  let decode = 0;
-  let handle = 0;
-  let encode = 0;
-  let batches = 0;
-  const until = performance.now() + seconds * 1000;
-  while (performance.now() < until) {
-    for (let i = 0; i < 50; i++) {
-      const t0 = performance.now();
-      const req = decodeRequest(bytes);
-      const t1 = performance.now();
-      const res = await handler(req);
-      const t2 = performance.now();
-      encodeResponse(res);
-      const t3 = performance.now();
-      decode += t1 - t0;
-      handle += t2 - t1;
-      encode += t3 - t2;
-      // Let queued events be encoded and handed over, as between requests in production.
-      if (recording) await new Promise((r) => setImmediate(r));
-    }
-    batches += 50;
-  }
-  return { decode, handle, encode, checks: batches * BATCH };
-}
-
-// The machines are shared: CPU time of this process per check is steadier than wall time.
-await run(1);
-const cpu = process.cpuUsage();
-const r = await run(SECONDS);
-const used = process.cpuUsage(cpu);
-const cpuPerCheck = (used.user + used.system) / r.checks;
-const wall = r.decode + r.handle + r.encode;
-const share = (ms: number) => `${((ms / wall) * cpuPerCheck).toFixed(2).padStart(6)}`;
-process.stdout.write(
-  `LimitBatch of ${BATCH}${recording ? " +events" : ""}: ${cpuPerCheck.toFixed(2)} µs CPU per check` +
-    ` (decode ${share(r.decode)}, handler ${share(r.handle)}, encode ${share(r.encode)})\n`,
-);
+const r = await splitCpuPerItem({
+  bytes,
+  items: BATCH,
+  seconds: SECONDS,
+  decode: decodeRequest,
+  handle: handler,
+  encode: encodeResponse,
+  ...(recording ? { between: () => new Promise<void>((r) => setImmediate(r)) } : {}),
+});
+process.stdout.write(`LimitBatch of ${BATCH}${recording ? " +events" : ""}: ${formatSplit(r, "check")}\n`);
