@@ -1,3 +1,4 @@
+import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { DOCS, harness } from "../testing.ts";
 
@@ -8,7 +9,7 @@ type Case = [Body, string, string];
  * The six operations that add, remove or set a key's permissions or roles
  * answer alike: they differ only in the list they take, its limits, and
  * whether an empty list is allowed (set: it clears) or not (add, remove).
- * Their 400 and 200 tests are these two suites.
+ * Their 400, 200 and 404 tests are these suites.
  */
 type KeyListOperation = `keys.${"add" | "remove" | "set"}${"Permissions" | "Roles"}`;
 type KeyListMethod =
@@ -210,6 +211,46 @@ export function describeKeyList200(operation: KeyListOperation): void {
         expect(res.status).toBe(200);
         expect(res.body.data).toEqual([]);
         expect(seen.map((r) => r[field])).toEqual([[]]);
+      });
+    }
+  });
+}
+
+export function describeKeyList404(operation: KeyListOperation): void {
+  const { method, permissions, field } = shapeOf(operation);
+  const failing = (reason: ErrorReason, message: string) =>
+    harness({
+      keys: {
+        [method]() {
+          throw domainError(reason, message);
+        },
+      },
+    });
+
+  describe(`POST /v2/${operation} answering 404`, () => {
+    it("answers data/key_not_found", async () => {
+      const h = failing(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
+      const res = await h.post(operation, {
+        keyId: "key_gone",
+        [field]: [permissions ? "documents.read" : "admin"],
+      });
+      expect(res.status).toBe(404);
+      expect(res.body.error).toEqual({
+        title: "Not Found",
+        detail: "The specified key was not found.",
+        status: 404,
+        type: `${DOCS}unkey/data/key_not_found`,
+      });
+    });
+
+    // The role operations also answer 404 for a role name that does not exist (removeRoles too).
+    if (!permissions) {
+      it("answers data/role_not_found naming the first role that does not exist", async () => {
+        const h = failing(ErrorReason.ROLE_NOT_FOUND, "Role 'auditor' was not found.");
+        const res = await h.post(operation, { keyId: "key_1", roles: ["admin", "auditor"] });
+        expect(res.status).toBe(404);
+        expect(res.body.error.type).toBe(`${DOCS}unkey/data/role_not_found`);
+        expect(res.body.error.detail).toBe("Role 'auditor' was not found.");
       });
     }
   });

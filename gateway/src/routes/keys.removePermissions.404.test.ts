@@ -1,26 +1,3 @@
-import { domainError, ErrorReason } from "@latchkey/runtime";
-import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../testing.ts";
+import { describeKeyList404 } from "./key-lists.suites.ts";
 
-describe("POST /v2/keys.removePermissions answering 404", () => {
-  it("answers data/key_not_found", async () => {
-    const h = harness({
-      keys: {
-        removePermissions() {
-          throw domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
-        },
-      },
-    });
-    const res = await h.post("keys.removePermissions", {
-      keyId: "key_gone",
-      permissions: ["documents.read"],
-    });
-    expect(res.status).toBe(404);
-    expect(res.body.error).toEqual({
-      title: "Not Found",
-      detail: "The specified key was not found.",
-      status: 404,
-      type: `${DOCS}unkey/data/key_not_found`,
-    });
-  });
-});
+describeKeyList404("keys.removePermissions");
