@@ -1,58 +1,23 @@
-import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { identityMigrations } from "@latchkey/identity";
-import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger, migrate, NatsBus } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
-import { keysMigrations } from "./migrations.ts";
-import { keysRoutes } from "./routes.ts";
+import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { describe, expect, it } from "vitest";
+import { type KeysInstance, keysInstancesOverNats } from "./instances-test-kit.ts";
 import { callerOf } from "./test-kit.ts";
 
 // Deleted roles and permissions taken off keys on PostgreSQL, with two keys
 // instances hearing the identity service's deletion over real NATS.
 
-const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
-const log = createLogger("keys", "silent");
 const caller = callerOf("ws_default", "*");
 const WRITE = "documents.write";
-let db: TestDatabase;
-const buses: NatsBus[] = [];
-const instances: KeysDeps[] = [];
-
-/** A keys instance whose identity service runs in process, on its own NATS connection. */
-async function instance() {
-  const bus = await NatsBus.connect(natsUrl, log, "keys-deleted-grants-test");
-  buses.push(bus);
-  const deps = createKeysDeps({ sql: db.sql, bus, log });
-  instances.push(deps);
-  const client: Client<typeof KeysService> = createClient(
-    KeysService,
-    createRouterTransport(keysRoutes(deps)),
-  );
-  return { deps, bus, client };
-}
-
-type Instance = Awaited<ReturnType<typeof instance>>;
+const kit = keysInstancesOverNats("keys-deleted-grants-test");
+const { instance } = kit;
 
 /** Until both instances have heard every message so far and finished what it started. */
-async function settle(...all: Instance[]) {
+async function settle(...all: KeysInstance[]) {
   for (let round = 0; round < 2; round++) {
     for (const i of all) await i.bus.nc.flush();
     for (const i of all) await i.deps.deletedGrants.settled();
   }
 }
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await migrate(db.sql, "keys", keysMigrations);
-  await migrate(db.sql, "identity", identityMigrations);
-});
-afterAll(async () => {
-  for (const deps of instances) await deps.close();
-  for (const b of buses) await b.close();
-  await db?.drop();
-});
 
 describe("deleted roles and permissions on PostgreSQL", () => {
   it("a role deleted and recreated under the same name does not grant to keys that had the old one", async () => {
@@ -79,11 +44,11 @@ describe("deleted roles and permissions on PostgreSQL", () => {
         roles: [],
       });
     }
-    const rows = await db.sql<{ roles: string[] }[]>`SELECT roles FROM keys
+    const rows = await kit.db.sql<{ roles: string[] }[]>`SELECT roles FROM keys
       WHERE id IN (${keyId}, ${other.keyId})`;
     expect(rows.map((r) => r.roles)).toEqual([[], []]);
     // Both instances heard the deletion; it was applied once.
-    const applied = await db.sql`SELECT id FROM keys_deleted_grants WHERE id = ${roleId}`;
+    const applied = await kit.db.sql`SELECT id FROM keys_deleted_grants WHERE id = ${roleId}`;
     expect(applied).toHaveLength(1);
   });
 
@@ -104,7 +69,9 @@ describe("deleted roles and permissions on PostgreSQL", () => {
     await a.deps.identity.createPermission({ caller, name: WRITE, slug: WRITE });
     await settle(a, b);
 
-    const [row] = await db.sql<{ permissions: string[] }[]>`SELECT permissions FROM keys WHERE id = ${keyId}`;
+    const [row] = await kit.db.sql<
+      { permissions: string[] }[]
+    >`SELECT permissions FROM keys WHERE id = ${keyId}`;
     expect(row?.permissions).toEqual(["documents.read"]);
     for (const i of [a, b]) {
       expect(await i.client.verifyKey({ caller, key, permissions: WRITE })).toMatchObject({
@@ -127,7 +94,7 @@ describe("deleted roles and permissions on PostgreSQL", () => {
     // The old deletion heard again, as a slow instance would.
     await a.deps.deletedGrants.remove({ id: roleId, workspaceId: "ws_default", list: "roles", name: "late" });
 
-    const [row] = await db.sql<{ roles: string[] }[]>`SELECT roles FROM keys WHERE id = ${keyId}`;
+    const [row] = await kit.db.sql<{ roles: string[] }[]>`SELECT roles FROM keys WHERE id = ${keyId}`;
     expect(row?.roles).toEqual(["late"]);
   });
 });

@@ -1,49 +1,16 @@
-import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { identityMigrations } from "@latchkey/identity";
-import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger, hashKey, migrate, NatsBus } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { hashKey } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
 import { keyChanged } from "./events.ts";
-import { keysMigrations } from "./migrations.ts";
-import { keysRoutes } from "./routes.ts";
+import { keysInstancesOverNats } from "./instances-test-kit.ts";
 import { callerOf } from "./test-kit.ts";
 import { limit } from "./verify-test-kit.ts";
 
 // Roles and identities cached for verification, dropped on every instance
 // when the identity service announces a change over real NATS.
 
-const natsUrl = process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
-const log = createLogger("keys", "silent");
 const caller = callerOf("ws_default", "*");
-let db: TestDatabase;
-const buses: NatsBus[] = [];
-const instances: KeysDeps[] = [];
-
-/** A keys instance whose identity service runs in process, on its own NATS connection. */
-async function instance() {
-  const bus = await NatsBus.connect(natsUrl, log, "keys-identity-test");
-  buses.push(bus);
-  const deps = createKeysDeps({ sql: db.sql, bus, log });
-  instances.push(deps);
-  const client: Client<typeof KeysService> = createClient(
-    KeysService,
-    createRouterTransport(keysRoutes(deps)),
-  );
-  return { deps, bus, client };
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await migrate(db.sql, "keys", keysMigrations);
-  await migrate(db.sql, "identity", identityMigrations);
-});
-afterAll(async () => {
-  for (const deps of instances) deps.close();
-  for (const b of buses) await b.close();
-  await db?.drop();
-});
+const { instance } = keysInstancesOverNats("keys-identity-test");
 
 describe("identity caches across instances", () => {
   it("applies a role's permission change made through another instance at the next verification", async () => {
