@@ -39,6 +39,15 @@ export function holdsAll(permissions: readonly string[], all: readonly string[])
 export const need = (resource: string, id: string, action: string) => `${resource}.${id}.${action}`;
 
 /** Throws INSUFFICIENT_PERMISSIONS naming what is missing unless the caller holds every permission. */
+/** The caller the gateway resolved from the root key, on an RPC request; a request without one was not authenticated. */
+export function authenticatedCaller(req: { caller?: Caller | undefined }): Caller {
+  const caller = req.caller;
+  if (!caller || caller.workspaceId === "") {
+    throw domainError(ErrorReason.UNAUTHENTICATED, "The request carries no authenticated caller.");
+  }
+  return caller;
+}
+
 export function requirePermissions(caller: Caller | undefined, all: readonly string[]): void {
   const missing = all.filter((w) => !holds(caller?.permissions ?? [], w));
   if (missing.length > 0) {

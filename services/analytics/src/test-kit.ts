@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import { ConnectError } from "@connectrpc/connect";
-import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
+import type { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { errorDetailOf } from "@latchkey/runtime";
 import { openClickHouse } from "./clickhouse.ts";
 import { migrateClickHouse } from "./migrations.ts";
@@ -40,9 +39,9 @@ export async function createTestClickHouse(): Promise<TestClickHouse> {
   };
 }
 
-/** A caller of a workspace holding the given root-key permissions. */
-export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
-  create(CallerSchema, { workspaceId, rootKeyId: `rk_${workspaceId}`, permissions });
+import { callerOf } from "@latchkey/runtime/testing";
+
+export { callerOf };
 
 /** The domain reason and message of what `promise` rejected with. */
 export async function rejection(

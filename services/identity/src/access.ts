@@ -9,14 +9,7 @@ import type { IdentityRecord, PermissionRecord, RoleRecord } from "./store/ident
  * NOT_FOUND, from the helpers below and nowhere else.
  */
 
-/** The caller the gateway resolved from the root key; a request without one was not authenticated. */
-export function callerOf(req: { caller?: Caller | undefined }): Caller {
-  const caller = req.caller;
-  if (!caller || caller.workspaceId === "") {
-    throw domainError(ErrorReason.UNAUTHENTICATED, "The request carries no authenticated caller.");
-  }
-  return caller;
-}
+export { authenticatedCaller } from "@latchkey/runtime";
 
 export const identityNotFound = (ref: string) =>
   domainError(ErrorReason.IDENTITY_NOT_FOUND, `The identity '${ref}' was not found.`);

@@ -9,14 +9,7 @@ import type { ApiRecord, VerifiableKey } from "./store/keys-store.ts";
  * the helpers below and nowhere else.
  */
 
-/** The caller the gateway resolved from the root key; a request without one was not authenticated. */
-export function callerOf(req: { caller?: Caller | undefined }): Caller {
-  const caller = req.caller;
-  if (!caller || caller.workspaceId === "") {
-    throw domainError(ErrorReason.UNAUTHENTICATED, "The request carries no authenticated caller.");
-  }
-  return caller;
-}
+export { authenticatedCaller } from "@latchkey/runtime";
 
 export const apiNotFound = () => domainError(ErrorReason.API_NOT_FOUND, "The specified API was not found.");
 export const keyNotFound = () => domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");

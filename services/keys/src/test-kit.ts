@@ -1,12 +1,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
-import {
-  type Caller,
-  CallerSchema,
-  type ErrorReason,
-  ErrorReason as ErrorReasonEnum,
-} from "@latchkey/proto/common/v1/common_pb";
+import { type ErrorReason, ErrorReason as ErrorReasonEnum } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { type CreateKeyRequestSchema, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import {
@@ -18,12 +13,11 @@ import {
   MemoryBus,
   TestClock,
 } from "@latchkey/runtime";
+import { callerOf } from "@latchkey/runtime/testing";
 import { createMemoryKeysDeps } from "./deps.ts";
 import { keysRoutes } from "./routes.ts";
 
-/** A caller of a workspace holding the given root-key permissions. */
-export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
-  create(CallerSchema, { workspaceId, rootKeyId: `rk_${workspaceId}`, permissions });
+export { callerOf };
 
 /** A key-encryption key for tests that create recoverable keys. */
 export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7);

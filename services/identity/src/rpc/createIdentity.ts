@@ -4,7 +4,7 @@ import type {
   CreateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf, metaOf, ratelimitsOf } from "../validation.ts";
@@ -14,7 +14,7 @@ export function createIdentity(deps: IdentityDeps) {
     req: CreateIdentityRequest,
   ): Promise<MessageInitShape<typeof CreateIdentityResponseSchema>> => {
     const input = validCreateIdentity(req);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.create_identity"]);
     const now = deps.clock.now();
     const { created, identity } = await deps.store.insertIdentity({

@@ -4,7 +4,7 @@ import type {
   CreatePermissionResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { descriptionOf, nameOf, slugOf } from "../validation.ts";
@@ -18,7 +18,7 @@ export function createPermission(deps: IdentityDeps) {
       slug: slugOf(req.slug, "/slug"),
       description: descriptionOf(req.description),
     };
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.create_permission"]);
     const id = newId("perm");
     const created = await deps.store.insertPermission({

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateRoleRequest, CreateRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
@@ -15,7 +15,7 @@ export function createRole(deps: IdentityDeps) {
       description: descriptionOf(req.description),
       slugs: slugsOf(req.permissions),
     };
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, [
       "rbac.*.create_role",
       ...(input.slugs.length > 0 ? ["rbac.*.add_permission_to_role"] : []),

@@ -4,7 +4,7 @@ import type {
   DeleteIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, identityNotFound, visibleIdentity } from "../access.ts";
+import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -15,7 +15,7 @@ export function deleteIdentity(deps: IdentityDeps) {
     req: DeleteIdentityRequest,
   ): Promise<MessageInitShape<typeof DeleteIdentityResponseSchema>> => {
     const ref = referenceOf(req.identity, "/identity");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.delete_identity"]);
     const identity = await visibleIdentity(deps, caller, ref);
     if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id))) throw identityNotFound(ref);

@@ -4,7 +4,7 @@ import type {
   DeletePermissionResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, permissionNotFound, visiblePermission } from "../access.ts";
+import { authenticatedCaller, permissionNotFound, visiblePermission } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -15,7 +15,7 @@ export function deletePermission(deps: IdentityDeps) {
     req: DeletePermissionRequest,
   ): Promise<MessageInitShape<typeof DeletePermissionResponseSchema>> => {
     const ref = referenceOf(req.permission, "/permission");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.delete_permission"]);
     const permission = await visiblePermission(deps, caller, ref);
     if (!(await deps.store.deletePermission(caller.workspaceId, permission.id)))

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteRoleRequest, DeleteRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, roleNotFound, visibleRole } from "../access.ts";
+import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -10,7 +10,7 @@ import { referenceOf } from "../validation.ts";
 export function deleteRole(deps: IdentityDeps) {
   return async (req: DeleteRoleRequest): Promise<MessageInitShape<typeof DeleteRoleResponseSchema>> => {
     const ref = referenceOf(req.role, "/role");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.delete_role"]);
     const role = await visibleRole(deps, caller, ref);
     if (!(await deps.store.deleteRole(caller.workspaceId, role.id))) throw roleNotFound(ref);

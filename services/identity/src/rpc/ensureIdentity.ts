@@ -4,7 +4,7 @@ import type {
   EnsureIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { newId } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf } from "../validation.ts";
@@ -20,7 +20,7 @@ export function ensureIdentity(deps: IdentityDeps) {
     req: EnsureIdentityRequest,
   ): Promise<MessageInitShape<typeof EnsureIdentityResponseSchema>> => {
     const externalId = externalIdOf(req.externalId);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const now = deps.clock.now();
     const { created, identity } = await deps.store.insertIdentity({
       id: newId("id"),

@@ -3,7 +3,7 @@ import type {
   GetIdentitiesRequest,
   GetIdentitiesResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { distinctOf } from "../validation.ts";
 import { identityView } from "../views.ts";
@@ -12,7 +12,7 @@ import { identityView } from "../views.ts";
 export function getIdentities(deps: IdentityDeps) {
   return async (req: GetIdentitiesRequest): Promise<MessageInitShape<typeof GetIdentitiesResponseSchema>> => {
     const ids = distinctOf(req.identityIds, "/identityIds");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const found = await deps.store.findIdentitiesByIds(caller.workspaceId, ids);
     return { identities: found.map(identityView) };
   };

@@ -4,7 +4,7 @@ import type {
   GetPermissionResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, visiblePermission } from "../access.ts";
+import { authenticatedCaller, visiblePermission } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { referenceOf } from "../validation.ts";
 import { permissionView } from "../views.ts";
@@ -12,7 +12,7 @@ import { permissionView } from "../views.ts";
 export function getPermission(deps: IdentityDeps) {
   return async (req: GetPermissionRequest): Promise<MessageInitShape<typeof GetPermissionResponseSchema>> => {
     const ref = referenceOf(req.permission, "/permission");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.read_permission"]);
     return { permission: permissionView(await visiblePermission(deps, caller, ref)) };
   };

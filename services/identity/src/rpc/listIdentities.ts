@@ -4,7 +4,7 @@ import type {
   ListIdentitiesResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { pageOf, pageResult, storePage } from "../validation.ts";
 import { identityView } from "../views.ts";
@@ -14,7 +14,7 @@ export function listIdentities(deps: IdentityDeps) {
     req: ListIdentitiesRequest,
   ): Promise<MessageInitShape<typeof ListIdentitiesResponseSchema>> => {
     const page = pageOf(req.page, req.search);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.read_identity"]);
     const rows = await deps.store.listIdentities(caller.workspaceId, storePage(page));
     const { items, cursor, hasMore } = pageResult(rows, page);

@@ -4,7 +4,7 @@ import type {
   ListPermissionsResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { pageOf, pageResult, storePage } from "../validation.ts";
 import { permissionView } from "../views.ts";
@@ -14,7 +14,7 @@ export function listPermissions(deps: IdentityDeps) {
     req: ListPermissionsRequest,
   ): Promise<MessageInitShape<typeof ListPermissionsResponseSchema>> => {
     const page = pageOf(req.page, req.search);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.read_permission"]);
     const rows = await deps.store.listPermissions(caller.workspaceId, storePage(page));
     const { items, cursor, hasMore } = pageResult(rows, page);

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ListRolesRequest, ListRolesResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { pageOf, pageResult, storePage } from "../validation.ts";
 import { roleView } from "../views.ts";
@@ -9,7 +9,7 @@ import { roleView } from "../views.ts";
 export function listRoles(deps: IdentityDeps) {
   return async (req: ListRolesRequest): Promise<MessageInitShape<typeof ListRolesResponseSchema>> => {
     const page = pageOf(req.page, req.search);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.read_role"]);
     const rows = await deps.store.listRoles(caller.workspaceId, storePage(page));
     const { items, cursor, hasMore } = pageResult(rows, page);

@@ -3,7 +3,7 @@ import type {
   ResolvePermissionsRequest,
   ResolvePermissionsResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
 import { slugsOf } from "../validation.ts";
@@ -20,7 +20,7 @@ export function resolvePermissions(deps: IdentityDeps) {
     req: ResolvePermissionsRequest,
   ): Promise<MessageInitShape<typeof ResolvePermissionsResponseSchema>> => {
     const slugs = slugsOf(req.slugs);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const wanted = await permissionCandidates(deps, caller, slugs);
     if (!req.createMissing || wanted.missing.length === 0) {
       const missing = new Set(wanted.missing);

@@ -3,7 +3,7 @@ import type {
   ResolveRolesRequest,
   ResolveRolesResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { distinctOf } from "../validation.ts";
 import { roleView } from "../views.ts";
@@ -16,7 +16,7 @@ import { roleView } from "../views.ts";
 export function resolveRoles(deps: IdentityDeps) {
   return async (req: ResolveRolesRequest): Promise<MessageInitShape<typeof ResolveRolesResponseSchema>> => {
     const names = distinctOf(req.names, "/roles");
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const byName = new Map(
       (await deps.store.findRolesByNames(caller.workspaceId, names)).map((r) => [r.name, r]),
     );

@@ -4,7 +4,7 @@ import type {
   SetRolePermissionsResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, roleNotFound, visibleRole } from "../access.ts";
+import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
@@ -18,7 +18,7 @@ export function setRolePermissions(deps: IdentityDeps) {
   ): Promise<MessageInitShape<typeof SetRolePermissionsResponseSchema>> => {
     const ref = referenceOf(req.role, "/roleId");
     const slugs = slugsOf(req.permissions);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"]);
     const role = await visibleRole(deps, caller, ref);
     const wanted = await permissionCandidates(deps, caller, slugs);

@@ -4,7 +4,7 @@ import type {
   UpdateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
-import { callerOf, identityNotFound, visibleIdentity } from "../access.ts";
+import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import type { IdentityUpdate } from "../store/identity-store.ts";
@@ -16,7 +16,7 @@ export function updateIdentity(deps: IdentityDeps) {
     req: UpdateIdentityRequest,
   ): Promise<MessageInitShape<typeof UpdateIdentityResponseSchema>> => {
     const input = validUpdateIdentity(req);
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.update_identity"]);
     const found = await visibleIdentity(deps, caller, input.identity);
     const updated = await deps.store.updateIdentity(caller.workspaceId, found.id, {

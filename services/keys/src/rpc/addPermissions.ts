@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AddPermissionsRequest, AddPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensurePermissions, permissionsView } from "../rbac.ts";
@@ -16,7 +16,7 @@ export function addPermissions(deps: KeysDeps) {
   return async (
     req: AddPermissionsRequest,
   ): Promise<MessageInitShape<typeof AddPermissionsResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const keyId = validKeyId(req.keyId);
     const slugs = validSlugs(req.permissions, 1);
     const key = await visibleKey(deps, caller, keyId);

@@ -1,12 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateApiRequest, CreateApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf } from "../access.ts";
+import { authenticatedCaller } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 
 export function createApi(deps: KeysDeps) {
   return async (req: CreateApiRequest): Promise<MessageInitShape<typeof CreateApiResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     requirePermissions(caller, ["api.*.create_api"]);
     const input = validCreateApi(req);
     const apiId = newId("api");

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId } from "@latchkey/runtime";
-import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
+import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -14,7 +14,7 @@ const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
 
 export function createKey(deps: KeysDeps) {
   return async (req: CreateKeyRequest): Promise<MessageInitShape<typeof CreateKeyResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const input = validCreateKey(req);
     // A root key that may not create keys here learns nothing about the API: the reference masks it as 404.
     requireOrMask(caller, [need("api", input.apiId, "create_key")], apiNotFound);

@@ -1,13 +1,13 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteApiRequest, DeleteApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, visibleApi } from "../access.ts";
+import { authenticatedCaller, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 
 export function deleteApi(deps: KeysDeps) {
   return async (req: DeleteApiRequest): Promise<MessageInitShape<typeof DeleteApiResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     if (req.apiId === "") throw invalidInput("/apiId", "apiId is required");
     // Checked before the lookup, so a refusal says nothing about whether the API exists.
     requirePermissions(caller, [need("api", req.apiId, "delete_api")]);

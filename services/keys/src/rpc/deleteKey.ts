@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, visibleKey } from "../access.ts";
+import { authenticatedCaller, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 
@@ -12,7 +12,7 @@ import { keyChanged } from "../events.ts";
  */
 export function deleteKey(deps: KeysDeps) {
   return async (req: DeleteKeyRequest): Promise<MessageInitShape<typeof DeleteKeyResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
     await deps.store.deleteKey(key.id, req.permanent, deps.clock.now());

@@ -1,12 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { GetApiRequest, GetApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, visibleApi } from "../access.ts";
+import { authenticatedCaller, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 
 export function getApi(deps: KeysDeps) {
   return async (req: GetApiRequest): Promise<MessageInitShape<typeof GetApiResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     // Checked before the lookup, so a refusal says nothing about whether the API exists.
     requirePermissions(caller, [need("api", req.apiId, "read_api")]);
     const api = await visibleApi(deps, caller, req.apiId);

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { GetKeyRequest, GetKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, visibleKey } from "../access.ts";
+import { authenticatedCaller, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { identitiesById } from "../rbac.ts";
 import { recoverPlaintext } from "../recovery.ts";
@@ -9,7 +9,7 @@ import { keyView } from "../views.ts";
 
 export function getKey(deps: KeysDeps) {
   return async (req: GetKeyRequest): Promise<MessageInitShape<typeof GetKeyResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
     // As the reference: a key of the caller's workspace it may not read is a 403, not a 404.
     requirePermissions(caller, [

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ListKeysRequest, ListKeysResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
-import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
+import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { identitiesById } from "../rbac.ts";
 import { recoverPlaintext } from "../recovery.ts";
@@ -9,7 +9,7 @@ import { keyView } from "../views.ts";
 
 export function listKeys(deps: KeysDeps) {
   return async (req: ListKeysRequest): Promise<MessageInitShape<typeof ListKeysResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const input = validListKeys(req);
     // As the reference: a root key that may not read this API's keys learns nothing about the API.
     requireOrMask(

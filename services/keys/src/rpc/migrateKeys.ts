@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MigrateKeysRequest, MigrateKeysResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId } from "@latchkey/runtime";
-import { apiNotFound, callerOf, requireOrMask, visibleApi } from "../access.ts";
+import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -17,7 +17,7 @@ const MAX_KEYS = 1000;
  */
 export function migrateKeys(deps: KeysDeps) {
   return async (req: MigrateKeysRequest): Promise<MessageInitShape<typeof MigrateKeysResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     if (req.migrationId === "" || req.migrationId.length > 256) {
       throw invalidInput("/migrationId", "migrationId must be 1 to 256 characters");
     }

@@ -4,7 +4,7 @@ import type {
   RemovePermissionsResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { permissionsView } from "../rbac.ts";
@@ -19,7 +19,7 @@ export function removePermissions(deps: KeysDeps) {
   return async (
     req: RemovePermissionsRequest,
   ): Promise<MessageInitShape<typeof RemovePermissionsResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const keyId = validKeyId(req.keyId);
     const slugs = validSlugs(req.permissions, 1);
     const key = await visibleKey(deps, caller, keyId);

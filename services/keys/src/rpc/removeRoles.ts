@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RemoveRolesRequest, RemoveRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
@@ -14,7 +14,7 @@ import { validKeyId, validRoleNames } from "./validation.ts";
  */
 export function removeRoles(deps: KeysDeps) {
   return async (req: RemoveRolesRequest): Promise<MessageInitShape<typeof RemoveRolesResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const keyId = validKeyId(req.keyId);
     const names = validRoleNames(req.roles, 1);
     const key = await visibleKey(deps, caller, keyId);

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf, visibleKey } from "../access.ts";
+import { authenticatedCaller, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -29,7 +29,7 @@ const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
  */
 export function rerollKey(deps: KeysDeps) {
   return async (req: RerollKeyRequest): Promise<MessageInitShape<typeof RerollKeyResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const expiration = validExpires(req.expiration, "/expiration");
     const original = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [

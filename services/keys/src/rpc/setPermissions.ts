@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SetPermissionsRequest, SetPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensurePermissions, permissionsView } from "../rbac.ts";
@@ -17,7 +17,7 @@ export function setPermissions(deps: KeysDeps) {
   return async (
     req: SetPermissionsRequest,
   ): Promise<MessageInitShape<typeof SetPermissionsResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const keyId = validKeyId(req.keyId);
     const slugs = validSlugs(req.permissions, 0);
     const key = await visibleKey(deps, caller, keyId);

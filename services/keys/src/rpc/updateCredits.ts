@@ -5,7 +5,7 @@ import {
   type UpdateCreditsResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import type { CreditsOperation as Operation } from "../store/keys-store.ts";
@@ -14,7 +14,7 @@ import { int64 } from "./validation.ts";
 
 export function updateCredits(deps: KeysDeps) {
   return async (req: UpdateCreditsRequest): Promise<MessageInitShape<typeof UpdateCreditsResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const input = validUpdateCredits(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "update_key")]);

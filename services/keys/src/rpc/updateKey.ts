@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
-import { callerOf, keyNotFound, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -22,7 +22,7 @@ import {
  */
 export function updateKey(deps: KeysDeps) {
   return async (req: UpdateKeyRequest): Promise<MessageInitShape<typeof UpdateKeyResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "update_key")]);
     const patch = validUpdateKey(req, key, deps.clock.now());

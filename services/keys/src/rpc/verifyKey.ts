@@ -10,7 +10,7 @@ import {
   type VerifyRatelimitResultSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
-import { callerOf, keyIsVisible } from "../access.ts";
+import { authenticatedCaller, keyIsVisible } from "../access.ts";
 import { type Segments, segmentsOf } from "../batch-wire.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
@@ -55,7 +55,7 @@ function counted(code: VerifyCode): string {
 }
 
 export function verifyKey(deps: KeysDeps) {
-  return (req: VerifyKeyRequest): Promise<VerifyKeyResult> => verify(deps, callerOf(req), req);
+  return (req: VerifyKeyRequest): Promise<VerifyKeyResult> => verify(deps, authenticatedCaller(req), req);
 }
 
 /** One verification, counted by outcome and recorded for analytics once judged. */

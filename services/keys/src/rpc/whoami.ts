@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { WhoamiRequest, WhoamiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { hashKey, invalidInput, need } from "@latchkey/runtime";
-import { callerOf, keyIsVisible, keyNotFound, requireOrMask } from "../access.ts";
+import { authenticatedCaller, keyIsVisible, keyNotFound, requireOrMask } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { identitiesById } from "../rbac.ts";
 import { keyView } from "../views.ts";
@@ -9,7 +9,7 @@ import { keyView } from "../views.ts";
 /** The key behind a plaintext, as getKey shows it (never its plaintext). */
 export function whoami(deps: KeysDeps) {
   return async (req: WhoamiRequest): Promise<MessageInitShape<typeof WhoamiResponseSchema>> => {
-    const caller = callerOf(req);
+    const caller = authenticatedCaller(req);
     if (req.key === "") throw invalidInput("/key", "key is required");
     // From the store, not the verification cache: a read should show the latest record.
     const key = await deps.store.findKeyByHash(hashKey(req.key));
