@@ -1,6 +1,6 @@
 import { migrate } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWorkspace } from "../admin.ts";
 import { keysMigrations } from "../migrations.ts";
 import { keysStoreContract } from "./keys-store.contract.ts";
@@ -29,3 +29,35 @@ keysStoreContract("postgres", async () => ({
     await db.sql`UPDATE apis SET deleted_at = 1 WHERE id = ${id}`;
   },
 }));
+
+describe("lastUsedAt in key_last_used (migration 6)", () => {
+  it("carries the times written before the migration over, and keeps none for a permanently deleted key", async () => {
+    const old = await createTestDatabase();
+    try {
+      await migrate(old.sql, "keys", keysMigrations.slice(0, 5));
+      await old.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_m', 'ws_default', 'm', 1)`;
+      await old.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, last_used_at)
+        VALUES ('key_used', 'ws_default', 'api_m', 'hash_used', 'lk_', 1, 7000),
+               ('key_unused', 'ws_default', 'api_m', 'hash_unused', 'lk_', 1, NULL)`;
+      await migrate(old.sql, "keys", keysMigrations);
+      const store = new PostgresKeysStore(old.sql);
+      expect((await store.findKeyById("key_used"))?.lastUsedAt).toBe(7_000);
+      expect((await store.findKeyById("key_unused"))?.lastUsedAt).toBeNull();
+
+      await store.recordLastUsed([
+        { keyId: "key_unused", at: 9_000 },
+        { keyId: "key_used", at: 6_000 },
+      ]);
+      expect((await store.findKeyByHash("hash_unused"))?.lastUsedAt).toBe(9_000);
+      expect((await store.findKeyByHash("hash_used"))?.lastUsedAt).toBe(7_000);
+
+      await store.deleteKey("key_used", true, 10_000);
+      await store.deleteKey("key_unused", false, 10_000);
+      expect(await old.sql`SELECT key_id, at FROM key_last_used ORDER BY key_id`).toEqual([
+        { key_id: "key_unused", at: 9_000 },
+      ]);
+    } finally {
+      await old.drop();
+    }
+  });
+});

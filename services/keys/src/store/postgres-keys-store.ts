@@ -234,8 +234,12 @@ export class PostgresKeysStore implements KeysStore {
   }
 
   async deleteKey(id: string, permanent: boolean, at: number): Promise<void> {
-    if (permanent) await this.sql`DELETE FROM keys WHERE id = ${id}`;
-    else await this.sql`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
+    if (permanent) {
+      await this.sql.begin(async (tx) => {
+        await tx`DELETE FROM key_last_used WHERE key_id = ${id}`;
+        await tx`DELETE FROM keys WHERE id = ${id}`;
+      });
+    } else await this.sql`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
   }
 
   async rerollKey(
@@ -409,19 +413,14 @@ export class PostgresKeysStore implements KeysStore {
 
   async recordLastUsed(uses: readonly KeyUse[]): Promise<void> {
     if (uses.length === 0) return;
-    // Locked in id order, as credit spends lock them, so concurrent writers cannot deadlock; rows already
-    // at a later use are neither locked nor written, and GREATEST keeps the time monotonic regardless.
-    await this.sql`WITH used AS (
-        SELECT * FROM unnest(${uses.map((u) => u.keyId)}::text[], ${uses.map((u) => String(u.at))}::bigint[])
-          AS u(id, at)
-      ), locked AS (
-        SELECT k.id, u.at FROM keys k JOIN used u ON u.id = k.id
-        WHERE k.last_used_at IS NULL OR k.last_used_at < u.at
-        ORDER BY k.id
-        FOR UPDATE OF k
-      )
-      UPDATE keys k SET last_used_at = GREATEST(COALESCE(k.last_used_at, 0), l.at)
-      FROM locked l WHERE k.id = l.id`;
+    // Rows in key order, so two instances writing the same keys cannot deadlock; one row per key (an
+    // upsert may not touch a row twice); a time only moves forward; keys that no longer exist are left out.
+    await this.sql`INSERT INTO key_last_used AS l (key_id, at)
+      SELECT DISTINCT ON (u.id) u.id, u.at
+      FROM unnest(${uses.map((u) => u.keyId)}::text[], ${uses.map((u) => String(u.at))}::bigint[]) AS u(id, at)
+        JOIN keys k ON k.id = u.id
+      ORDER BY u.id, u.at DESC
+      ON CONFLICT (key_id) DO UPDATE SET at = EXCLUDED.at WHERE l.at < EXCLUDED.at`;
   }
 
   async applyDueRefills(at: number): Promise<number> {
@@ -455,13 +454,13 @@ export class PostgresKeysStore implements KeysStore {
   private selectKeys(sql: Sql | TransactionSql = this.sql) {
     return sql`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.start, k.name, k.meta::text AS meta_json,
         k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled, k.remaining,
-        k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, k.last_used_at, k.deleted_at,
+        k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, l.at AS last_used_at, k.deleted_at,
         k.byte_length, EXISTS (SELECT 1 FROM encrypted_keys e WHERE e.key_id = k.id) AS recoverable,
         (a.deleted_at IS NOT NULL) AS api_deleted,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
           FROM key_ratelimits r WHERE r.key_id = k.id), '[]'::json) AS ratelimits
-      FROM keys k JOIN apis a ON a.id = k.api_id`;
+      FROM keys k JOIN apis a ON a.id = k.api_id LEFT JOIN key_last_used l ON l.key_id = k.id`;
   }
 }
 
