@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { type ErrorReason, ErrorReason as ErrorReasonEnum } from "@latchkey/proto/common/v1/common_pb";
