@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from "@clickhouse/client";
+import type { Migration } from "@latchkey/runtime";
 
 export interface ClickHouseMigration {
   /** Increasing version; append new ones, never edit an applied one. */
@@ -143,3 +144,52 @@ export async function migrateClickHouse(
   }
   return applied;
 }
+
+/**
+ * The analytics tables in PostgreSQL, for the all-in-one process without
+ * ClickHouse (its PGlite or DATABASE_URL): applied with
+ * migrate(sql, "analytics", analyticsPostgresMigrations) by
+ * createEmbeddedAnalyticsDeps. Time is bigint unix ms, as in every other
+ * context. The request id is the primary key, so an event inserted twice is
+ * stored once (ON CONFLICT DO NOTHING). No rollups: a query scans the
+ * workspace's time range through (workspace_id, time). Plain SQL that runs on
+ * PostgreSQL 15 and PGlite alike; append new versions, never edit one.
+ */
+export const analyticsPostgresMigrations: readonly Migration[] = [
+  {
+    version: 1,
+    name: "verifications and rate-limit checks",
+    sql: `
+CREATE TABLE analytics_key_verifications (
+  request_id text PRIMARY KEY,
+  time bigint NOT NULL,
+  workspace_id text NOT NULL,
+  api_id text NOT NULL,
+  key_id text NOT NULL,
+  identity_id text NOT NULL,
+  external_id text NOT NULL,
+  outcome text NOT NULL,
+  tags text[] NOT NULL,
+  spent_credits bigint NOT NULL,
+  latency double precision NOT NULL
+);
+CREATE INDEX analytics_key_verifications_workspace_time ON analytics_key_verifications (workspace_id, time);
+
+CREATE TABLE analytics_ratelimits (
+  request_id text PRIMARY KEY,
+  time bigint NOT NULL,
+  workspace_id text NOT NULL,
+  namespace_id text NOT NULL,
+  identifier text NOT NULL,
+  passed boolean NOT NULL,
+  "limit" bigint NOT NULL,
+  remaining bigint NOT NULL,
+  reset_at bigint NOT NULL,
+  cost bigint NOT NULL,
+  override_id text NOT NULL,
+  latency double precision NOT NULL
+);
+CREATE INDEX analytics_ratelimits_workspace_time ON analytics_ratelimits (workspace_id, time);
+`,
+  },
+];
