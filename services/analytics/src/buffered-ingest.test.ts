@@ -1,0 +1,233 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import type { Logger } from "@latchkey/runtime";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { BufferedIngest } from "./buffered-ingest.ts";
+import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
+import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
+
+/** Records each insert as [kind, request ids]; fails the next `failures` inserts; `hold` keeps inserts pending. */
+class FakeStore implements AnalyticsStore {
+  inserts: [string, string[]][] = [];
+  failures = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  private held: (() => void)[] = [];
+  hold = false;
+
+  insertVerifications(rows: readonly Verification[]) {
+    return this.insert("verifications", rows);
+  }
+  insertRatelimits(rows: readonly RatelimitCheck[]) {
+    return this.insert("ratelimits", rows);
+  }
+  async verifications() {
+    return [];
+  }
+  async ping() {
+    return true;
+  }
+  /** Lets the held inserts answer. */
+  release() {
+    for (const r of this.held.splice(0)) r();
+  }
+  /** Request ids stored, in order. */
+  stored(kind = "verifications") {
+    return this.inserts.filter(([k]) => k === kind).flatMap(([, ids]) => ids);
+  }
+
+  private async insert(kind: string, rows: readonly { requestId: string }[]): Promise<number> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.hold) await new Promise<void>((r) => this.held.push(r));
+      if (this.failures > 0) {
+        this.failures--;
+        throw new Error("connection refused");
+      }
+      this.inserts.push([kind, rows.map((r) => r.requestId)]);
+      return rows.length;
+    } finally {
+      this.inFlight--;
+    }
+  }
+}
+
+const errors: string[] = [];
+const log = {
+  error: (_fields: unknown, message: string) => {
+    errors.push(message);
+  },
+} as unknown as Logger;
+
+let n = 0;
+const verified = () => {
+  const requestId = `req_${++n}`;
+  return [
+    KEY_VERIFIED,
+    requestId,
+    toBinary(KeyVerifiedSchema, create(KeyVerifiedSchema, { requestId, workspaceId: "ws_1" })),
+  ] as const;
+};
+const checked = () => {
+  const requestId = `req_${++n}`;
+  return [
+    RATELIMIT_CHECKED,
+    requestId,
+    toBinary(RatelimitCheckedSchema, create(RatelimitCheckedSchema, { requestId, workspaceId: "ws_1" })),
+  ] as const;
+};
+const publishMany = (ingest: BufferedIngest, count: number) => {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const event = verified();
+    ingest.publish(...event);
+    ids.push(event[1]);
+  }
+  return ids;
+};
+const sizes = (store: FakeStore) => store.inserts.map(([kind, ids]) => `${kind} ${ids.length}`);
+
+let store: FakeStore;
+beforeEach(() => {
+  vi.useFakeTimers();
+  store = new FakeStore();
+  errors.length = 0;
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("BufferedIngest", () => {
+  it("writes the events of one interval in one insert per kind, 100 ms after the first", async () => {
+    const ingest = new BufferedIngest(store, log);
+    const ids = publishMany(ingest, 250);
+    const check = checked();
+    ingest.publish(...check);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(store.inserts).toEqual([]);
+    expect(ingest.stats()).toEqual({ buffered: 251, published: 0, dropped: 0 });
+
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sizes(store)).toEqual(["verifications 250", "ratelimits 1"]);
+    expect(store.stored()).toEqual(ids);
+    expect(store.stored("ratelimits")).toEqual([check[1]]);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 251, dropped: 0 });
+
+    // Nothing buffered, nothing written: no timer runs while idle.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(store.inserts).toHaveLength(2);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("writes at once when 1,000 rows wait, one insert in flight at a time, the rest at the interval", async () => {
+    const ingest = new BufferedIngest(store, log);
+    store.hold = true;
+    const ids = publishMany(ingest, 2_500);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.inFlight).toBe(1);
+
+    // However long the insert takes, the next waits for it.
+    await vi.advanceTimersByTimeAsync(500);
+    expect(store.inFlight).toBe(1);
+    store.hold = false;
+    store.release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sizes(store)).toEqual(["verifications 1000", "verifications 1000"]);
+
+    await vi.advanceTimersByTimeAsync(99);
+    expect(store.inserts).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sizes(store)).toEqual(["verifications 1000", "verifications 1000", "verifications 500"]);
+    expect(store.stored()).toEqual(ids);
+    expect(store.maxInFlight).toBe(1);
+  });
+
+  it("keeps the rows of a failed insert and writes them, with later events, after each retry interval", async () => {
+    const ingest = new BufferedIngest(store, log, { retryMs: 1_000 });
+    store.failures = 2;
+    const first = publishMany(ingest, 10);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(store.inserts).toEqual([]);
+    expect(errors).toEqual(["analytics batch not stored: kept for a retry"]);
+    const later = publishMany(ingest, 5);
+
+    await vi.advanceTimersByTimeAsync(999);
+    expect(errors).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(errors).toHaveLength(2);
+    expect(ingest.stats()).toEqual({ buffered: 15, published: 0, dropped: 0 });
+
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(store.stored()).toEqual([...first, ...later]);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 15, dropped: 0 });
+  });
+
+  it("tries a failing store once per retry interval however many events arrive meanwhile", async () => {
+    const ingest = new BufferedIngest(store, log, { batchSize: 10, retryMs: 1_000 });
+    store.failures = 1;
+    const first = publishMany(ingest, 10);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(errors).toHaveLength(1);
+    const later = publishMany(ingest, 50);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(errors).toHaveLength(1);
+    expect(store.inserts).toEqual([]);
+
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sizes(store)).toEqual(Array(6).fill("verifications 10"));
+    expect(store.stored()).toEqual([...first, ...later]);
+  });
+
+  it("drops, counts and logs the events past its bound while the store fails, and takes events again once written", async () => {
+    const ingest = new BufferedIngest(store, log, { maxBuffered: 5, retryMs: 1_000 });
+    store.failures = 1;
+    const kept = publishMany(ingest, 5);
+    publishMany(ingest, 3);
+    expect(ingest.stats()).toEqual({ buffered: 5, published: 0, dropped: 3 });
+    // Logged once, not once per event.
+    expect(errors).toEqual(["analytics buffer full: events dropped"]);
+
+    await vi.advanceTimersByTimeAsync(100 + 1_000);
+    expect(store.stored()).toEqual(kept);
+    const after = publishMany(ingest, 2);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(store.stored()).toEqual([...kept, ...after]);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 7, dropped: 3 });
+  });
+
+  it("writes what is buffered on close, before the interval, and drops (counted, logged) events published after", async () => {
+    const ingest = new BufferedIngest(store, log);
+    const ids = publishMany(ingest, 3);
+    await ingest.close();
+    expect(store.stored()).toEqual(ids);
+    expect(vi.getTimerCount()).toBe(0);
+
+    publishMany(ingest, 1);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 3, dropped: 1 });
+    expect(errors).toEqual(["analytics ingest closed: events dropped"]);
+  });
+
+  it("retries on close until its timeout, then counts and logs what it could not write", async () => {
+    const ingest = new BufferedIngest(store, log, { retryMs: 500 });
+    store.failures = Number.POSITIVE_INFINITY;
+    publishMany(ingest, 3);
+    const closing = ingest.close(2_000);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await closing;
+    expect(errors.filter((e) => e === "analytics batch not stored: kept for a retry")).toHaveLength(4);
+    expect(errors.at(-1)).toBe("analytics events not stored before shutdown: dropped");
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 0, dropped: 3 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("drops an undecodable event with a log line and ignores subjects it does not count", async () => {
+    const ingest = new BufferedIngest(store, log);
+    ingest.publish(KEY_VERIFIED, "req_bad", new Uint8Array([0xff, 0xff, 0xff]));
+    ingest.publish("events.something.else", "req_other", new Uint8Array());
+    expect(errors).toEqual(["undecodable event dropped"]);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 0, dropped: 0 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});

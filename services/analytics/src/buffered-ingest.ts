@@ -1,0 +1,187 @@
+import type { EventSink, EventSinkStats, Logger } from "@latchkey/runtime";
+import { decodeEvent } from "./events.ts";
+import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
+
+export interface BufferedIngestOptions {
+  /** Most rows of one kind per insert; a buffer this full is written at once, without waiting for the interval. */
+  batchSize?: number;
+  /** Longest a row waits in the buffer before its batch is written. */
+  intervalMs?: number;
+  /** Rows held, waiting or failing to be written; past it new events are dropped, counted and logged. */
+  maxBuffered?: number;
+  /** Wait before a failed insert is tried again. */
+  retryMs?: number;
+}
+
+/**
+ * The embedded default's events, from the services straight into the store
+ * without NATS: an EventSink whose publish decodes the event and appends the
+ * row to a buffer (never waiting, never throwing), written in batches (one
+ * statement per kind and batch, not one per event), every `intervalMs` or as
+ * soon as `batchSize` rows wait, one insert in flight at a time. A failed
+ * insert keeps its rows and is retried after `retryMs` (the store dedupes by
+ * request id, so a retry of an insert that did land counts nothing twice).
+ * The buffer is bounded: while it is full, new events are dropped, counted in
+ * stats() and logged. close() writes what is left.
+ */
+export class BufferedIngest implements EventSink {
+  private verifications: Verification[] = [];
+  private ratelimits: RatelimitCheck[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<boolean> | undefined;
+  private closed = false;
+  /** The last insert failed: only the retry timer (or flush) writes, not every event past a batch's size. */
+  private failing = false;
+  private stored = 0;
+  private dropped = 0;
+  private lastDropLog = Number.NEGATIVE_INFINITY;
+  private readonly batchSize: number;
+  private readonly intervalMs: number;
+  private readonly maxBuffered: number;
+  private readonly retryMs: number;
+
+  constructor(
+    private readonly store: AnalyticsStore,
+    private readonly log: Logger,
+    options: BufferedIngestOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 1_000;
+    this.intervalMs = options.intervalMs ?? 100;
+    this.maxBuffered = options.maxBuffered ?? 100_000;
+    this.retryMs = options.retryMs ?? 1_000;
+  }
+
+  publish(subject: string, id: string, data: Uint8Array): void {
+    let event: ReturnType<typeof decodeEvent>;
+    try {
+      event = decodeEvent(subject, id, data);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message, subject, id }, "undecodable event dropped");
+      return;
+    }
+    if (event.kind === "ignored") return;
+    if (this.closed || this.buffered() >= this.maxBuffered) {
+      this.drop(subject);
+      return;
+    }
+    if (event.kind === "verification") this.verifications.push(event.row);
+    else this.ratelimits.push(event.row);
+    // The running write looks at the buffer again when it ends; after a failure the retry timer does.
+    if (this.writing || this.failing) return;
+    if (this.buffered() >= this.batchSize) {
+      this.cancelTimer();
+      void this.write(false);
+    } else this.timer ??= this.arm(this.intervalMs);
+  }
+
+  /** Writes everything buffered now; resolves when the buffer is empty or `timeoutMs` passes. */
+  async flush(timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    this.cancelTimer();
+    while (this.buffered() > 0 && Date.now() < deadline) {
+      const ok = await (this.writing ?? this.write(true));
+      if (!ok) await sleep(Math.max(0, Math.min(this.retryMs, deadline - Date.now())));
+    }
+    if (!this.closed && this.buffered() > 0) this.timer ??= this.arm(this.retryMs);
+  }
+
+  /**
+   * Stops taking events and writes what is buffered, retrying failed inserts
+   * for up to `timeoutMs`; rows still unwritten then are counted as dropped and
+   * logged.
+   */
+  async close(timeoutMs = 5_000): Promise<void> {
+    this.closed = true;
+    await this.flush(timeoutMs);
+    this.cancelTimer();
+    const left = this.buffered();
+    if (left > 0) {
+      this.dropped += left;
+      this.verifications = [];
+      this.ratelimits = [];
+      this.log.error({ dropped: left }, "analytics events not stored before shutdown: dropped");
+    }
+  }
+
+  /** buffered: rows waiting; published: rows written to the store; dropped: events lost (also logged). */
+  stats(): EventSinkStats {
+    return { buffered: this.buffered(), published: this.stored, dropped: this.dropped };
+  }
+
+  private buffered(): number {
+    return this.verifications.length + this.ratelimits.length;
+  }
+
+  /**
+   * Writes one batch (what is buffered, up to batchSize of each kind), then
+   * more while a full one waits (or, with `drain`, until the buffer is empty);
+   * answers false when an insert failed. One at a time: a second
+   * call while one runs gets the running one.
+   */
+  private write(drain: boolean): Promise<boolean> {
+    this.writing ??= this.writeBatches(drain).finally(() => {
+      this.writing = undefined;
+    });
+    return this.writing;
+  }
+
+  private async writeBatches(drain: boolean): Promise<boolean> {
+    let ok = true;
+    do {
+      // Only the front of each buffer is written and then removed: events published meanwhile are
+      // appended behind it, and nothing is ever dropped from the front.
+      const verifications = this.verifications.slice(0, this.batchSize);
+      const ratelimits = this.ratelimits.slice(0, this.batchSize);
+      try {
+        if (verifications.length > 0) {
+          await this.store.insertVerifications(verifications);
+          this.verifications.splice(0, verifications.length);
+          this.stored += verifications.length;
+        }
+        if (ratelimits.length > 0) {
+          await this.store.insertRatelimits(ratelimits);
+          this.ratelimits.splice(0, ratelimits.length);
+          this.stored += ratelimits.length;
+        }
+      } catch (err) {
+        this.log.error(
+          { err, buffered: this.buffered(), retryInMs: this.retryMs },
+          "analytics batch not stored: kept for a retry",
+        );
+        ok = false;
+      }
+      this.failing = !ok;
+    } while (ok && this.buffered() > 0 && (drain || this.buffered() >= this.batchSize));
+    // Rows left (fewer than a batch, or a failed one) wait for the next interval or the retry.
+    if (!this.closed && this.buffered() > 0) this.timer ??= this.arm(ok ? this.intervalMs : this.retryMs);
+    return ok;
+  }
+
+  private arm(ms: number): NodeJS.Timeout {
+    const timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.write(false);
+    }, ms);
+    timer.unref();
+    return timer;
+  }
+
+  private cancelTimer() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private drop(subject: string) {
+    this.dropped++;
+    const now = Date.now();
+    if (now - this.lastDropLog > 5_000) {
+      this.lastDropLog = now;
+      this.log.error(
+        { dropped: this.dropped, buffered: this.buffered(), subject, closed: this.closed },
+        this.closed ? "analytics ingest closed: events dropped" : "analytics buffer full: events dropped",
+      );
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
