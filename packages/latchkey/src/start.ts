@@ -5,6 +5,7 @@ import {
   analyticsRoutes,
   createAnalyticsDeps,
   createEmbeddedAnalyticsDeps,
+  type EmbeddedAnalyticsDeps,
   migrateClickHouse,
   openClickHouse,
   startConsumer,
@@ -16,7 +17,6 @@ import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import {
   type Bus,
   createLogger,
-  DirectEventSink,
   type EventSink,
   ensureEventsStream,
   env,
@@ -31,8 +31,8 @@ import { dataDir, openDatabase } from "./database.ts";
 
 /**
  * `pnpm start`: the gateway and every service in one process. With no
- * configuration it keeps its data in embedded PostgreSQL under DATA_DIR and
- * its analytics in memory; with DATABASE_URL, NATS_URL and CLICKHOUSE_URL it
+ * configuration it keeps its data, analytics included, in embedded PostgreSQL
+ * under DATA_DIR; with DATABASE_URL, NATS_URL and CLICKHOUSE_URL it
  * uses those servers. Services call each other through localTransport: the
  * same routes as the separate processes, as function calls (no network hop,
  * no serialisation).
@@ -51,7 +51,7 @@ async function main() {
   // Analytics: JetStream into ClickHouse when both are configured, else in this process.
   const closers: (() => Promise<void>)[] = [];
   let events: EventSink;
-  let analytics: ReturnType<typeof createEmbeddedAnalyticsDeps> | ReturnType<typeof createAnalyticsDeps>;
+  let analytics: EmbeddedAnalyticsDeps | ReturnType<typeof createAnalyticsDeps>;
   if (nats && clickhouseUrl) {
     const { client } = await openClickHouse(clickhouseUrl);
     await migrateClickHouse(client);
@@ -71,9 +71,15 @@ async function main() {
       await client.close();
     });
   } else {
-    const embedded = createEmbeddedAnalyticsDeps({ log: log.child({ service: "analytics" }) });
+    // Kept in this process's database (PGlite, or DATABASE_URL), so they survive a restart like the keys.
+    const embedded = await createEmbeddedAnalyticsDeps({
+      log: log.child({ service: "analytics" }),
+      sql: db.sql,
+    });
     analytics = embedded;
-    events = new DirectEventSink(embedded.ingest);
+    events = embedded.events;
+    // Runs after the server has closed (no more events) and before the database closes: writes the buffer.
+    closers.push(() => embedded.close());
   }
 
   const ratelimit = createRatelimitDeps({

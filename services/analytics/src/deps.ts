@@ -1,13 +1,24 @@
 import type { ClickHouseClient } from "@clickhouse/client";
-import { createLogger, type Logger } from "@latchkey/runtime";
+import {
+  createLogger,
+  DirectEventSink,
+  type EventSink,
+  type Logger,
+  migrate,
+  type Sql,
+  watchEventSink,
+} from "@latchkey/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { BufferedIngest, type BufferedIngestOptions } from "./buffered-ingest.ts";
 import { decodeEvent } from "./events.ts";
+import { analyticsPostgresMigrations } from "./migrations.ts";
 import type { AnalyticsStore } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
+import { PostgresAnalyticsStore } from "./store/postgres-analytics-store.ts";
 
 export interface AnalyticsDeps {
-  /** Where verifications are counted: ClickHouse, or memory in the embedded default and unit tests. */
+  /** Where verifications are counted: ClickHouse; PostgreSQL in the embedded default; memory in unit tests. */
   store: AnalyticsStore;
   /** Readiness: the store answers and, where events come through NATS, NATS is connected. */
   ready(): Promise<boolean>;
@@ -40,20 +51,62 @@ export function createMemoryAnalyticsDeps(
 
 export type Ingest = (subject: string, id: string, data: Uint8Array) => void;
 
-/**
- * The embedded default: one process, no ClickHouse and no NATS. Events come
- * from a DirectEventSink straight to `ingest` and are kept in memory (bounded
- * by `maxRows`; lost on restart). `store` may be any AnalyticsStore instead.
- */
-export function createEmbeddedAnalyticsDeps(
-  options: { log?: Logger; store?: AnalyticsStore; maxRows?: number } = {},
-): AnalyticsDeps & { ingest: Ingest } {
-  const log = options.log ?? createLogger("analytics");
-  const store = options.store ?? new MemoryAnalyticsStore(options.maxRows ?? 500_000);
-  return { store, log, ready: () => store.ping(), ingest: ingestInto(store, log) };
+export interface EmbeddedAnalyticsDeps extends AnalyticsDeps {
+  /** Where the services publish their events (no NATS): the buffered writer into PostgreSQL, or memory. */
+  events: EventSink;
+  /** The same entry point as a function: `events.publish`. */
+  ingest: Ingest;
+  /** Writes what is still buffered; call it before the database closes. */
+  close(): Promise<void>;
 }
 
-/** Decodes an event and stores it off the caller's path; never throws to the publisher. */
+/**
+ * The embedded default: one process, no ClickHouse and no NATS; events come
+ * from the services straight to `events`. With `sql` (the process's own
+ * database: PGlite, or DATABASE_URL) they are kept in PostgreSQL, so they
+ * survive a restart: the analytics migration is applied, and events are
+ * buffered and written in batches (BufferedIngest; `close()` writes the rest).
+ * Without it they are kept in memory (bounded by `maxRows`, lost on restart),
+ * each stored as it arrives: unit tests use that, and `store` may replace the
+ * memory store there.
+ */
+export async function createEmbeddedAnalyticsDeps(
+  options: {
+    log?: Logger;
+    sql?: Sql;
+    store?: AnalyticsStore;
+    maxRows?: number;
+    batching?: BufferedIngestOptions;
+  } = {},
+): Promise<EmbeddedAnalyticsDeps> {
+  const log = options.log ?? createLogger("analytics");
+  if (options.sql) {
+    await migrate(options.sql, "analytics", analyticsPostgresMigrations);
+    const store = new PostgresAnalyticsStore(options.sql);
+    const buffer = new BufferedIngest(store, log, options.batching);
+    watchEventSink(buffer);
+    return {
+      store,
+      log,
+      ready: () => store.ping(),
+      events: buffer,
+      ingest: (subject, id, data) => buffer.publish(subject, id, data),
+      close: () => buffer.close(),
+    };
+  }
+  const store = options.store ?? new MemoryAnalyticsStore(options.maxRows ?? 500_000);
+  const ingest = ingestInto(store, log);
+  return {
+    store,
+    log,
+    ready: () => store.ping(),
+    events: new DirectEventSink(ingest),
+    ingest,
+    close: async () => {},
+  };
+}
+
+/** Decodes an event and stores it off the caller's path, one insert per event; never throws to the publisher. */
 export function ingestInto(store: AnalyticsStore, log: Logger): Ingest {
   return (subject, id, data) => {
     let stored: Promise<number> | undefined;

@@ -13,10 +13,10 @@ import { callerOf } from "./test-kit.ts";
 
 const T = Date.UTC(2026, 0, 15, 12);
 
-describe("the embedded default (one process, no ClickHouse, no NATS)", () => {
+describe("the embedded default without a database (memory: one process, no ClickHouse, no NATS)", () => {
   it("counts verifications delivered through a DirectEventSink, once per request id", async () => {
     const store = new MemoryAnalyticsStore();
-    const deps = createEmbeddedAnalyticsDeps({ store, log: createLogger("analytics", "silent") });
+    const deps = await createEmbeddedAnalyticsDeps({ store, log: createLogger("analytics", "silent") });
     const sink = new DirectEventSink(deps.ingest);
     const event = (requestId: string, outcome: string) =>
       toBinary(

@@ -1,0 +1,70 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
+import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { createLogger } from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEmbeddedAnalyticsDeps } from "./deps.ts";
+import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
+import { analyticsRoutes } from "./routes.ts";
+import { callerOf } from "./test-kit.ts";
+
+const T = Date.UTC(2026, 0, 15, 12);
+const log = createLogger("analytics", "silent");
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const verified = (requestId: string, outcome: string) =>
+  toBinary(
+    KeyVerifiedSchema,
+    create(KeyVerifiedSchema, { requestId, time: BigInt(T), workspaceId: "ws_1", apiId: "api_1", outcome }),
+  );
+
+describe("the embedded default on the process's PostgreSQL", () => {
+  it("keeps what was published across a restart: written on close, counted by the next process", async () => {
+    const first = await createEmbeddedAnalyticsDeps({ sql: db.sql, log, batching: { intervalMs: 60_000 } });
+    first.events.publish(KEY_VERIFIED, "req_1", verified("req_1", "VALID"));
+    first.events.publish(KEY_VERIFIED, "req_2", verified("req_2", "EXPIRED"));
+    first.events.publish(KEY_VERIFIED, "req_2", verified("req_2", "EXPIRED"));
+    first.ingest(
+      RATELIMIT_CHECKED,
+      "req_3",
+      toBinary(
+        RatelimitCheckedSchema,
+        create(RatelimitCheckedSchema, { requestId: "req_3", workspaceId: "ws_1" }),
+      ),
+    );
+    // The interval is a minute away: only close writes them.
+    expect(first.events.stats()).toMatchObject({ buffered: 4, published: 0 });
+    await first.close();
+    expect(first.events.stats()).toEqual({ buffered: 0, published: 4, dropped: 0 });
+
+    // A second start applies no migration twice and reads what the first wrote.
+    const second = await createEmbeddedAnalyticsDeps({ sql: db.sql, log });
+    const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(second)));
+    const { buckets } = await client.getVerifications({
+      caller: callerOf("ws_1", "*"),
+      start: BigInt(T - 1),
+      end: BigInt(T + 1),
+      groupBy: GroupBy.OUTCOME,
+    });
+    expect(buckets.map((b) => [b.group, b.total])).toEqual([
+      ["EXPIRED", 1n],
+      ["VALID", 1n],
+    ]);
+    expect(await db.sql`SELECT request_id FROM analytics_ratelimits`).toEqual([{ request_id: "req_3" }]);
+    expect(await db.sql`SELECT version FROM schema_migrations WHERE scope = 'analytics'`).toEqual([
+      { version: 1 },
+    ]);
+    expect(await second.ready()).toBe(true);
+    await second.close();
+  });
+});
