@@ -11,6 +11,7 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
+import { keysCodecs } from "@latchkey/runtime/wire/keys-codecs";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { ensureRootKey } from "./admin.ts";
 import { createKeysDeps } from "./deps.ts";
@@ -72,12 +73,19 @@ const deps = createKeysDeps({
 });
 // Due refills every minute, applied by one instance at a time (advisory lock).
 const stopRefills = startRefills(sql, { clock: deps.clock, log });
-const server = await serveRpc(keysRoutes(deps), env.int("PORT", 7071), {
-  ready: async () => {
-    await sql`SELECT 1`;
-    return true;
+const server = await serveRpc(
+  keysRoutes(deps),
+  env.int("PORT", 7071),
+  {
+    ready: async () => {
+      await sql`SELECT 1`;
+      return true;
+    },
   },
-});
+  undefined,
+  // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: batch-wire.ts).
+  { codecs: keysCodecs },
+);
 log.info({ port: server.port, nats: Boolean(natsUrl) }, "keys service listening");
 
 let stopping = false;

@@ -1,4 +1,4 @@
-import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   type CheckNamedLimitsRequest,
@@ -21,7 +21,7 @@ import {
   type NamedLimitGroupResult,
   type NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { UNHANDLED, WireReader } from "./reader.ts";
+import { readCaller, readOr, UNHANDLED, WireReader } from "./reader.ts";
 import { WireWriter } from "./writer.ts";
 
 /**
@@ -74,20 +74,6 @@ const T5_VARINT = 40;
 const T7_LEN = 58;
 const T2_VARINT = 16;
 const T6_VARINT = 48;
-
-/** `read`'s message, or fromBinary's where it throws UNHANDLED, so every input gets fromBinary's answer or error. */
-function readOr<S extends DescMessage>(
-  schema: S,
-  bytes: Uint8Array,
-  read: (bytes: Uint8Array) => MessageShape<S>,
-): MessageShape<S> {
-  try {
-    return read(bytes);
-  } catch (err) {
-    if (err !== UNHANDLED) throw err;
-    return fromBinary(schema, bytes);
-  }
-}
 
 export function decodeCheckNamedLimitsRequest(bytes: Uint8Array): CheckNamedLimitsRequest {
   return readOr(CheckNamedLimitsRequestSchema, bytes, readCheckNamedLimitsRequest);
@@ -153,19 +139,6 @@ export function readLimitBatchRequest(bytes: Uint8Array): LimitBatchRequest {
     else r.unhandled();
   }
   return { $typeName: "ratelimit.v1.LimitBatchRequest", callers, items };
-}
-
-function readCaller(r: WireReader, end: number): Caller {
-  const caller: Caller = { $typeName: "common.v1.Caller", workspaceId: "", rootKeyId: "", permissions: [] };
-  while (r.pos < end) {
-    const tag = r.uint32();
-    if (tag === T1_LEN) caller.workspaceId = r.string(end);
-    else if (tag === T2_LEN) caller.rootKeyId = r.string(end);
-    else if (tag === T3_LEN) caller.permissions.push(r.string(end));
-    else r.unhandled();
-  }
-  r.close(end);
-  return caller;
 }
 
 function readLimitBatchItem(r: WireReader, end: number): LimitBatchItem {

@@ -1,3 +1,6 @@
+import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+
 /**
  * Thrown by WireReader, and by the decoders built on it, at anything they
  * leave to protobuf-es: unknown fields, unexpected wire types, a message field
@@ -102,4 +105,33 @@ export class WireReader {
   unhandled(): never {
     throw UNHANDLED;
   }
+}
+
+/** `read`'s message, or fromBinary's where it throws UNHANDLED, so every input gets fromBinary's answer or error. */
+export function readOr<S extends DescMessage>(
+  schema: S,
+  bytes: Uint8Array,
+  read: (bytes: Uint8Array) => MessageShape<S>,
+): MessageShape<S> {
+  try {
+    return read(bytes);
+  } catch (err) {
+    if (err !== UNHANDLED) throw err;
+    return fromBinary(schema, bytes);
+  }
+}
+
+/** common.v1.Caller, the first field of every batch request. */
+export function readCaller(r: WireReader, end: number): Caller {
+  const caller: Caller = { $typeName: "common.v1.Caller", workspaceId: "", rootKeyId: "", permissions: [] };
+  while (r.pos < end) {
+    const tag = r.uint32();
+    // Tags 10, 18, 26: fields 1, 2, 3, length-delimited.
+    if (tag === 10) caller.workspaceId = r.string(end);
+    else if (tag === 18) caller.rootKeyId = r.string(end);
+    else if (tag === 26) caller.permissions.push(r.string(end));
+    else r.unhandled();
+  }
+  r.close(end);
+  return caller;
 }
