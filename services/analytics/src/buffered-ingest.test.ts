@@ -7,20 +7,29 @@ import { BufferedIngest } from "./buffered-ingest.ts";
 import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
-/** Records each insert as [kind, request ids]; fails the next `failures` inserts; `hold` keeps inserts pending. */
+/**
+ * Records each insert stored as [kind, request ids] and every call, stored or
+ * not, as an attempt; fails the next `failures` inserts, and stores the next
+ * `lostAnswers` but throws as if their answer were lost; `hold` keeps inserts
+ * pending. Like PostgresAnalyticsStore it skips a batch id (per kind) it has
+ * stored.
+ */
 class FakeStore implements AnalyticsStore {
   inserts: [string, string[]][] = [];
+  attempts: { kind: string; requestIds: string[]; batchId: string | undefined }[] = [];
   failures = 0;
+  lostAnswers = 0;
+  private batchIds = new Set<string>();
   inFlight = 0;
   maxInFlight = 0;
   private held: (() => void)[] = [];
   hold = false;
 
-  insertVerifications(rows: readonly Verification[]) {
-    return this.insert("verifications", rows);
+  insertVerifications(rows: readonly Verification[], batchId?: string) {
+    return this.insert("verifications", rows, batchId);
   }
-  insertRatelimits(rows: readonly RatelimitCheck[]) {
-    return this.insert("ratelimits", rows);
+  insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string) {
+    return this.insert("ratelimits", rows, batchId);
   }
   async verifications() {
     return [];
@@ -37,16 +46,29 @@ class FakeStore implements AnalyticsStore {
     return this.inserts.filter(([k]) => k === kind).flatMap(([, ids]) => ids);
   }
 
-  private async insert(kind: string, rows: readonly { requestId: string }[]): Promise<number> {
+  private async insert(
+    kind: string,
+    rows: readonly { requestId: string }[],
+    batchId: string | undefined,
+  ): Promise<number> {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
+      this.attempts.push({ kind, requestIds: rows.map((r) => r.requestId), batchId });
       if (this.hold) await new Promise<void>((r) => this.held.push(r));
       if (this.failures > 0) {
         this.failures--;
         throw new Error("connection refused");
       }
+      if (batchId !== undefined) {
+        if (this.batchIds.has(`${kind}:${batchId}`)) return 0;
+        this.batchIds.add(`${kind}:${batchId}`);
+      }
       this.inserts.push([kind, rows.map((r) => r.requestId)]);
+      if (this.lostAnswers > 0) {
+        this.lostAnswers--;
+        throw new Error("connection reset");
+      }
       return rows.length;
     } finally {
       this.inFlight--;
@@ -144,24 +166,68 @@ describe("BufferedIngest", () => {
     expect(store.maxInFlight).toBe(1);
   });
 
-  it("keeps the rows of a failed insert and writes them, with later events, after each retry interval", async () => {
+  it("retries a failed batch after each retry interval as the same rows under the same id", async () => {
     const ingest = new BufferedIngest(store, log, { retryMs: 1_000 });
     store.failures = 2;
     const first = publishMany(ingest, 10);
+    const check = checked();
+    ingest.publish(...check);
     await vi.advanceTimersByTimeAsync(100);
     expect(store.inserts).toEqual([]);
     expect(errors).toEqual(["analytics batch not stored: kept for a retry"]);
-    const later = publishMany(ingest, 5);
 
     await vi.advanceTimersByTimeAsync(999);
     expect(errors).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(1);
     expect(errors).toHaveLength(2);
-    expect(ingest.stats()).toEqual({ buffered: 15, published: 0, dropped: 0 });
+    expect(ingest.stats()).toEqual({ buffered: 11, published: 0, dropped: 0 });
 
     await vi.advanceTimersByTimeAsync(1_000);
+    expect(store.stored()).toEqual(first);
+    expect(store.stored("ratelimits")).toEqual([check[1]]);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 11, dropped: 0 });
+    const [attempt, ...retries] = store.attempts.filter((a) => a.kind === "verifications");
+    expect(attempt).toEqual({ kind: "verifications", requestIds: first, batchId: expect.any(String) });
+    expect(retries).toEqual([attempt, attempt]);
+    // One batch: its rate-limit checks carry its id too (the store keeps ids per kind).
+    expect(store.attempts.at(-1)).toEqual({
+      kind: "ratelimits",
+      requestIds: [check[1]],
+      batchId: attempt?.batchId,
+    });
+  });
+
+  it("does not merge events published during a failure into the retried batch: they follow in a batch of their own", async () => {
+    const ingest = new BufferedIngest(store, log, { retryMs: 1_000 });
+    store.failures = 1;
+    const first = publishMany(ingest, 10);
+    await vi.advanceTimersByTimeAsync(100);
+    const later = publishMany(ingest, 5);
+
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(store.attempts.map((a) => a.requestIds)).toEqual([first, first]);
+    expect(ingest.stats()).toEqual({ buffered: 5, published: 10, dropped: 0 });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(store.attempts.map((a) => a.requestIds)).toEqual([first, first, later]);
+    const ids = store.attempts.map((a) => a.batchId);
+    expect(ids[0]).toBe(ids[1]);
+    expect(ids[2]).not.toBe(ids[0]);
     expect(store.stored()).toEqual([...first, ...later]);
-    expect(ingest.stats()).toEqual({ buffered: 0, published: 15, dropped: 0 });
+  });
+
+  it("counts a batch once when its insert landed but the answer was lost: the retry repeats its id", async () => {
+    const ingest = new BufferedIngest(store, log, { retryMs: 1_000 });
+    store.lostAnswers = 1;
+    const ids = publishMany(ingest, 10);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(errors).toEqual(["analytics batch not stored: kept for a retry"]);
+    expect(store.stored()).toEqual(ids);
+
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(store.attempts).toHaveLength(2);
+    expect(store.attempts[1]).toEqual(store.attempts[0]);
+    expect(store.stored()).toEqual(ids);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 10, dropped: 0 });
   });
 
   it("tries a failing store once per retry interval however many events arrive meanwhile", async () => {

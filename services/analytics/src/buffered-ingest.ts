@@ -1,4 +1,4 @@
-import type { EventSink, EventSinkStats, Logger } from "@latchkey/runtime";
+import { type EventSink, type EventSinkStats, type Logger, newId } from "@latchkey/runtime";
 import { decodeEvent } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
@@ -13,20 +13,37 @@ export interface BufferedIngestOptions {
   retryMs?: number;
 }
 
+/** Rows cut from the front of the buffers and written together under one id, retried as they are. */
+interface Batch {
+  id: string;
+  verifications: Verification[];
+  ratelimits: RatelimitCheck[];
+}
+
 /**
  * The embedded default's events, from the services straight into the store
  * without NATS: an EventSink whose publish decodes the event and appends the
  * row to a buffer (never waiting, never throwing), written in batches (one
  * statement per kind and batch, not one per event), every `intervalMs` or as
- * soon as `batchSize` rows wait, one insert in flight at a time. A failed
- * insert keeps its rows and is retried after `retryMs` (the store dedupes by
- * request id, so a retry of an insert that did land counts nothing twice).
+ * soon as `batchSize` rows wait, one insert in flight at a time.
+ *
+ * Each batch is cut from the front of the buffers once, with an id of its own,
+ * and a failed insert retries exactly that batch, same rows and same id, every
+ * `retryMs` until it is stored; events published meanwhile wait behind it and
+ * go into later batches. The store skips a batch id it has stored, so a retry
+ * of an insert that landed but whose answer was lost counts nothing twice:
+ * events come in process and once each, so that retry is the only repeat.
  * The buffer is bounded: while it is full, new events are dropped, counted in
  * stats() and logged. close() writes what is left.
  */
 export class BufferedIngest implements EventSink {
   private verifications: Verification[] = [];
   private ratelimits: RatelimitCheck[] = [];
+  /** The batch being written, or failed and waiting for its retry. */
+  private batch: Batch | undefined;
+  /** Batch ids are this process's prefix and a counter: unique without a lookup. */
+  private readonly batchPrefix = newId("anb");
+  private batches = 0;
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<boolean> | undefined;
   private closed = false;
@@ -97,6 +114,7 @@ export class BufferedIngest implements EventSink {
     const left = this.buffered();
     if (left > 0) {
       this.dropped += left;
+      this.batch = undefined;
       this.verifications = [];
       this.ratelimits = [];
       this.log.error({ dropped: left }, "analytics events not stored before shutdown: dropped");
@@ -109,14 +127,15 @@ export class BufferedIngest implements EventSink {
   }
 
   private buffered(): number {
-    return this.verifications.length + this.ratelimits.length;
+    const batch = this.batch ? this.batch.verifications.length + this.batch.ratelimits.length : 0;
+    return batch + this.verifications.length + this.ratelimits.length;
   }
 
   /**
-   * Writes one batch (what is buffered, up to batchSize of each kind), then
-   * more while a full one waits (or, with `drain`, until the buffer is empty);
-   * answers false when an insert failed. One at a time: a second
-   * call while one runs gets the running one.
+   * Writes one batch (the failed one again, else what is buffered, up to
+   * batchSize of each kind), then more while a full one waits (or, with
+   * `drain`, until the buffer is empty); answers false when an insert failed.
+   * One at a time: a second call while one runs gets the running one.
    */
   private write(drain: boolean): Promise<boolean> {
     this.writing ??= this.writeBatches(drain).finally(() => {
@@ -128,21 +147,22 @@ export class BufferedIngest implements EventSink {
   private async writeBatches(drain: boolean): Promise<boolean> {
     let ok = true;
     do {
-      // Only the front of each buffer is written and then removed: events published meanwhile are
-      // appended behind it, and nothing is ever dropped from the front.
-      const verifications = this.verifications.slice(0, this.batchSize);
-      const ratelimits = this.ratelimits.slice(0, this.batchSize);
+      // Events published meanwhile are appended to the buffers, never to the batch: a retry is the same
+      // rows under the same id, which is what lets the store recognise it.
+      this.batch ??= this.cut();
+      const batch = this.batch;
       try {
-        if (verifications.length > 0) {
-          await this.store.insertVerifications(verifications);
-          this.verifications.splice(0, verifications.length);
-          this.stored += verifications.length;
+        if (batch.verifications.length > 0) {
+          await this.store.insertVerifications(batch.verifications, batch.id);
+          this.stored += batch.verifications.length;
+          batch.verifications = [];
         }
-        if (ratelimits.length > 0) {
-          await this.store.insertRatelimits(ratelimits);
-          this.ratelimits.splice(0, ratelimits.length);
-          this.stored += ratelimits.length;
+        if (batch.ratelimits.length > 0) {
+          await this.store.insertRatelimits(batch.ratelimits, batch.id);
+          this.stored += batch.ratelimits.length;
+          batch.ratelimits = [];
         }
+        this.batch = undefined;
       } catch (err) {
         this.log.error(
           { err, buffered: this.buffered(), retryInMs: this.retryMs },
@@ -155,6 +175,15 @@ export class BufferedIngest implements EventSink {
     // Rows left (fewer than a batch, or a failed one) wait for the next interval or the retry.
     if (!this.closed && this.buffered() > 0) this.timer ??= this.arm(ok ? this.intervalMs : this.retryMs);
     return ok;
+  }
+
+  /** The next batch: the front of each buffer, taken out of it. */
+  private cut(): Batch {
+    return {
+      id: `${this.batchPrefix}:${++this.batches}`,
+      verifications: this.verifications.splice(0, this.batchSize),
+      ratelimits: this.ratelimits.splice(0, this.batchSize),
+    };
   }
 
   private arm(ms: number): NodeJS.Timeout {

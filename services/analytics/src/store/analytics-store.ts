@@ -80,10 +80,16 @@ export interface CheckedRawQuery {
  * analytics-store.contract.ts.
  */
 export interface AnalyticsStore {
-  /** Stores the verifications not stored yet (by requestId); answers how many were new. */
-  insertVerifications(rows: readonly Verification[]): Promise<number>;
-  /** Stores the rate-limit checks not stored yet (by requestId); answers how many were new. */
-  insertRatelimits(rows: readonly RatelimitCheck[]): Promise<number>;
+  /**
+   * Stores the verifications not stored yet (by requestId); answers how many
+   * were new. `batchId` names the call's rows as one batch, which a retry
+   * repeats with the same rows and id (BufferedIngest); these stores dedupe by
+   * request id and ignore it. A batch id is per kind: the verifications and the
+   * rate-limit checks of one batch may share it.
+   */
+  insertVerifications(rows: readonly Verification[], batchId?: string): Promise<number>;
+  /** Stores the rate-limit checks not stored yet (by requestId); answers how many were new. `batchId` as above. */
+  insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string): Promise<number>;
   /** Counts per bucket, group and outcome; buckets without verifications are absent. */
   verifications(query: VerificationQuery): Promise<VerificationCount[]>;
   /** Runs a checked raw query; undefined when this store cannot run SQL. */
