@@ -150,18 +150,28 @@ export async function migrateClickHouse(
  * ClickHouse (its PGlite or DATABASE_URL): applied with
  * migrate(sql, "analytics", analyticsPostgresMigrations) by
  * createEmbeddedAnalyticsDeps. Time is bigint unix ms, as in every other
- * context. The request id is the primary key, so an event inserted twice is
- * stored once (ON CONFLICT DO NOTHING). No rollups: a query scans the
- * workspace's time range through (workspace_id, time). Plain SQL that runs on
- * PostgreSQL 15 and PGlite alike; append new versions, never edit one.
+ * context. Plain SQL that runs on PostgreSQL 15 and PGlite alike; append new
+ * versions, never edit a released one.
+ *
+ * - analytics_key_verifications_per_ms: verifications rolled up per
+ *   millisecond: one row per (time, workspace, api, key, identity, external
+ *   id, outcome, tag set) and write, with `count` and the summed credits.
+ *   Queries take [start, end) in ms, so summing these rows answers them
+ *   exactly. Tags are stored sorted and without repeats. No request id and no
+ *   latency: nothing reads them here (rawQuery is unsupported), and a primary
+ *   key on a random request id was the costliest part of each write.
+ * - analytics_ratelimits: one row per check; request_id is kept but not a key.
+ * - analytics_batches: the id of every batch written (PostgresAnalyticsStore
+ *   inserts it in the rows' transaction and skips a batch whose id is there),
+ *   which is how a retried write counts nothing twice; `at` (unix ms) lets old
+ *   ids be pruned.
  */
 export const analyticsPostgresMigrations: readonly Migration[] = [
   {
     version: 1,
-    name: "verifications and rate-limit checks",
+    name: "verifications per ms, rate-limit checks, batches",
     sql: `
-CREATE TABLE analytics_key_verifications (
-  request_id text PRIMARY KEY,
+CREATE TABLE analytics_key_verifications_per_ms (
   time bigint NOT NULL,
   workspace_id text NOT NULL,
   api_id text NOT NULL,
@@ -170,13 +180,14 @@ CREATE TABLE analytics_key_verifications (
   external_id text NOT NULL,
   outcome text NOT NULL,
   tags text[] NOT NULL,
-  spent_credits bigint NOT NULL,
-  latency double precision NOT NULL
+  count bigint NOT NULL,
+  spent_credits bigint NOT NULL
 );
-CREATE INDEX analytics_key_verifications_workspace_time ON analytics_key_verifications (workspace_id, time);
+CREATE INDEX analytics_key_verifications_per_ms_workspace_time
+  ON analytics_key_verifications_per_ms (workspace_id, time);
 
 CREATE TABLE analytics_ratelimits (
-  request_id text PRIMARY KEY,
+  request_id text NOT NULL,
   time bigint NOT NULL,
   workspace_id text NOT NULL,
   namespace_id text NOT NULL,
@@ -190,6 +201,12 @@ CREATE TABLE analytics_ratelimits (
   latency double precision NOT NULL
 );
 CREATE INDEX analytics_ratelimits_workspace_time ON analytics_ratelimits (workspace_id, time);
+
+CREATE TABLE analytics_batches (
+  id text PRIMARY KEY,
+  at bigint NOT NULL
+);
+CREATE INDEX analytics_batches_at ON analytics_batches (at);
 `,
   },
 ];

@@ -75,10 +75,17 @@ export function table(rows: VerificationCount[]): string[] {
 const total = (rows: VerificationCount[]) => rows.reduce((n, r) => n + r.count, 0);
 
 /**
- * What every AnalyticsStore must do; run by memory-analytics-store.test.ts and
- * clickhouse-analytics-store.int.test.ts. `open` gives an empty store.
+ * What every AnalyticsStore must do; run by memory-analytics-store.test.ts,
+ * clickhouse-analytics-store.int.test.ts and postgres-analytics-store.int.test.ts.
+ * `open` gives an empty store; `dedupe` says how it counts events once across
+ * calls (AnalyticsStore): the request-id tests run only for stores that look
+ * request ids up across calls, the batch tests for every store.
  */
-export function analyticsStoreContract(name: string, open: () => Promise<AnalyticsStore>) {
+export function analyticsStoreContract(
+  name: string,
+  open: () => Promise<AnalyticsStore>,
+  { dedupe }: { dedupe: "requestId" | "batch" },
+) {
   describe(`${name} (AnalyticsStore contract)`, () => {
     let store: AnalyticsStore;
     beforeEach(async () => {
@@ -103,16 +110,43 @@ export function analyticsStoreContract(name: string, open: () => Promise<Analyti
       );
     });
 
-    it("counts an event once however often it is inserted, and answers how many were new", async () => {
+    it("counts a batch once however often it is inserted with its id, each other batch too, and answers how many were new", async () => {
       const a = verification();
       const b = verification();
-      expect(await store.insertVerifications([a, a, b])).toBe(2);
-      expect(await store.insertVerifications([a, b])).toBe(0);
-      expect(await store.insertVerifications([b, verification()])).toBe(1);
-      expect(total(await store.verifications(query()))).toBe(3);
-      expect(total(await store.verifications(query({ granularity: "hour" })))).toBe(3);
-      expect(total(await store.verifications(query({ granularity: "month" })))).toBe(3);
+      expect(await store.insertVerifications([a, a, b], "batch_1")).toBe(2);
+      expect(await store.insertVerifications([a, a, b], "batch_1")).toBe(0);
+      expect(await store.insertVerifications([verification(), verification()], "batch_2")).toBe(2);
+      expect(await store.insertVerifications([verification()], "batch_3")).toBe(1);
+      expect(total(await store.verifications(query()))).toBe(5);
+      expect(total(await store.verifications(query({ granularity: "hour" })))).toBe(5);
+      expect(total(await store.verifications(query({ granularity: "month" })))).toBe(5);
     });
+
+    it("keeps rate-limit checks once per request id in a call and once per batch id, which verifications may share", async () => {
+      await store.insertVerifications([verification()], "batch_1");
+      const c = ratelimitCheck();
+      const batch = [c, c, ratelimitCheck({ passed: false })];
+      expect(await store.insertRatelimits(batch, "batch_1")).toBe(2);
+      expect(await store.insertRatelimits(batch, "batch_1")).toBe(0);
+      expect(await store.insertRatelimits([ratelimitCheck()], "batch_2")).toBe(1);
+    });
+
+    if (dedupe === "requestId") {
+      it("counts an event once however often it is inserted, in any batch or none", async () => {
+        const a = verification();
+        const b = verification();
+        expect(await store.insertVerifications([a, a, b])).toBe(2);
+        expect(await store.insertVerifications([a, b])).toBe(0);
+        expect(await store.insertVerifications([b, verification()], "batch_1")).toBe(1);
+        expect(total(await store.verifications(query()))).toBe(3);
+      });
+
+      it("keeps rate-limit checks once per request id across calls", async () => {
+        const c = ratelimitCheck();
+        expect(await store.insertRatelimits([c, c, ratelimitCheck({ passed: false })])).toBe(2);
+        expect(await store.insertRatelimits([c])).toBe(0);
+      });
+    }
 
     it("counts nothing of another workspace", async () => {
       await store.insertVerifications([verification({ workspaceId: "ws_2" }), verification()]);
@@ -219,12 +253,6 @@ export function analyticsStoreContract(name: string, open: () => Promise<Analyti
         "2026-02-20T08:00:00.000Z - VALID 1",
       ]);
       expect(total(await store.verifications(query({ start: start + 1, end: end - 1 })))).toBe(4);
-    });
-
-    it("keeps rate-limit checks once per request id", async () => {
-      const c = ratelimitCheck();
-      expect(await store.insertRatelimits([c, c, ratelimitCheck({ passed: false })])).toBe(2);
-      expect(await store.insertRatelimits([c])).toBe(0);
     });
 
     it("answers its ping", async () => {

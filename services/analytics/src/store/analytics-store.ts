@@ -76,19 +76,26 @@ export interface CheckedRawQuery {
 
 /**
  * Where verification and rate-limit events are kept and counted: ClickHouse in
- * production, memory for tests and the embedded default. Both pass
+ * production, PostgreSQL in the embedded default, memory for tests. All pass
  * analytics-store.contract.ts.
+ *
+ * Counting once: every store counts the rows of one call once per requestId,
+ * and a call repeating a `batchId` it has stored (for the same kind) once. Past
+ * that they differ:
+ * - by request id (ClickHouse, memory): an event whose requestId an earlier
+ *   call stored is skipped, whoever repeats it (a NATS redelivery in other
+ *   batches); the batch id is not needed and ignored.
+ * - by batch (PostgreSQL): a repeated batch id stores nothing and answers 0,
+ *   and rows are not looked up across calls, which keeps its writes cheap. Its
+ *   writer, BufferedIngest, repeats nothing but a batch whose answer was lost,
+ *   with the same rows and id. A call without a batch id is a batch of its own.
+ * A batch id is per kind: the verifications and the rate-limit checks of one
+ * batch may share it.
  */
 export interface AnalyticsStore {
-  /**
-   * Stores the verifications not stored yet (by requestId); answers how many
-   * were new. `batchId` names the call's rows as one batch, which a retry
-   * repeats with the same rows and id (BufferedIngest); these stores dedupe by
-   * request id and ignore it. A batch id is per kind: the verifications and the
-   * rate-limit checks of one batch may share it.
-   */
+  /** Stores the verifications not stored yet; answers how many were new. */
   insertVerifications(rows: readonly Verification[], batchId?: string): Promise<number>;
-  /** Stores the rate-limit checks not stored yet (by requestId); answers how many were new. `batchId` as above. */
+  /** Stores the rate-limit checks not stored yet; answers how many were new. */
   insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string): Promise<number>;
   /** Counts per bucket, group and outcome; buckets without verifications are absent. */
   verifications(query: VerificationQuery): Promise<VerificationCount[]>;

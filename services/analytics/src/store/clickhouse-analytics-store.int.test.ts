@@ -15,7 +15,7 @@ async function open() {
   return { db, store: new ClickHouseAnalyticsStore(db.client) };
 }
 
-analyticsStoreContract("ClickHouseAnalyticsStore", async () => (await open()).store);
+analyticsStoreContract("ClickHouseAnalyticsStore", async () => (await open()).store, { dedupe: "requestId" });
 
 describe("ClickHouseAnalyticsStore", () => {
   it("reads whole days from the daily rollup, whole hours from the hourly one, edges from the raw table", () => {

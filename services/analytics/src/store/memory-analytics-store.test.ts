@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { analyticsStoreContract, query, verification } from "./analytics-store.contract.ts";
 import { MemoryAnalyticsStore } from "./memory-analytics-store.ts";
 
-analyticsStoreContract("MemoryAnalyticsStore", async () => new MemoryAnalyticsStore());
+analyticsStoreContract("MemoryAnalyticsStore", async () => new MemoryAnalyticsStore(), {
+  dedupe: "requestId",
+});
 
 describe("MemoryAnalyticsStore", () => {
   it("forgets the oldest verifications past its bound", async () => {
