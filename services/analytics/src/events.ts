@@ -1,7 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
-import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { decodeKeyVerified, decodeRatelimitChecked } from "./event-codecs.ts";
 import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
 /** The events analytics consumes. It emits none. */
@@ -37,7 +36,7 @@ export function decodeMessage(
 export function decodeEvent(subject: string, id: string, data: Uint8Array): AnalyticsEvent {
   switch (subject) {
     case KEY_VERIFIED: {
-      const e = fromBinary(KeyVerifiedSchema, data);
+      const e = decodeKeyVerified(data);
       return {
         kind: "verification",
         row: {
@@ -56,7 +55,7 @@ export function decodeEvent(subject: string, id: string, data: Uint8Array): Anal
       };
     }
     case RATELIMIT_CHECKED: {
-      const e = fromBinary(RatelimitCheckedSchema, data);
+      const e = decodeRatelimitChecked(data);
       return {
         kind: "ratelimit",
         row: {
