@@ -12,7 +12,14 @@ import {
 } from "@latchkey/analytics";
 import { createGateway, listen } from "@latchkey/gateway";
 import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
-import { createKeysDeps, createRootKey, ensureRootKey, keysRoutes, startRefills } from "@latchkey/keys";
+import {
+  createKeysDeps,
+  createRootKey,
+  creditSpendsSql,
+  ensureRootKey,
+  keysRoutes,
+  startRefills,
+} from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import {
   type Bus,
@@ -93,8 +100,13 @@ async function main() {
     ratelimit: localTransport(ratelimitRoutes(ratelimit)),
     identity: localTransport(identityRoutes(identity)),
   };
+  // PostgreSQL servers only: PGlite is one backend, whose commits this setting would not change.
+  const databaseUrl = env.string("DATABASE_URL");
+  const spendSql = databaseUrl && creditSpendsSql(databaseUrl, env.bool("CREDITS_ASYNC_COMMIT", false));
+  if (spendSql) closers.push(() => spendSql.end({ timeout: 5 }));
   const keys = createKeysDeps({
     sql: db.sql,
+    ...(spendSql ? { spendSql } : {}),
     bus,
     events,
     encryptionKey: encryptionKey(),

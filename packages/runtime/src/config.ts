@@ -11,6 +11,12 @@ export const env = {
     if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got '${v}'`);
     return n;
   },
+  bool(name: string, fallback: boolean): boolean {
+    const v = process.env[name];
+    if (v === undefined || v === "") return fallback;
+    if (v !== "true" && v !== "false") throw new Error(`${name} must be true or false, got '${v}'`);
+    return v === "true";
+  },
   required(name: string): string {
     const v = process.env[name];
     if (v === undefined || v === "") throw new Error(`${name} is required`);

@@ -10,8 +10,12 @@ export interface Migration {
   sql: string;
 }
 
-/** Connects with settings that suit both PostgreSQL and PGlite behind pglite-socket. */
-export function connect(url: string, options: { max?: number } = {}): Sql {
+/**
+ * Connects with settings that suit both PostgreSQL and PGlite behind pglite-socket.
+ * `settings` are run-time parameters every connection of the pool starts with
+ * (e.g. synchronous_commit), so they cost no statement.
+ */
+export function connect(url: string, options: { max?: number; settings?: Record<string, string> } = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
@@ -20,7 +24,7 @@ export function connect(url: string, options: { max?: number } = {}): Sql {
       bigint: { to: 20, from: [20], serialize: (v: number) => String(v), parse: (v: string) => Number(v) },
     },
     transform: { undefined: null },
-    connection: { application_name: "latchkey" },
+    connection: { application_name: "latchkey", ...options.settings },
   });
 }
 

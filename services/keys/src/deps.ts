@@ -6,6 +6,7 @@ import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit"
 import {
   type Bus,
   type Clock,
+  connect,
   createLogger,
   type EventSink,
   type Logger,
@@ -62,6 +63,11 @@ export interface KeysDeps {
 
 export interface KeysDepsOptions {
   sql: Sql;
+  /**
+   * The pool credit spends run on. Default `sql`. creditSpendsSql() gives one
+   * whose commits do not wait for the disk when CREDITS_ASYNC_COMMIT=true.
+   */
+  spendSql?: Sql;
   bus: Bus;
   /** Default: no events are recorded. */
   events?: EventSink;
@@ -99,7 +105,9 @@ export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
     createRouterTransport(
       identityRoutes(createIdentityDeps({ sql: options.sql, bus: options.bus, ...clockAndLog(options) })),
     );
-  return assemble(new PostgresKeysStore(options.sql), { ...options, identity });
+  const store = new PostgresKeysStore(options.sql);
+  const spendStore = options.spendSql ? new PostgresKeysStore(options.spendSql) : store;
+  return assemble(store, { ...options, identity, spendStore });
 }
 
 /** In-memory dependencies for unit tests; the store is exposed for seeding. */
@@ -146,6 +154,8 @@ function assemble(
     ratelimit?: Transport;
     lastUsedFlushMs?: number;
     ratelimitFailOpen?: boolean;
+    /** Where credit spends are decided; default `store`. */
+    spendStore?: Pick<KeysStore, "spendCreditsGroups">;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -167,7 +177,7 @@ function assemble(
     store,
     bus: options.bus,
     events: options.events ?? noEvents,
-    spends: new SpendQueue(store, clock),
+    spends: new SpendQueue(options.spendStore ?? store, clock),
     keyCache,
     clock,
     log,
@@ -196,4 +206,19 @@ function assemble(
       await lastUsed.close();
     },
   };
+}
+
+/**
+ * The pool for credit spends when CREDITS_ASYNC_COMMIT is true: its
+ * connections commit with synchronous_commit=off, so a spend answers once
+ * PostgreSQL has applied it, without waiting for its WAL to reach the disk.
+ * Exact all the same (the row lock still orders every spend); what it gives up
+ * is durability across a crash of PostgreSQL itself, which forgets the spends
+ * of its last moments (up to 3 x wal_writer_delay, 0.6 s by default): those
+ * verifications were answered, their credits come back. Undefined (the
+ * default, every spend durable before it answers) when `asyncCommit` is false.
+ * One connection: the SpendQueue runs one statement at a time.
+ */
+export function creditSpendsSql(url: string, asyncCommit: boolean): Sql | undefined {
+  return asyncCommit ? connect(url, { max: 1, settings: { synchronous_commit: "off" } }) : undefined;
 }

@@ -14,14 +14,15 @@ import {
 import { keysCodecs } from "@latchkey/runtime/wire/keys-codecs";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { ensureRootKey } from "./admin.ts";
-import { createKeysDeps } from "./deps.ts";
+import { createKeysDeps, creditSpendsSql } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 
 // The keys service as its own process, configured by env.
 const log = createLogger("keys", env.string("LOG_LEVEL", "info"));
-const sql = connect(env.required("DATABASE_URL"));
+const databaseUrl = env.required("DATABASE_URL");
+const sql = connect(databaseUrl);
 await migrate(sql, "keys", keysMigrations);
 
 const rootKey = env.string("LATCHKEY_ROOT_KEY");
@@ -55,6 +56,8 @@ if (failOpenText !== "true" && failOpenText !== "false") {
   process.exit(1);
 }
 const ratelimitFailOpen = failOpenText === "true";
+// true: credit spends commit without waiting for the disk (exact; a PostgreSQL crash forgets its last moments).
+const spendSql = creditSpendsSql(databaseUrl, env.bool("CREDITS_ASYNC_COMMIT", false));
 const deps = createKeysDeps({
   sql,
   bus,
@@ -70,6 +73,7 @@ const deps = createKeysDeps({
   cacheSize: env.int("KEY_CACHE_SIZE", 100_000),
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
+  ...(spendSql ? { spendSql } : {}),
 });
 // Due refills every minute, applied by one instance at a time (advisory lock).
 const stopRefills = startRefills(sql, { clock: deps.clock, log });
@@ -99,6 +103,7 @@ async function stop(signal: string) {
   await events?.flush(5_000);
   events?.close();
   await bus.close();
+  await spendSql?.end({ timeout: 5 });
   await sql.end({ timeout: 5 });
   process.exit(0);
 }

@@ -3,7 +3,7 @@ import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latc
 import { connect, createLogger, MemoryBus, migrate, type Sql, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, type KeysDeps } from "../deps.ts";
+import { createKeysDeps, creditSpendsSql, type KeysDeps } from "../deps.ts";
 import { keysMigrations } from "../migrations.ts";
 import { applyDueRefills } from "../refills.ts";
 import { keysRoutes } from "../routes.ts";
@@ -16,12 +16,13 @@ let db: TestDatabase;
 let secondPool: Sql;
 const instances: { deps: KeysDeps; client: Client<typeof KeysService> }[] = [];
 
-function instance(sql: Sql, clock?: TestClock) {
+function instance(sql: Sql, clock?: TestClock, spendSql?: Sql) {
   const deps = createKeysDeps({
     sql,
     bus: new MemoryBus(),
     log: createLogger("keys", "silent"),
     ...(clock ? { clock } : {}),
+    ...(spendSql ? { spendSql } : {}),
   });
   const client = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
   instances.push({ deps, client });
@@ -75,6 +76,29 @@ describe("verifyKey credits on PostgreSQL", () => {
     expect(count(codes, VerifyCode.USAGE_EXCEEDED)).toBe(150);
     const { key: stored } = await b.getKey({ caller, keyId });
     expect(stored?.credits?.remaining).toBe(0n);
+  });
+
+  it("stays exact with CREDITS_ASYNC_COMMIT: spends on connections that do not wait for the disk", async () => {
+    expect(creditSpendsSql(db.url, false)).toBeUndefined();
+    const spendSql = creditSpendsSql(db.url, true)!;
+    try {
+      const [setting] = await spendSql`SHOW synchronous_commit`;
+      expect(setting?.["synchronous_commit"]).toBe("off");
+      // One instance commits asynchronously, the other as by default: the row lock orders both.
+      const relaxed = instance(db.sql, undefined, spendSql);
+      const strict = instance(secondPool);
+      const { keyId, key } = await keyWithCredits(relaxed, 50);
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? relaxed : strict).verifyKey({ caller, key })),
+      );
+      const codes = results.map((r) => r.code);
+      expect(count(codes, VerifyCode.VALID)).toBe(50);
+      expect(count(codes, VerifyCode.USAGE_EXCEEDED)).toBe(150);
+      const { key: stored } = await strict.getKey({ caller, keyId });
+      expect(stored?.credits?.remaining).toBe(0n);
+    } finally {
+      await spendSql.end({ timeout: 5 });
+    }
   });
 
   it("stays exact when the verifications arrive as batches on two instances", async () => {
