@@ -71,6 +71,7 @@ export async function throughput(): Promise<Figures> {
   const stack = await startStack({ nodeArgs: profile, natsUrl });
   const peers: Proc[] = [];
   const allInOneDb = await createTestDatabase();
+  const relaxedDb = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-bench-"));
   try {
     const call: Call = (op, body) => stack.call(op, body);
@@ -94,6 +95,13 @@ export async function throughput(): Promise<Figures> {
     peers.push(allInOne.proc);
     const embedded = await startAllInOne({ DATA_DIR: join(dataDir, "embedded") });
     peers.push(embedded.proc);
+    // The documented trade of credits for speed (README: CREDITS_ASYNC_COMMIT), beside the exact default.
+    const relaxed = await startAllInOne({
+      DATABASE_URL: relaxedDb.url,
+      DATA_DIR: join(dataDir, "relaxed"),
+      CREDITS_ASYNC_COMMIT: "true",
+    });
+    peers.push(relaxed.proc);
     const callAllInOne = allInOne.call;
 
     const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
@@ -144,6 +152,12 @@ export async function throughput(): Promise<Figures> {
       headers: embedded.auth,
       processes: { latchkey: treeOf(embedded.proc.child.pid) },
     });
+    const verifyRelaxed = await measure("verify all-in-one, CREDITS_ASYNC_COMMIT", {
+      url: `${relaxed.proc.url}/v2/keys.verifyKey`,
+      body: relaxed.full.body,
+      headers: relaxed.auth,
+      processes: { latchkey: treeOf(relaxed.proc.child.pid), postgres },
+    });
     const limit = await measure("ratelimits.limit", {
       url: gw("ratelimits.limit"),
       body: limitBody,
@@ -170,6 +184,7 @@ export async function throughput(): Promise<Figures> {
       row(`keys.verifyKey, ${full.label} (separate processes)`, verifyFull, top),
       row(`keys.verifyKey, the same, pnpm start (one process, PostgreSQL)`, verifyAllInOne, top),
       row(`keys.verifyKey, the same, pnpm start (one process, embedded PGlite)`, verifyEmbedded, top),
+      row("keys.verifyKey, the same, pnpm start, CREDITS_ASYNC_COMMIT=true", verifyRelaxed, top),
       row("ratelimits.limit through the gateway (separate processes)", limit, top),
       row("ratelimits.limit, pnpm start (one process)", limitAllInOne, top),
       row("rate-limiter-flexible on Redis, bare node:http", peer, top),
@@ -184,6 +199,7 @@ export async function throughput(): Promise<Figures> {
         ["verify full (separate)", verifyFull],
         ["verify full (pnpm start)", verifyAllInOne],
         ["verify full (pnpm start, PGlite)", verifyEmbedded],
+        ["verify full (pnpm start, async commit)", verifyRelaxed],
         ["ratelimits.limit (separate)", limit],
         ["ratelimits.limit (pnpm start)", limitAllInOne],
         ["rate-limiter-flexible", peer],
@@ -196,6 +212,7 @@ export async function throughput(): Promise<Figures> {
     await Promise.all(peers.map((p) => p.stop()));
     await stack.stop();
     await allInOneDb.drop();
+    await relaxedDb.drop();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
