@@ -18,6 +18,8 @@ export interface Figures {
   non2xx: number;
   /** CPU microseconds per request of each process group the target named, and of the load generator. */
   cpu?: Record<string, number>;
+  /** Measured paired with the ceiling (measure's `ceiling`): this run's req/s over the ceiling's run just before it. */
+  ratio?: number;
 }
 
 /** One POST target: a fixed body, or `body()` called once per request (e.g. a random key). */
@@ -82,14 +84,27 @@ async function load(target: Target, duration: number): Promise<Figures> {
   };
 }
 
-/** Warms the target up, measures it RUNS times and answers the median run. */
-export async function measure(name: string, target: Target): Promise<Figures> {
+/**
+ * Warms the target up, measures it RUNS times and answers the median run (the
+ * lower of two). With `ceiling`, each run of the target follows a run of the
+ * ceiling and is judged by the ratio of the two: this shared machine's speed
+ * drifts by 20 % or more within minutes, so only figures measured side by side
+ * compare.
+ */
+export async function measure(name: string, target: Target, ceiling?: Target): Promise<Figures> {
   await load(target, WARMUP);
   const runs: Figures[] = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await load(target, DURATION));
-  runs.sort((a, b) => a.rps - b.rps);
+  for (let i = 0; i < RUNS; i++) {
+    const top = ceiling && (await load(ceiling, DURATION));
+    const run = await load(target, DURATION);
+    runs.push(top ? { ...run, ratio: run.rps / top.rps } : run);
+  }
+  runs.sort((a, b) => (a.ratio ?? a.rps) - (b.ratio ?? b.rps));
   const median = runs[Math.floor((runs.length - 1) / 2)]!;
-  process.stderr.write(`  ${name}: ${runs.map((r) => Math.round(r.rps)).join(", ")} req/s\n`);
+  const ratios = runs.some((r) => r.ratio !== undefined)
+    ? ` (to the ceiling just before: ${runs.map((r) => r.ratio?.toFixed(2)).join(", ")})`
+    : "";
+  process.stderr.write(`  ${name}: ${runs.map((r) => Math.round(r.rps)).join(", ")} req/s${ratios}\n`);
   return median;
 }
 
@@ -105,7 +120,9 @@ export const header = (first = "target") => [
 export const row = (name: string, f: Figures, ceiling: Figures) =>
   `| ${name.padEnd(64)} | ${Math.round(f.rps).toString().padStart(7)} | ${f.p50.toFixed(1).padStart(6)} | ${f.p99
     .toFixed(1)
-    .padStart(6)} | ${(f.rps / ceiling.rps).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(6)} |`;
+    .padStart(
+      6,
+    )} | ${(f.ratio ?? f.rps / ceiling.rps).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(6)} |`;
 
 /** CPU per request by process, one row per target: where the time goes. */
 export function cpuTable(rows: [string, Figures][]): string[] {
