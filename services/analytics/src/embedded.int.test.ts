@@ -60,10 +60,12 @@ describe("the embedded default on the process's PostgreSQL", () => {
       ["EXPIRED", 1n],
       ["VALID", 1n],
     ]);
-    expect(await db.sql`SELECT request_id FROM analytics_ratelimits`).toEqual([{ request_id: "req_3" }]);
-    expect(await db.sql`SELECT version FROM schema_migrations WHERE scope = 'analytics'`).toEqual([
-      { version: 1 },
+    expect(await db.sql`SELECT workspace_id, count FROM analytics_ratelimits_per_ms`).toEqual([
+      { workspace_id: "ws_1", count: 1 },
     ]);
+    expect(
+      await db.sql`SELECT version FROM schema_migrations WHERE scope = 'analytics' ORDER BY version`,
+    ).toEqual([{ version: 1 }, { version: 2 }]);
     expect(await second.ready()).toBe(true);
     await second.close();
   });

@@ -160,7 +160,14 @@ export async function migrateClickHouse(
  *   exactly. Tags are stored sorted and without repeats. No request id and no
  *   latency: nothing reads them here (rawQuery is unsupported), and a primary
  *   key on a random request id was the costliest part of each write.
- * - analytics_ratelimits: one row per check; request_id is kept but not a key.
+ * - analytics_ratelimits_per_ms (version 2; version 1's analytics_ratelimits
+ *   held one row per check): rate-limit checks rolled up per millisecond like
+ *   the verifications: one row per (time, workspace, namespace, identifier,
+ *   passed, override) and write, with `count`, the summed `cost`, and the
+ *   latency's sum and max (mean and max over any range stay exact). The same
+ *   dimensions as ClickHouse's ratelimits_per_hour/_day, plus the override and
+ *   latency. No request id, limit, remaining or reset: they are one check's
+ *   answer, not an aggregate, and nothing reads them here.
  * - analytics_batches: the id of every batch written (PostgresAnalyticsStore
  *   inserts it in the rows' transaction and skips a batch whose id is there),
  *   which is how a retried write counts nothing twice; `at` (unix ms) lets old
@@ -207,6 +214,40 @@ CREATE TABLE analytics_batches (
   at bigint NOT NULL
 );
 CREATE INDEX analytics_batches_at ON analytics_batches (at);
+`,
+  },
+  {
+    version: 2,
+    name: "rate-limit checks per ms",
+    // The checks stored so far are carried over, grouped by the same attributes (across writes, where the
+    // store groups within one: the sums are the same). The table of one row per check is then dropped:
+    // nothing reads it, nothing would write it any more, and what it held beyond the aggregate (request
+    // id, limit, remaining, reset) is what version 2 chooses not to keep. Version 1's rows all say
+    // passed = false (the store sent the flag as the string "true", which postgres.js wrote as false);
+    // they are carried over as they are: limit and remaining cannot tell which passed.
+    sql: `
+CREATE TABLE analytics_ratelimits_per_ms (
+  time bigint NOT NULL,
+  workspace_id text NOT NULL,
+  namespace_id text NOT NULL,
+  identifier text NOT NULL,
+  passed boolean NOT NULL,
+  override_id text NOT NULL,
+  count bigint NOT NULL,
+  cost bigint NOT NULL,
+  latency_sum double precision NOT NULL,
+  latency_max double precision NOT NULL
+);
+CREATE INDEX analytics_ratelimits_per_ms_workspace_time ON analytics_ratelimits_per_ms (workspace_id, time);
+
+INSERT INTO analytics_ratelimits_per_ms (time, workspace_id, namespace_id, identifier, passed, override_id,
+  count, cost, latency_sum, latency_max)
+SELECT time, workspace_id, namespace_id, identifier, passed, override_id,
+  count(*), sum(cost)::bigint, sum(latency), max(latency)
+FROM analytics_ratelimits
+GROUP BY time, workspace_id, namespace_id, identifier, passed, override_id;
+
+DROP TABLE analytics_ratelimits;
 `,
   },
 ];

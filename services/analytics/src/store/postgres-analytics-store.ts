@@ -14,6 +14,8 @@ type Db = Sql | TransactionSql;
 
 /** Rows per INSERT: a buffer's batch is one statement; a caller's huge array is a few, each a bounded message. */
 const INSERT_CHUNK = 10_000;
+/** PostgreSQL's type oid of boolean, for sql.array. */
+const BOOL_OID = 16;
 /** How long a batch id is kept: a retry later than that (of a write that landed) would count twice. */
 const BATCH_IDS_KEPT_MS = 86_400_000;
 /** How often the batch ids past BATCH_IDS_KEPT_MS are deleted. */
@@ -33,6 +35,12 @@ const PRUNE_EVERY_MS = 3_600_000;
  * (thousands a second of a few keys) that is several times fewer rows; with
  * one event per ms it is one row per event, as before.
  *
+ * Rate-limit checks are rolled up the same way (rollUp serves both): one row
+ * per ms, workspace, namespace, identifier, passed and override of a write,
+ * with `count`, summed cost, and latency summed and maxed (so a range's mean
+ * and max stay exact too). Limit, remaining and reset are one check's answer,
+ * not an aggregate, and are not kept; nothing reads checks back here yet.
+ *
  * Counting once is per batch (AnalyticsStore: "by batch"): the rows of one call
  * are deduplicated by request id, and a call with a batch id inserts that id
  * into analytics_batches atomically with the rows, so a repeated id (a retry of
@@ -49,7 +57,25 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
   async insertVerifications(rows: readonly Verification[], batchId?: string): Promise<number> {
     const events = uniqueByRequestId(rows);
     if (events.length === 0) return 0;
-    const parts = [...chunks(rollUp(events))];
+    const parts = [
+      ...chunks(
+        rollUp(
+          events,
+          (v) =>
+            `${v.time}\0${v.workspaceId}\0${v.apiId}\0${v.keyId}\0${v.identityId}\0${v.externalId}\0${v.outcome}\0${tagSet(v.tags)}`,
+          // The tag set ends the key, after its last NUL (tagSet leaves none): computed once, not again here.
+          (v, key): RolledUpVerifications => ({
+            first: v,
+            count: 1,
+            tags: key.slice(key.lastIndexOf("\0") + 1),
+            spentCredits: v.spentCredits,
+          }),
+          (group, v) => {
+            group.spentCredits += v.spentCredits;
+          },
+        ),
+      ),
+    ];
     // Tags travel as one array literal per row, cast server-side (unnest would flatten a text[][]).
     const stored = await this.write(
       "verifications",
@@ -82,27 +108,52 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
   async insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string): Promise<number> {
     const checks = uniqueByRequestId(rows);
     if (checks.length === 0) return 0;
+    const parts = [
+      ...chunks(
+        rollUp(
+          checks,
+          (c) =>
+            `${c.time}\0${c.workspaceId}\0${c.namespaceId}\0${storable(c.identifier)}\0${c.passed}\0${c.overrideId}`,
+          (c): RolledUpChecks => ({
+            first: c,
+            count: 1,
+            cost: c.cost,
+            latencySum: c.latency,
+            latencyMax: c.latency,
+          }),
+          (group, c) => {
+            group.cost += c.cost;
+            group.latencySum += c.latency;
+            group.latencyMax = Math.max(group.latencyMax, c.latency);
+          },
+        ),
+      ),
+    ];
+    // `passed` travels as a typed boolean array: postgres.js writes an element of a boolean[] parameter
+    // as true only when it is the boolean true (version 1 sent the string "true" and stored false), and
+    // types a plain array of booleans as one boolean, which the cast refuses.
     const stored = await this.write(
       "ratelimits",
       batchId,
-      [...chunks(checks)],
+      parts,
       (sql, chunk, claim) => sql`
           ${claim.head}
-          INSERT INTO analytics_ratelimits (request_id, time, workspace_id, namespace_id, identifier, passed,
-            "limit", remaining, reset_at, cost, override_id, latency)
+          INSERT INTO analytics_ratelimits_per_ms (time, workspace_id, namespace_id, identifier, passed,
+            override_id, count, cost, latency_sum, latency_max)
           SELECT * FROM unnest(
-            ${chunk.map((r) => r.requestId)}::text[],
-            ${chunk.map((r) => String(r.time))}::bigint[],
-            ${chunk.map((r) => r.workspaceId)}::text[],
-            ${chunk.map((r) => r.namespaceId)}::text[],
-            ${chunk.map((r) => r.identifier)}::text[],
-            ${chunk.map((r) => String(r.passed))}::boolean[],
-            ${chunk.map((r) => String(r.limit))}::bigint[],
-            ${chunk.map((r) => String(r.remaining))}::bigint[],
-            ${chunk.map((r) => String(r.reset))}::bigint[],
+            ${chunk.map((r) => String(r.first.time))}::bigint[],
+            ${chunk.map((r) => r.first.workspaceId)}::text[],
+            ${chunk.map((r) => r.first.namespaceId)}::text[],
+            ${chunk.map((r) => storable(r.first.identifier))}::text[],
+            ${sql.array(
+              chunk.map((r) => r.first.passed),
+              BOOL_OID,
+            )}::boolean[],
+            ${chunk.map((r) => r.first.overrideId)}::text[],
+            ${chunk.map((r) => String(r.count))}::bigint[],
             ${chunk.map((r) => String(r.cost))}::bigint[],
-            ${chunk.map((r) => r.overrideId)}::text[],
-            ${chunk.map((r) => String(r.latency))}::float8[]
+            ${chunk.map((r) => String(r.latencySum))}::float8[],
+            ${chunk.map((r) => String(r.latencyMax))}::float8[]
           )
           ${claim.tail}`,
     );
@@ -226,7 +277,7 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
   }
 }
 
-/** The first row of each request id, in order: repeats within a batch do not travel (the conflict clause would skip them). */
+/** The first row of each request id, in order: a repeat within one call would otherwise count in its rolled-up row twice. */
 function uniqueByRequestId<T extends { requestId: string }>(rows: readonly T[]): T[] {
   const byId = new Map<string, T>();
   for (const row of rows) if (!byId.has(row.requestId)) byId.set(row.requestId, row);
@@ -248,29 +299,48 @@ function claim(sql: Db, id: string | undefined, at: number) {
 }
 type Claim = ReturnType<typeof claim>;
 
-/** The verifications of one write that share every attribute and their ms, counted. */
-interface RolledUp {
+/** Events of one write that share their ms and every attribute, counted. */
+interface RolledUp<T> {
   /** The first of them: its attributes are all of theirs. */
-  first: Verification;
+  first: T;
+  count: number;
+}
+
+interface RolledUpVerifications extends RolledUp<Verification> {
   /** Their tag set as a PostgreSQL array literal, sorted, without repeats. */
   tags: string;
-  count: number;
   spentCredits: number;
 }
 
-function rollUp(rows: readonly Verification[]): RolledUp[] {
-  const byAttributes = new Map<string, RolledUp>();
-  for (const v of rows) {
-    const tags = tagSet(v.tags);
-    // NUL separates the fields: PostgreSQL text cannot hold one, so no field value can fake a boundary.
-    const id = `${v.time}\0${v.workspaceId}\0${v.apiId}\0${v.keyId}\0${v.identityId}\0${v.externalId}\0${v.outcome}\0${tags}`;
-    const row = byAttributes.get(id);
-    if (row) {
-      row.count++;
-      row.spentCredits += v.spentCredits;
-    } else byAttributes.set(id, { first: v, tags, count: 1, spentCredits: v.spentCredits });
+interface RolledUpChecks extends RolledUp<RatelimitCheck> {
+  cost: number;
+  latencySum: number;
+  latencyMax: number;
+}
+
+/**
+ * The rows of one write rolled up: one group per `key` (the row's ms and every
+ * attribute it is stored by, NUL-separated: PostgreSQL text cannot hold one,
+ * so no field value can fake a boundary), made by `open` from its first row
+ * (and that key), which counts 1; each later row of the group counts 1 more
+ * and `add` sums the rest.
+ */
+function rollUp<T, G extends RolledUp<T>>(
+  rows: readonly T[],
+  key: (row: T) => string,
+  open: (first: T, key: string) => G,
+  add: (group: G, row: T) => void,
+): G[] {
+  const groups = new Map<string, G>();
+  for (const row of rows) {
+    const id = key(row);
+    const group = groups.get(id);
+    if (group) {
+      group.count++;
+      add(group, row);
+    } else groups.set(id, open(row, id));
   }
-  return [...byAttributes.values()];
+  return [...groups.values()];
 }
 
 /**
@@ -282,6 +352,15 @@ export function tagSet(tags: readonly string[]): string {
   if (tags.length === 0) return "{}";
   const distinct = [...new Set(tags.map((t) => t.replaceAll("\0", "")))].sort();
   return `{${distinct.map((t) => `"${t.replace(/[\\"]/g, "\\$&")}"`).join(",")}}`;
+}
+
+/**
+ * The identifier as PostgreSQL text can hold it, without U+0000: the gateway
+ * refuses bodies carrying one, but a check that reached the buffer some other
+ * way must not make its whole batch fail, and be retried, forever.
+ */
+function storable(identifier: string): string {
+  return identifier.includes("\0") ? identifier.replaceAll("\0", "") : identifier;
 }
 
 function* chunks<T>(rows: readonly T[]): Generator<T[]> {
