@@ -79,6 +79,42 @@ describe("the gateway around every operation", () => {
     ]);
   });
 
+  it("answers 400 naming where a U+0000 is, in a value, an array element or a key, before authentication", async () => {
+    const h = harness();
+    const cases: [string, string, string][] = [
+      ["apis.createApi", '{"name":"pay\\u0000ments"}', "/body/name"],
+      [
+        "ratelimits.limit",
+        '{"namespace":"api","identifier":"a\\u0000b","limit":1,"duration":1000}',
+        "/body/identifier",
+      ],
+      ["keys.verifyKey", '{"key":"sk_1","tags":["ok","b\\u0000"]}', "/body/tags/1"],
+      ["keys.createKey", '{"apiId":"api_1","meta":{"a/b":{"c\\u0000":1}}}', "/body/meta/a~1b/c\u0000"],
+    ];
+    for (const [operation, raw, location] of cases) {
+      const res = await h.post(operation, undefined, { raw, authorization: null });
+      expect(res.status).toBe(400);
+      expect(res.body.error.type).toBe(`${DOCS}unkey/application/invalid_input`);
+      expect(res.body.error.errors).toEqual([
+        {
+          location,
+          message: "U+0000 (NUL) cannot be stored.",
+          fix: "Remove the \\u0000 characters from the value or key.",
+        },
+      ]);
+    }
+  });
+
+  it("takes an escaped backslash followed by u0000 as the text it is, not as U+0000", async () => {
+    const h = harness();
+    const res = await h.post("apis.createApi", undefined, {
+      raw: '{"name":"a\\\\u0000"}',
+      authorization: null,
+    });
+    // Past the body checks, authentication answers: the name itself was accepted.
+    expect(res.status).toBe(401);
+  });
+
   it("answers 400 for an empty body", async () => {
     const h = harness();
     const res = await h.post("apis.createApi", undefined, { raw: "" });

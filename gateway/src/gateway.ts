@@ -254,8 +254,9 @@ function parseJson(raw: Buffer): unknown {
       { location: "/body", message: "The body is required.", fix: "Send a JSON body." },
     ]);
   }
+  let body: unknown;
   try {
-    return JSON.parse(raw.toString("utf8"));
+    body = JSON.parse(raw.toString("utf8"));
   } catch (err) {
     return problems.invalidInput("The request body is not valid JSON.", [
       {
@@ -265,6 +266,45 @@ function parseJson(raw: Buffer): unknown {
       },
     ]);
   }
+  // PostgreSQL's text and jsonb cannot hold U+0000, so a body carrying one would fail in a store (a 500)
+  // or, as an analytics event, forever. JSON carries it only escaped: without that text, the body has none.
+  if (raw.includes(NUL_ESCAPE)) {
+    const at = nulAt(body);
+    if (at !== undefined) {
+      return problems.invalidInput(`The request body contains the character U+0000 at ${at}.`, [
+        {
+          location: at,
+          message: "U+0000 (NUL) cannot be stored.",
+          fix: "Remove the \\u0000 characters from the value or key.",
+        },
+      ]);
+    }
+  }
+  return body;
+}
+
+const NUL_ESCAPE = Buffer.from("\\u0000");
+
+/** The JSON pointer of the first string value or object key holding U+0000, walked without recursion. */
+function nulAt(body: unknown): string | undefined {
+  const pending: [unknown, string][] = [[body, "/body"]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, at] = next;
+    if (typeof value === "string") {
+      if (value.includes("\0")) return at;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}/${i}`]);
+    } else if (value !== null && typeof value === "object") {
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, item] = entries[i]!;
+        const place = `${at}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
+        if (key.includes("\0")) return place;
+        pending.push([item, place]);
+      }
+    }
+  }
+  return undefined;
 }
 
 function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
