@@ -48,6 +48,19 @@ async function keyWithCredits(client: Client<typeof KeysService>, credits: numbe
 
 const count = (codes: VerifyCode[], code: VerifyCode) => codes.filter((c) => c === code).length;
 
+/** 200 verifications of a key holding 50 credits, alternating between two instances: exactly 50 pass. */
+async function expectExactAcross(a: Client<typeof KeysService>, b: Client<typeof KeysService>) {
+  const { keyId, key } = await keyWithCredits(a, 50);
+  const results = await Promise.all(
+    Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).verifyKey({ caller, key })),
+  );
+  const codes = results.map((r) => r.code);
+  expect(count(codes, VerifyCode.VALID)).toBe(50);
+  expect(count(codes, VerifyCode.USAGE_EXCEEDED)).toBe(150);
+  const { key: stored } = await b.getKey({ caller, keyId });
+  expect(stored?.credits?.remaining).toBe(0n);
+}
+
 describe("verifyKey credits on PostgreSQL", () => {
   it("gives exactly 50 VALID and 150 USAGE_EXCEEDED for 200 concurrent verifications of 50 credits", async () => {
     const client = instance(db.sql);
@@ -65,17 +78,7 @@ describe("verifyKey credits on PostgreSQL", () => {
   });
 
   it("stays exact with two service instances on one database sharing the key", async () => {
-    const a = instance(db.sql);
-    const b = instance(secondPool);
-    const { keyId, key } = await keyWithCredits(a, 50);
-    const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b).verifyKey({ caller, key })),
-    );
-    const codes = results.map((r) => r.code);
-    expect(count(codes, VerifyCode.VALID)).toBe(50);
-    expect(count(codes, VerifyCode.USAGE_EXCEEDED)).toBe(150);
-    const { key: stored } = await b.getKey({ caller, keyId });
-    expect(stored?.credits?.remaining).toBe(0n);
+    await expectExactAcross(instance(db.sql), instance(secondPool));
   });
 
   it("stays exact with CREDITS_ASYNC_COMMIT: spends on connections that do not wait for the disk", async () => {
@@ -85,17 +88,7 @@ describe("verifyKey credits on PostgreSQL", () => {
       const [setting] = await spendSql`SHOW synchronous_commit`;
       expect(setting?.["synchronous_commit"]).toBe("off");
       // One instance commits asynchronously, the other as by default: the row lock orders both.
-      const relaxed = instance(db.sql, undefined, spendSql);
-      const strict = instance(secondPool);
-      const { keyId, key } = await keyWithCredits(relaxed, 50);
-      const results = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? relaxed : strict).verifyKey({ caller, key })),
-      );
-      const codes = results.map((r) => r.code);
-      expect(count(codes, VerifyCode.VALID)).toBe(50);
-      expect(count(codes, VerifyCode.USAGE_EXCEEDED)).toBe(150);
-      const { key: stored } = await strict.getKey({ caller, keyId });
-      expect(stored?.credits?.remaining).toBe(0n);
+      await expectExactAcross(instance(db.sql, undefined, spendSql), instance(secondPool));
     } finally {
       await spendSql.end({ timeout: 5 });
     }
