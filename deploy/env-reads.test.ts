@@ -11,14 +11,16 @@ function sources(files: Record<string, string>): [string, string[]] {
 }
 
 describe("envReads", () => {
-  it("finds env.string, env.int, env.required and process.env reads, with their literal defaults", () => {
+  it("finds env.string, env.int, env.bool, env.required and process.env reads, with their literal defaults", () => {
     const [root, files] = sources({
       "a.ts": `const log = env.string("LOG_LEVEL", "info");\nconst port = env.int("PORT", 7_071);\n`,
       "b.ts": `const db = env.required( 'DATABASE_URL' );\nconst n = env.string("NATS_URL");\n`,
       "c.ts": `const x = process.env["HOME_DIR"] ?? process.env.TMP_DIR;\nconst t = env.int("TTL_MS", fallback);\n`,
+      "d.ts": `const relaxed = env.bool("ASYNC_FLAG", false);\n`,
     });
     const reads = envReads(root, files);
     expect([...reads.read].sort()).toEqual([
+      "ASYNC_FLAG",
       "DATABASE_URL",
       "HOME_DIR",
       "LOG_LEVEL",
@@ -29,6 +31,7 @@ describe("envReads", () => {
     ]);
     expect([...reads.required]).toEqual(["DATABASE_URL"]);
     expect(Object.fromEntries([...reads.defaults].map(([k, v]) => [k, [...v]]))).toEqual({
+      ASYNC_FLAG: ["false"],
       LOG_LEVEL: ["info"],
       PORT: ["7071"],
     });
