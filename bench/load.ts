@@ -117,12 +117,13 @@ export const header = (first = "target") => [
   `|${"-".repeat(66)}|---------|--------|--------|-------|--------|`,
 ];
 
+/** A target's ratio to the ceiling: its paired one (measure's `ceiling`), else against the ceiling's own run. */
+export const ratioOf = (f: Figures, ceiling: Figures) => f.ratio ?? f.rps / ceiling.rps;
+
 export const row = (name: string, f: Figures, ceiling: Figures) =>
   `| ${name.padEnd(64)} | ${Math.round(f.rps).toString().padStart(7)} | ${f.p50.toFixed(1).padStart(6)} | ${f.p99
     .toFixed(1)
-    .padStart(
-      6,
-    )} | ${(f.ratio ?? f.rps / ceiling.rps).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(6)} |`;
+    .padStart(6)} | ${ratioOf(f, ceiling).toFixed(2).padStart(5)} | ${String(f.non2xx).padStart(6)} |`;
 
 /** CPU per request by process, one row per target: where the time goes. */
 export function cpuTable(rows: [string, Figures][]): string[] {

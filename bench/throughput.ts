@@ -3,8 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 import { type Proc, startProcess, startStack } from "../test/harness.ts";
-import { type Call, caller, cpuTable, describeLoad, type Figures, header, measure, row } from "./load.ts";
-import { pidsMatching, treeOf } from "./procfs.ts";
+import {
+  type Call,
+  caller,
+  cpuTable,
+  describeLoad,
+  type Figures,
+  header,
+  measure,
+  ratioOf,
+  row,
+  type Target,
+} from "./load.ts";
+import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
 
 /**
  * The verification issue 8 measures: a key with credits, one autoApply rate
@@ -35,8 +46,6 @@ async function seedFullVerification(call: Call, apiId: string): Promise<{ body: 
   return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
 }
 
-const ratioOf = (f: Figures, ceiling: Figures) => f.ratio ?? f.rps / ceiling.rps;
-
 /** `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it. */
 async function startAllInOne(env: Record<string, string>) {
   const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
@@ -54,6 +63,16 @@ async function startAllInOne(env: Record<string, string>) {
     (await call("apis.createApi", { name: "bench" })).body.data.apiId,
   );
   return { proc, call, full, auth: { authorization: `Bearer ${rootKey}` } };
+}
+
+/** The issue-8 verification through one `pnpm start`, with the processes whose CPU is counted. */
+function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, processes: ProcessGroups): Target {
+  return {
+    url: `${started.proc.url}/v2/keys.verifyKey`,
+    body: started.full.body,
+    headers: started.auth,
+    processes,
+  };
 }
 
 /**
@@ -132,85 +151,46 @@ export async function throughput(): Promise<Figures> {
       processes: { server: treeOf(ceiling.child.pid) },
     };
     const top = await measure("ceiling", ceilingTarget);
-    const verifyUnlimited = await measure(
-      "verify unlimited",
-      {
-        url: gw("keys.verifyKey"),
-        body: JSON.stringify({ key: unlimited }),
-        headers: auth,
-        processes: separate,
-      },
-      ceilingTarget,
-    );
-    const verifyFull = await measure(
-      "verify full",
-      {
-        url: gw("keys.verifyKey"),
-        body: full.body,
-        headers: auth,
-        processes: separate,
-      },
-      ceilingTarget,
-    );
-    const verifyAllInOne = await measure(
-      "verify all-in-one",
-      {
-        url: `${allInOne.proc.url}/v2/keys.verifyKey`,
-        body: allInOne.full.body,
-        headers: allInOne.auth,
-        processes: oneProcess,
-      },
-      ceilingTarget,
-    );
-    const verifyEmbedded = await measure(
+    // Every target's runs are paired with runs of the ceiling.
+    const paired = (name: string, target: Target) => measure(name, target, ceilingTarget);
+    const verifyUnlimited = await paired("verify unlimited", {
+      url: gw("keys.verifyKey"),
+      body: JSON.stringify({ key: unlimited }),
+      headers: auth,
+      processes: separate,
+    });
+    const verifyFull = await paired("verify full", {
+      url: gw("keys.verifyKey"),
+      body: full.body,
+      headers: auth,
+      processes: separate,
+    });
+    const verifyAllInOne = await paired("verify all-in-one", verifyFullOn(allInOne, oneProcess));
+    const verifyEmbedded = await paired(
       "verify all-in-one, embedded",
-      {
-        url: `${embedded.proc.url}/v2/keys.verifyKey`,
-        body: embedded.full.body,
-        headers: embedded.auth,
-        processes: { latchkey: treeOf(embedded.proc.child.pid) },
-      },
-      ceilingTarget,
+      verifyFullOn(embedded, { latchkey: treeOf(embedded.proc.child.pid) }),
     );
-    const verifyRelaxed = await measure(
+    const verifyRelaxed = await paired(
       "verify all-in-one, CREDITS_ASYNC_COMMIT",
-      {
-        url: `${relaxed.proc.url}/v2/keys.verifyKey`,
-        body: relaxed.full.body,
-        headers: relaxed.auth,
-        processes: { latchkey: treeOf(relaxed.proc.child.pid), postgres },
-      },
-      ceilingTarget,
+      verifyFullOn(relaxed, { latchkey: treeOf(relaxed.proc.child.pid), postgres }),
     );
-    const limit = await measure(
-      "ratelimits.limit",
-      {
-        url: gw("ratelimits.limit"),
-        body: limitBody,
-        headers: auth,
-        processes: separate,
-      },
-      ceilingTarget,
-    );
-    const limitAllInOne = await measure(
-      "ratelimits.limit all-in-one",
-      {
-        url: `${allInOne.proc.url}/v2/ratelimits.limit`,
-        body: limitBody,
-        headers: allInOne.auth,
-        processes: oneProcess,
-      },
-      ceilingTarget,
-    );
-    const peer = await measure(
-      "rate-limiter-flexible",
-      {
-        url: `${rlflex.url}/`,
-        body: limitBody,
-        processes: { server: treeOf(rlflex.child.pid), redis: () => pidsMatching("redis-server") },
-      },
-      ceilingTarget,
-    );
+    const limit = await paired("ratelimits.limit", {
+      url: gw("ratelimits.limit"),
+      body: limitBody,
+      headers: auth,
+      processes: separate,
+    });
+    const limitAllInOne = await paired("ratelimits.limit all-in-one", {
+      url: `${allInOne.proc.url}/v2/ratelimits.limit`,
+      body: limitBody,
+      headers: allInOne.auth,
+      processes: oneProcess,
+    });
+    const peer = await paired("rate-limiter-flexible", {
+      url: `${rlflex.url}/`,
+      body: limitBody,
+      processes: { server: treeOf(rlflex.child.pid), redis: () => pidsMatching("redis-server") },
+    });
 
     const lines = [
       "",
