@@ -288,3 +288,64 @@ describe("root-key resolution", () => {
     expect(res.status).toBe(503);
   });
 });
+
+describe("batches in flight", () => {
+  /** Limit checks sent one event-loop turn apart, against a LimitBatch that holds every call until released. */
+  async function outAtOnce(batchesInFlight: number | undefined) {
+    const held: (() => void)[] = [];
+    const h = harness({
+      ...(batchesInFlight === undefined ? {} : { batchesInFlight }),
+      ratelimit: {
+        async limitBatch(req) {
+          await new Promise<void>((release) => held.push(release));
+          return {
+            results: req.items.map((item) => ({
+              result: {
+                case: "response" as const,
+                value: {
+                  result: {
+                    namespace: item.request!.check!.namespace,
+                    identifier: item.request!.check!.identifier,
+                    success: true,
+                    limit: 10n,
+                    remaining: 9n,
+                    reset: 1n,
+                  },
+                },
+              },
+            })),
+          };
+        },
+      },
+    });
+    const answers: Promise<{ status: number }>[] = [];
+    for (let i = 0; i < 6; i++) {
+      answers.push(
+        h.post("ratelimits.limit", { namespace: "n", identifier: `u${i}`, limit: 10, duration: 1000 }),
+      );
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    const out = held.length;
+    // Released one by one: each return lets the calls waiting meanwhile leave together.
+    while (held.length > 0) {
+      held.shift()!();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    const statuses = (await Promise.all(answers)).map((a) => a.status);
+    return { out, statuses };
+  }
+
+  it("keeps two batches out by default; the rest wait for one to return", async () => {
+    const { out, statuses } = await outAtOnce(undefined);
+    expect(out).toBe(2);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+  });
+
+  it("keeps batchesInFlight out when set (pnpm start sets 8)", async () => {
+    const { out, statuses } = await outAtOnce(4);
+    expect(out).toBe(4);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+  });
+});

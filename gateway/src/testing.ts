@@ -45,6 +45,7 @@ export interface HarnessOptions {
   bus?: Bus;
   maxBodyBytes?: number;
   log?: Logger;
+  batchesInFlight?: number;
 }
 
 /** The workspace every test root key belongs to. */
@@ -119,6 +120,7 @@ export function harness(options: HarnessOptions = {}) {
     clock,
     bus: options.bus,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    ...(options.batchesInFlight === undefined ? {} : { batchesInFlight: options.batchesInFlight }),
   });
 
   /** A root key of the test workspace holding `permissions`; returns its plaintext. */

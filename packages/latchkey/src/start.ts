@@ -122,6 +122,9 @@ async function main() {
     log: log.child({ service: "gateway" }),
     clock: systemClock,
     bus,
+    // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
+    // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
+    batchesInFlight: 8,
   });
 
   const rootKey = await bootstrapRootKey(db.sql);
