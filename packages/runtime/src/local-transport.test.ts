@@ -55,3 +55,29 @@ describe("localTransport", () => {
     expect((err as ConnectError).code).toBe(Code.Unimplemented);
   });
 });
+
+describe("localTransport's headers", () => {
+  it("hands the caller's headers to the handler and the handler's header and trailer back", async () => {
+    const client = createClient(
+      KeysService,
+      localTransport((router) =>
+        router.service(KeysService, {
+          getApi(req, ctx) {
+            ctx.responseHeader.set("x-echo", ctx.requestHeader.get("x-asked") ?? "none");
+            ctx.responseTrailer.set("x-trailer", req.apiId);
+            return { api: { id: req.apiId } };
+          },
+        }),
+      ),
+    );
+    let header: Headers | undefined;
+    let trailer: Headers | undefined;
+    const res = await client.getApi(
+      { apiId: "api_1" },
+      { headers: { "x-asked": "yes" }, onHeader: (h) => (header = h), onTrailer: (t) => (trailer = t) },
+    );
+    expect(res.api?.id).toBe("api_1");
+    expect(header?.get("x-echo")).toBe("yes");
+    expect(trailer?.get("x-trailer")).toBe("api_1");
+  });
+});

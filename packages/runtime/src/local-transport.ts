@@ -1,11 +1,32 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
   type ConnectRouter,
+  type HandlerContext,
   type Transport,
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { invokeUnary, registeredServices, unaryMethods } from "./unary.ts";
+
+/** A local call's answer; its header and trailer are read from the context only when asked for (see CallContext). */
+class LocalResponse {
+  readonly stream = false;
+  constructor(
+    readonly method: DescMethod,
+    private readonly context: HandlerContext,
+    readonly message: unknown,
+  ) {}
+  get service(): DescService {
+    return this.method.parent;
+  }
+  get header(): Headers {
+    return this.context.responseHeader;
+  }
+  get trailer(): Headers {
+    return this.context.responseTrailer;
+  }
+}
 
 /**
  * A transport that calls a service's implementation in this process: the
@@ -37,14 +58,7 @@ export function localTransport(routes: (router: ConnectRouter) => void): Transpo
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         ...(header ? { header } : {}),
       });
-      return {
-        stream: false,
-        service: method.parent,
-        method,
-        header: context.responseHeader,
-        trailer: context.responseTrailer,
-        message,
-      } as UnaryResponse<never, never>;
+      return new LocalResponse(method, context, message) as unknown as UnaryResponse<never, never>;
     },
     stream() {
       return Promise.reject(

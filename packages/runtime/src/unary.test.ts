@@ -1,13 +1,19 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createClient,
+  createContextKey,
+  createHandlerContext,
+} from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { type GetApiRequest, type GetApiResponse, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
 import { type ServedRpc, serveRpc } from "./serve.ts";
-import { unaryTransport, type WireCodecs } from "./unary.ts";
+import { CallContext, unaryTransport, type WireCodecs } from "./unary.ts";
 
 /** A KeysService that answers what it was asked, fails on demand and can be slow. */
 const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>
@@ -158,5 +164,51 @@ describe("hand-written codecs", () => {
     } finally {
       await withCodecs.close();
     }
+  });
+});
+
+describe("CallContext", () => {
+  const method = KeysService.method.getApi;
+
+  it("reads as connect's createHandlerContext does for a call with no deadline or signal", () => {
+    const init = {
+      service: KeysService,
+      method,
+      protocolName: "local",
+      requestMethod: "POST",
+      url: "/keys.v1.KeysService/GetApi",
+      requestHeader: { "x-asked": "1" },
+    };
+    const stock = createHandlerContext(init);
+    const light = new CallContext(method, "local", { "x-asked": "1" });
+    for (const ctx of [stock, light]) {
+      expect(ctx.method).toBe(method);
+      expect(ctx.service).toBe(KeysService);
+      expect(ctx.protocolName).toBe("local");
+      expect(ctx.requestMethod).toBe("POST");
+      expect(ctx.timeoutMs()).toBeUndefined();
+      expect(ctx.signal.aborted).toBe(false);
+      expect(ctx.requestHeader.get("x-asked")).toBe("1");
+      expect([...ctx.responseHeader]).toEqual([]);
+      expect([...ctx.responseTrailer]).toEqual([]);
+    }
+    expect(light.url).toBe(stock.url);
+  });
+
+  it("keeps what a handler sets, and aborts the signal it handed out", () => {
+    const ctx = new CallContext(method, "connect");
+    ctx.responseHeader.set("x-set", "a");
+    ctx.responseTrailer.set("x-trailer", "b");
+    const key = createContextKey(0);
+    ctx.values.set(key, 7);
+    expect(ctx.responseHeader.get("x-set")).toBe("a");
+    expect(ctx.responseTrailer.get("x-trailer")).toBe("b");
+    expect(ctx.values.get(key)).toBe(7);
+    const signal = ctx.signal;
+    expect(ctx.signal).toBe(signal);
+    ctx.abort(new Error("done"));
+    expect(signal.aborted).toBe(true);
+    // No signal asked for: nothing to abort, and no failure.
+    expect(() => new CallContext(method, "connect").abort()).not.toThrow();
   });
 });

@@ -14,7 +14,10 @@ import {
   Code,
   ConnectError,
   type ConnectRouter,
+  type ContextValues,
+  createContextValues,
   createHandlerContext,
+  type HandlerContext,
   type ServiceImpl,
   type Transport,
   type UnaryResponse,
@@ -56,7 +59,7 @@ export interface WireCodec {
 
 /** Codecs by Connect path, "/<service>/<Method>". */
 export type WireCodecs = Record<string, WireCodec>;
-type UnaryImpl = (req: unknown, ctx: ReturnType<typeof createHandlerContext>) => unknown;
+type UnaryImpl = (req: unknown, ctx: HandlerContext) => unknown;
 
 export interface UnaryMethod {
   method: DescMethod;
@@ -113,18 +116,21 @@ export async function invokeUnary(
   { method, impl, ok }: UnaryMethod,
   input: unknown,
   init: { signal?: AbortSignal; timeoutMs?: number; header?: Headers_; protocol: string },
-): Promise<{ message: unknown; context: ReturnType<typeof createHandlerContext> }> {
+): Promise<{ message: unknown; context: HandlerContext }> {
   const started = performance.now();
-  const context = createHandlerContext({
-    service: method.parent,
-    method,
-    protocolName: init.protocol,
-    requestMethod: "POST",
-    url: `/${method.parent.typeName}/${method.name}`,
-    ...(init.signal ? { requestSignal: init.signal } : {}),
-    ...(init.timeoutMs !== undefined ? { timeoutMs: init.timeoutMs } : {}),
-    ...(init.header ? { requestHeader: init.header } : {}),
-  });
+  const context: HandlerContext & { abort(reason?: unknown): void } =
+    init.signal === undefined && init.timeoutMs === undefined
+      ? new CallContext(method, init.protocol, init.header)
+      : createHandlerContext({
+          service: method.parent,
+          method,
+          protocolName: init.protocol,
+          requestMethod: "POST",
+          url: `/${method.parent.typeName}/${method.name}`,
+          ...(init.signal ? { requestSignal: init.signal } : {}),
+          ...(init.timeoutMs !== undefined ? { timeoutMs: init.timeoutMs } : {}),
+          ...(init.header ? { requestHeader: init.header } : {}),
+        });
   try {
     const request = isMessage(input, method.input) ? input : create(method.input, input as never);
     const answer = await impl(request, context);
@@ -141,6 +147,60 @@ export async function invokeUnary(
   } finally {
     // Clears the deadline's timer; without a deadline there is none (and no abort to pay for).
     if (init.timeoutMs !== undefined) context.abort();
+  }
+}
+
+/**
+ * The context of a call with no deadline and no signal to follow, which is every call Latchkey's
+ * processes make to each other. connect's createHandlerContext builds two abort controllers, three
+ * Headers and the context values up front: about 18 µs per call on the 2-core VM the bench runs on,
+ * against 0.5 µs for this. Handlers read almost none of them, so here each is built the first time
+ * it is read. What is read is the same.
+ */
+export class CallContext implements HandlerContext {
+  readonly requestMethod = "POST";
+  private controller: AbortController | undefined;
+  private request: Headers | undefined;
+  private response: Headers | undefined;
+  private trailer: Headers | undefined;
+  private contextValues: ContextValues | undefined;
+
+  constructor(
+    readonly method: DescMethod,
+    readonly protocolName: string,
+    private readonly header?: Headers_,
+  ) {}
+
+  get service(): DescService {
+    return this.method.parent;
+  }
+  get url(): string {
+    return `/${this.method.parent.typeName}/${this.method.name}`;
+  }
+  readonly timeoutMs = (): number | undefined => undefined;
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    return this.controller.signal;
+  }
+  get requestHeader(): Headers {
+    this.request ??= new Headers(this.header);
+    return this.request;
+  }
+  get responseHeader(): Headers {
+    this.response ??= new Headers();
+    return this.response;
+  }
+  get responseTrailer(): Headers {
+    this.trailer ??= new Headers();
+    return this.trailer;
+  }
+  get values(): ContextValues {
+    this.contextValues ??= createContextValues();
+    return this.contextValues;
+  }
+  /** Aborts the signal, if anyone has asked for it. */
+  abort(reason?: unknown): void {
+    this.controller?.abort(reason);
   }
 }
 
