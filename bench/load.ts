@@ -33,7 +33,8 @@ export interface Target {
   processes?: ProcessGroups;
 }
 
-async function load(target: Target, duration: number): Promise<Figures> {
+/** One autocannon load of `target` for `duration` seconds. */
+export async function load(target: Target, duration: number): Promise<Figures> {
   const headers = { "content-type": "application/json", ...target.headers };
   const { body, expect } = target;
   let unexpected = 0;

@@ -1,4 +1,3 @@
-import type { Figures } from "./load.ts";
 import { propagation } from "./propagation.ts";
 import { scale } from "./scale.ts";
 import { throughput } from "./throughput.ts";
@@ -28,12 +27,10 @@ function selected(): Bench[] {
 async function main() {
   const started = Date.now();
   const benches = selected();
-  // Scale reuses the throughput run's ceiling, so both tables' ratios share one denominator.
-  let ceiling: Figures | undefined;
   for (const bench of benches) {
-    if (bench === "throughput") ceiling = await throughput();
+    if (bench === "throughput") await throughput();
     if (bench === "propagation") await propagation();
-    if (bench === "scale") await scale(ceiling);
+    if (bench === "scale") await scale();
   }
   process.stderr.write(
     `pnpm bench (${benches.join(", ")}) took ${Math.round((Date.now() - started) / 1000)} s\n`,

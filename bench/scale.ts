@@ -1,6 +1,6 @@
 import type { Sql } from "@latchkey/runtime";
 import { type Proc, startProcess, startStack } from "../test/harness.ts";
-import { describeLoad, type Figures, measure, row } from "./load.ts";
+import { describeLoad, type Figures, measure, ratioOf, row, type Target } from "./load.ts";
 import { serviceRssMiB } from "./procfs.ts";
 
 /** Inserted per statement: one generate_series chunk, hashed by PostgreSQL. */
@@ -62,9 +62,11 @@ interface Size {
  * bounded: each row gives throughput, latency, the ratio to the ceiling and to
  * the smallest size, and the keys service's and the gateway's RSS after the run.
  *
- * `ceiling` is the throughput table's, when that ran first; otherwise measured here.
+ * Every run follows a run of the ceiling and is taken as its ratio to it, as in the throughput
+ * table, so "vs 10^3" is a quotient of paired ratios: the machine's drift over the minutes
+ * between the sizes (seeding 10^6 keys takes a while) cancels out.
  */
-export async function scale(ceiling?: Figures): Promise<void> {
+export async function scale(): Promise<void> {
   const stack = await startStack();
   const peers: Proc[] = [];
   try {
@@ -73,24 +75,16 @@ export async function scale(ceiling?: Figures): Promise<void> {
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const keysProc = stack.keys[0]!;
 
-    let top = ceiling;
-    let seeded = 0;
-    if (!top) {
-      await seed(stack.db.sql, apiId, 0, 1);
-      seeded = 1;
-      const sample = await stack.call("keys.verifyKey", { key: plaintext(0) });
-      const ceilingProc = await startProcess("ceiling", "bench/ceiling.ts", {
-        BODY_SIZE: String(JSON.stringify(sample.body).length),
-      });
-      peers.push(ceilingProc);
-      process.stderr.write(`scale (${describeLoad()})\n`);
-      top = await measure("ceiling", {
-        url: `${ceilingProc.url}/`,
-        body: JSON.stringify({ key: plaintext(0) }),
-      });
-    } else {
-      process.stderr.write(`scale (${describeLoad()})\n`);
-    }
+    await seed(stack.db.sql, apiId, 0, 1);
+    let seeded = 1;
+    const sample = await stack.call("keys.verifyKey", { key: plaintext(0) });
+    const ceilingProc = await startProcess("ceiling", "bench/ceiling.ts", {
+      BODY_SIZE: String(JSON.stringify(sample.body).length),
+    });
+    peers.push(ceilingProc);
+    process.stderr.write(`scale (${describeLoad()})\n`);
+    const ceiling: Target = { url: `${ceilingProc.url}/`, body: JSON.stringify({ key: plaintext(0) }) };
+    const top = await measure("ceiling", ceiling);
 
     const results: Size[] = [];
     for (const n of sizes()) {
@@ -105,19 +99,27 @@ export async function scale(ceiling?: Figures): Promise<void> {
         if (check.body.data?.code !== "VALID")
           throw new Error(`seeded key ${plaintext(i)} does not verify: ${JSON.stringify(check.body)}`);
       }
-      const figures = await measure(`verify among ${n} keys`, {
-        url: gw,
-        headers: auth,
-        body: () => `{"key":"${plaintext(Math.floor(Math.random() * n))}"}`,
-        expect: '"code":"VALID"',
-      });
+      const figures = await measure(
+        `verify among ${n} keys`,
+        {
+          url: gw,
+          headers: auth,
+          body: () => `{"key":"${plaintext(Math.floor(Math.random() * n))}"}`,
+          expect: '"code":"VALID"',
+        },
+        ceiling,
+      );
       const hotKeys = Array.from({ length: HOT }, (_, i) => plaintext(Math.floor((i * n) / HOT)));
-      const hot = await measure(`verify among ${HOT} hot keys of ${n}`, {
-        url: gw,
-        headers: auth,
-        body: () => `{"key":"${hotKeys[Math.floor(Math.random() * HOT)]}"}`,
-        expect: '"code":"VALID"',
-      });
+      const hot = await measure(
+        `verify among ${HOT} hot keys of ${n}`,
+        {
+          url: gw,
+          headers: auth,
+          body: () => `{"key":"${hotKeys[Math.floor(Math.random() * HOT)]}"}`,
+          expect: '"code":"VALID"',
+        },
+        ceiling,
+      );
       const [table] = await stack.db.sql<{ bytes: number }[]>`SELECT pg_total_relation_size('keys') AS bytes`;
       results.push({
         keys: n,
@@ -139,7 +141,9 @@ export async function scale(ceiling?: Figures): Promise<void> {
       `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|--------------|-----------------|----------------|`,
       ...results.map(
         (r) =>
-          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.figures, top)} ${(r.figures.rps / smallest.rps)
+          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.figures, top)} ${(
+            ratioOf(r.figures, top) / ratioOf(smallest, top)
+          )
             .toFixed(2)
             .padStart(7)} |     ${mib(r.keysRss)} |        ${mib(r.gatewayRss)} |       ${mib(r.tableMiB)} |`,
       ),
@@ -148,12 +152,15 @@ export async function scale(ceiling?: Figures): Promise<void> {
       `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|`,
       ...results.map(
         (r) =>
-          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.hot, top)} ${(r.hot.rps / smallestHot.rps)
+          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.hot, top)} ${(
+            ratioOf(r.hot, top) / ratioOf(smallestHot, top)
+          )
             .toFixed(2)
             .padStart(7)} |`,
       ),
       "",
-      "ratio: to the ceiling; vs 10^3: to the smallest N (flat = 1.00); errors include answers that are not VALID;",
+      "ratio: to the ceiling run just before; vs 10^3: that ratio over the smallest N's (flat = 1.00); errors include",
+      "answers that are not VALID;",
       "random key among N: the working set is the whole table, so at large N most verifications are a first",
       "look-up of their key (a PostgreSQL query; the cache holds KEY_CACHE_SIZE keys); hot keys: the working set",
       "stays 1,000 keys whatever N is, so the row shows what the size of the table alone costs;",

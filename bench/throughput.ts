@@ -8,7 +8,6 @@ import {
   caller,
   cpuTable,
   describeLoad,
-  type Figures,
   header,
   measure,
   ratioOf,
@@ -22,7 +21,10 @@ import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
  * limit, two roles, and a permission query over the roles' permissions.
  * Answers the request body, and a label saying what the key holds.
  */
-async function seedFullVerification(call: Call, apiId: string): Promise<{ body: string; label: string }> {
+export async function seedFullVerification(
+  call: Call,
+  apiId: string,
+): Promise<{ body: string; label: string }> {
   const roles: string[] = [];
   for (const [role, slug] of [
     ["bench-reader", "documents.read"],
@@ -47,7 +49,7 @@ async function seedFullVerification(call: Call, apiId: string): Promise<{ body: 
 }
 
 /** `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it. */
-async function startAllInOne(env: Record<string, string>) {
+export async function startAllInOne(env: Record<string, string>) {
   const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
   const proc = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
     DATABASE_URL: "",
@@ -82,10 +84,8 @@ function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, proces
  * target warmed up, then measured RUNS times for DURATION seconds, each run
  * right after a run of the ceiling; the median ratio (the lower of two) is
  * reported. A benchmark, not a test: it prints figures and asserts nothing.
- *
- * Answers the ceiling, for the tables that follow.
  */
-export async function throughput(): Promise<Figures> {
+export async function throughput(): Promise<void> {
   // PROFILE=1 writes CPU profiles of the gateway and every service to .bench/ (node --cpu-prof).
   const profile = process.env["PROFILE"] ? ["--cpu-prof", "--cpu-prof-dir=.bench"] : [];
   // As in Kubernetes: verifications and checks are published to JetStream for analytics.
@@ -224,7 +224,6 @@ export async function throughput(): Promise<Figures> {
       "",
     ];
     process.stdout.write(lines.join("\n"));
-    return top;
   } finally {
     await Promise.all(peers.map((p) => p.stop()));
     await stack.stop();

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { startStack } from "../test/harness.ts";
+import { type Call, load, type Target } from "./load.ts";
+import { seedFullVerification, startAllInOne } from "./throughput.ts";
+
+/**
+ * `pnpm bench:ab`: is B faster than A? Two Latchkeys run side by side, each
+ * with its own environment (A and B, "NAME=value NAME=value"), and are loaded
+ * in turn for SECONDS each, PAIRS times, the order alternating, so the
+ * machine's drift (2x within minutes on the VMs this is built on, where a
+ * ratio to a ceiling measured seconds earlier still moves by 15 %) falls on
+ * both. Prints B/A per pair and their geometric mean: on such a machine about
+ * 5 % is the smallest difference ten pairs resolve (an A/A run gives 0.98 to
+ * 1.02). The pnpm bench tables cannot show that: they measure each target
+ * once per run.
+ *
+ * Settings (env): A, B; TARGET full (default: the issue-8 verification),
+ * unlimited or limit; STACK=1 for the services as separate processes instead
+ * of `pnpm start`; EMBEDDED=1 for `pnpm start` on PGlite instead of a
+ * PostgreSQL test database; PAIRS (10); SECONDS (3); CONNECTIONS (64).
+ */
+const PAIRS = Number(process.env["PAIRS"] ?? 10);
+const SECONDS = Number(process.env["SECONDS"] ?? 3);
+const TARGET = process.env["TARGET"] ?? "full";
+
+interface Side {
+  target: Target;
+  stop(): Promise<void>;
+}
+
+/** "NAME=value NAME=value" as an env record. */
+function envOf(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of text.split(/\s+/).filter(Boolean)) {
+    const at = pair.indexOf("=");
+    if (at <= 0) throw new Error(`A and B are NAME=value pairs separated by spaces, not '${pair}'`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+/** The body TARGET names, seeded through `call` (`full`: the issue-8 verification, when already seeded). */
+async function bodyFor(call: Call, full?: string): Promise<{ operation: string; body: string }> {
+  if (TARGET === "full" && full !== undefined) return { operation: "keys.verifyKey", body: full };
+  const apiId = (await call("apis.createApi", { name: "bench" })).body.data.apiId;
+  if (TARGET === "full")
+    return { operation: "keys.verifyKey", body: (await seedFullVerification(call, apiId)).body };
+  if (TARGET === "unlimited") {
+    const key = (await call("keys.createKey", { apiId })).body.data.key;
+    return { operation: "keys.verifyKey", body: JSON.stringify({ key }) };
+  }
+  if (TARGET === "limit") {
+    const body = { namespace: "bench", identifier: "user_1", limit: 1e9, duration: 60_000 };
+    await call("ratelimits.limit", body);
+    return { operation: "ratelimits.limit", body: JSON.stringify(body) };
+  }
+  throw new Error(`TARGET: unknown ${TARGET}; use full, unlimited or limit`);
+}
+
+async function start(text: string): Promise<Side> {
+  const env = envOf(text);
+  if (process.env["STACK"]) {
+    const stack = await startStack({
+      natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
+      env: { gateway: env, keys: env, ratelimit: env },
+    });
+    const { operation, body } = await bodyFor(stack.call);
+    return {
+      target: {
+        url: `${stack.gateway.url}/v2/${operation}`,
+        body,
+        headers: { authorization: `Bearer ${stack.rootKey}` },
+      },
+      stop: () => stack.stop(),
+    };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), "latchkey-ab-"));
+  let db: TestDatabase | undefined;
+  if (!process.env["EMBEDDED"]) db = await createTestDatabase();
+  const started = await startAllInOne({ DATA_DIR: dataDir, ...(db ? { DATABASE_URL: db.url } : {}), ...env });
+  const { operation, body } = await bodyFor(started.call, started.full.body);
+  return {
+    target: { url: `${started.proc.url}/v2/${operation}`, body, headers: started.auth },
+    async stop() {
+      await started.proc.stop();
+      await db?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+
+async function main() {
+  const a = await start(process.env["A"] ?? "");
+  const b = await start(process.env["B"] ?? "");
+  try {
+    await load(a.target, 2);
+    await load(b.target, 2);
+    const ratios: number[] = [];
+    const rpsA: number[] = [];
+    const rpsB: number[] = [];
+    for (let i = 0; i < PAIRS; i++) {
+      // The order alternates: whichever goes first in a pair is not always the same side.
+      const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
+      const one = await load(first.target, SECONDS);
+      const two = await load(second.target, SECONDS);
+      const [fa, fb] = first === a ? [one, two] : [two, one];
+      rpsA.push(fa.rps);
+      rpsB.push(fb.rps);
+      ratios.push(fb.rps / fa.rps);
+      process.stderr.write(
+        `  pair ${i + 1}: A ${Math.round(fa.rps)} req/s (p99 ${fa.p99} ms), B ${Math.round(fb.rps)} req/s (p99 ${fb.p99} ms), B/A ${(fb.rps / fa.rps).toFixed(2)}\n`,
+      );
+    }
+    const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
+    process.stdout.write(
+      `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (pnpm start)"}, A "${process.env["A"] ?? ""}" vs B "${process.env["B"] ?? ""}", ${PAIRS} pairs of ${SECONDS} s\n` +
+        `B/A: geometric mean ${geomean.toFixed(3)}, median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}; median req/s A ${Math.round(median(rpsA))}, B ${Math.round(median(rpsB))}\n`,
+    );
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
