@@ -8,7 +8,7 @@ import { cpuOf, type ProcessGroups } from "./procfs.ts";
  */
 export const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
 export const DURATION = Number(process.env["DURATION"] ?? 10);
-export const RUNS = Number(process.env["RUNS"] ?? 2);
+export const RUNS = Number(process.env["RUNS"] ?? 3);
 export const WARMUP = Number(process.env["WARMUP"] ?? 3);
 
 export interface Figures {
@@ -86,8 +86,8 @@ export async function load(target: Target, duration: number): Promise<Figures> {
 }
 
 /**
- * Warms the target up, measures it RUNS times and answers the median run (the
- * lower of two). With `ceiling`, each run of the target follows a run of the
+ * Warms the target up, measures it RUNS times (3 by default, so one outlying
+ * run does not decide) and answers the median run (the lower, for an even RUNS). With `ceiling`, each run of the target follows a run of the
  * ceiling and is judged by the ratio of the two: this shared machine's speed
  * drifts by 20 % or more within minutes, so only figures measured side by side
  * compare.

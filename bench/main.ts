@@ -8,7 +8,7 @@ import { throughput } from "./throughput.ts";
  * propagation, scale, or a comma-separated list. A benchmark, not a test: it
  * prints figures and asserts nothing.
  *
- * Settings (env): CONNECTIONS (64), DURATION (10 s), RUNS (2), WARMUP (3 s) for
+ * Settings (env): CONNECTIONS (64), DURATION (10 s), RUNS (3), WARMUP (3 s) for
  * every autocannon load; NATS_URL (default nats://127.0.0.1:4222) for throughput and propagation; CHANGES (200) for propagation; SCALE_MAX
  * (1000000) for scale.
  */

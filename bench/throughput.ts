@@ -82,7 +82,7 @@ function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, proces
  * the same run (a bare Node HTTP server that parses the JSON body and answers a
  * fixed body of the same size), as ratios. autocannon, 64 connections, each
  * target warmed up, then measured RUNS times for DURATION seconds, each run
- * right after a run of the ceiling; the median ratio (the lower of two) is
+ * right after a run of the ceiling; the median ratio (of three, by default) is
  * reported. A benchmark, not a test: it prints figures and asserts nothing.
  */
 export async function throughput(): Promise<void> {
