@@ -150,6 +150,9 @@ export async function invokeUnary(
   }
 }
 
+/** CallContext's timeoutMs: a call without a deadline has none. */
+const noDeadline = (): number | undefined => undefined;
+
 /**
  * The context of a call with no deadline and no signal to follow, which is every call Latchkey's
  * processes make to each other. connect's createHandlerContext builds two abort controllers, three
@@ -177,7 +180,7 @@ export class CallContext implements HandlerContext {
   get url(): string {
     return `/${this.method.parent.typeName}/${this.method.name}`;
   }
-  readonly timeoutMs = (): number | undefined => undefined;
+  readonly timeoutMs = noDeadline;
   get signal(): AbortSignal {
     this.controller ??= new AbortController();
     return this.controller.signal;
