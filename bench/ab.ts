@@ -25,6 +25,7 @@ import { seedFullVerification, startAllInOne } from "./throughput.ts";
 const PAIRS = Number(process.env["PAIRS"] ?? 10);
 const SECONDS = Number(process.env["SECONDS"] ?? 3);
 const TARGET = process.env["TARGET"] ?? "full";
+const TARGETS = ["full", "unlimited", "limit"];
 
 interface Side {
   target: Target;
@@ -57,7 +58,7 @@ async function bodyFor(call: Call, full?: string): Promise<{ operation: string; 
     await call("ratelimits.limit", body);
     return { operation: "ratelimits.limit", body: JSON.stringify(body) };
   }
-  throw new Error(`TARGET: unknown ${TARGET}; use full, unlimited or limit`);
+  throw new Error(`TARGET: unknown ${TARGET}`);
 }
 
 async function start(text: string): Promise<Side> {
@@ -95,8 +96,15 @@ async function start(text: string): Promise<Side> {
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 
 async function main() {
+  // Checked before anything starts, so a mistake leaves no Latchkey running.
+  if (!TARGETS.includes(TARGET)) throw new Error(`TARGET: unknown ${TARGET}; use ${TARGETS.join(", ")}`);
+  envOf(process.env["A"] ?? "");
+  envOf(process.env["B"] ?? "");
   const a = await start(process.env["A"] ?? "");
-  const b = await start(process.env["B"] ?? "");
+  const b = await start(process.env["B"] ?? "").catch(async (err: unknown) => {
+    await a.stop();
+    throw err;
+  });
   try {
     await load(a.target, 2);
     await load(b.target, 2);
