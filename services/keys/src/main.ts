@@ -50,12 +50,7 @@ if (encryptionKey && encryptionKey.length !== 32) {
 }
 // When the ratelimit service cannot be asked: true (default, as the reference) lets verifications
 // through, false answers 503 so no key outruns its named limits during an outage.
-const failOpenText = env.string("RATELIMIT_FAIL_OPEN", "true");
-if (failOpenText !== "true" && failOpenText !== "false") {
-  log.fatal(`RATELIMIT_FAIL_OPEN must be true or false, got '${failOpenText}'`);
-  process.exit(1);
-}
-const ratelimitFailOpen = failOpenText === "true";
+const ratelimitFailOpen = env.bool("RATELIMIT_FAIL_OPEN", true);
 // true: credit spends commit without waiting for the disk (exact; a PostgreSQL crash forgets its last moments).
 const spendSql = creditSpendsSql(databaseUrl, env.bool("CREDITS_ASYNC_COMMIT", false));
 const deps = createKeysDeps({
