@@ -7,27 +7,32 @@ import { migrateClickHouse } from "./migrations.ts";
 import { analyticsRoutes } from "./routes.ts";
 
 // The analytics service as its own process, configured by env.
+// Every setting is read and checked before anything connects or migrates.
 const log = createLogger("analytics", env.string("LOG_LEVEL", "info"));
-const { client: clickhouse, database } = await openClickHouse(env.required("CLICKHOUSE_URL"));
+const port = env.int("PORT", 7074);
+const clickhouseUrl = env.required("CLICKHOUSE_URL");
+const natsUrl = env.required("NATS_URL");
+// ANALYTICS_CONSUMER names the durable consumer (one per deployment; replicas share it and split the work).
+const durable = env.string("ANALYTICS_CONSUMER", "analytics")!;
+// Where a consumer that does not exist yet starts: the whole stream, or only events from now on.
+const startAt = env.string("ANALYTICS_START_AT", "all");
+if (startAt !== "all" && startAt !== "new") {
+  log.fatal(`ANALYTICS_START_AT must be all or new, got '${startAt}'`);
+  process.exit(1);
+}
+const { client: clickhouse, database } = await openClickHouse(clickhouseUrl);
 const applied = await migrateClickHouse(clickhouse);
 log.info({ database, applied }, "ClickHouse schema up to date");
 
 const nats = await connect({
-  servers: env.required("NATS_URL"),
+  servers: natsUrl,
   name: "analytics",
   maxReconnectAttempts: -1,
 });
 const deps = createAnalyticsDeps({ nats, clickhouse, log });
-// ANALYTICS_CONSUMER names the durable consumer (one per deployment; replicas share it and split the work).
-const consumer = await startConsumer({
-  nats,
-  store: deps.store,
-  log,
-  durable: env.string("ANALYTICS_CONSUMER", "analytics")!,
-  startAt: env.string("ANALYTICS_START_AT") === "new" ? "new" : "all",
-});
+const consumer = await startConsumer({ nats, store: deps.store, log, durable, startAt });
 watchConsumer(consumer);
-const server = await serveRpc(analyticsRoutes(deps), env.int("PORT", 7074), { ready: deps.ready });
+const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready });
 log.info({ port: server.port }, "analytics service listening");
 
 let stopping = false;

@@ -16,9 +16,10 @@ import { identityRoutes } from "./routes.ts";
 async function main() {
   const log = createLogger("identity", env.string("LOG_LEVEL", "info"));
   const port = env.int("PORT", 7073);
-  const sql = connect(env.required("DATABASE_URL"));
-  await migrate(sql, "identity", identityMigrations);
+  const databaseUrl = env.required("DATABASE_URL");
   const natsUrl = env.string("NATS_URL");
+  const sql = connect(databaseUrl);
+  await migrate(sql, "identity", identityMigrations);
   // Without NATS, changes reach only this process: fine for one replica, stale caches elsewhere otherwise.
   const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "identity") : new MemoryBus();
   if (!natsUrl) log.warn("NATS_URL is not set: identity changes are not announced to other processes");

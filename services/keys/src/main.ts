@@ -19,28 +19,13 @@ import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 
-// The keys service as its own process, configured by env.
+// The keys service as its own process, configured by env. Every setting is read and checked before
+// anything connects or migrates, so a mistake stops the process without touching the database.
 const log = createLogger("keys", env.string("LOG_LEVEL", "info"));
 const databaseUrl = env.required("DATABASE_URL");
-const sql = connect(databaseUrl);
-await migrate(sql, "keys", keysMigrations);
-
+const port = env.int("PORT", 7071);
 const rootKey = env.string("LATCHKEY_ROOT_KEY");
-if (rootKey) {
-  const { rootKeyId, created } = await ensureRootKey(sql, rootKey);
-  log.info({ rootKeyId, created }, "LATCHKEY_ROOT_KEY is a root key holding *");
-}
-
 const natsUrl = env.string("NATS_URL");
-// Without NATS, caches are invalidated only within this process: run one replica.
-const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "keys") : undefined;
-const bus = nats ?? new MemoryBus();
-// Verifications reach analytics through JetStream; without NATS none are recorded.
-let events: JetStreamEventSink | undefined;
-if (nats) {
-  await ensureEventsStream(nats.nc);
-  events = new JetStreamEventSink(nats.nc, log);
-}
 // Without it, keys cannot be created recoverable (PRECONDITION_FAILED); never logged.
 const encryptionKeyText = env.string("LATCHKEY_ENCRYPTION_KEY");
 const encryptionKey = encryptionKeyText ? Buffer.from(encryptionKeyText, "base64") : undefined;
@@ -52,20 +37,43 @@ if (encryptionKey && encryptionKey.length !== 32) {
 // through, false answers 503 so no key outruns its named limits during an outage.
 const ratelimitFailOpen = env.bool("RATELIMIT_FAIL_OPEN", true);
 // true: credit spends commit without waiting for the disk (exact; a PostgreSQL crash forgets its last moments).
-const spendSql = creditSpendsSql(databaseUrl, env.bool("CREDITS_ASYNC_COMMIT", false));
+const asyncCommit = env.bool("CREDITS_ASYNC_COMMIT", false);
+const identityUrl = env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? "";
+const ratelimitUrl = env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "";
+// How often verified keys' lastUsedAt is written: one row write per key used in the interval.
+const lastUsedFlushMs = env.int("LAST_USED_FLUSH_MS", 1_000);
+// Keys held in memory (about 0.5 KB each); a key not held costs a PostgreSQL lookup when verified.
+const cacheSize = env.int("KEY_CACHE_SIZE", 100_000);
+
+const sql = connect(databaseUrl);
+await migrate(sql, "keys", keysMigrations);
+
+if (rootKey) {
+  const { rootKeyId, created } = await ensureRootKey(sql, rootKey);
+  log.info({ rootKeyId, created }, "LATCHKEY_ROOT_KEY is a root key holding *");
+}
+
+// Without NATS, caches are invalidated only within this process: run one replica.
+const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "keys") : undefined;
+const bus = nats ?? new MemoryBus();
+// Verifications reach analytics through JetStream; without NATS none are recorded.
+let events: JetStreamEventSink | undefined;
+if (nats) {
+  await ensureEventsStream(nats.nc);
+  events = new JetStreamEventSink(nats.nc, log);
+}
+const spendSql = creditSpendsSql(databaseUrl, asyncCommit);
 const deps = createKeysDeps({
   sql,
   bus,
   log,
   // Identities, roles and permissions live in the identity service.
-  identity: internalTransport(env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? ""),
+  identity: internalTransport(identityUrl),
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
-  ratelimit: internalTransport(env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "", ratelimitCodecs),
+  ratelimit: internalTransport(ratelimitUrl, ratelimitCodecs),
   ratelimitFailOpen,
-  // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
-  lastUsedFlushMs: env.int("LAST_USED_FLUSH_MS", 1_000),
-  // Keys held in memory (about 0.5 KB each); a key not held costs a PostgreSQL lookup when verified.
-  cacheSize: env.int("KEY_CACHE_SIZE", 100_000),
+  lastUsedFlushMs,
+  cacheSize,
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
   ...(spendSql ? { spendSql } : {}),
@@ -74,7 +82,7 @@ const deps = createKeysDeps({
 const stopRefills = startRefills(sql, { clock: deps.clock, log });
 const server = await serveRpc(
   keysRoutes(deps),
-  env.int("PORT", 7071),
+  port,
   {
     ready: async () => {
       await sql`SELECT 1`;

@@ -16,18 +16,11 @@ import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
 
+// Every setting is read and checked before anything connects or migrates.
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7072);
-const sql = connect(env.required("DATABASE_URL"));
-await migrate(sql, "ratelimit", ratelimitMigrations);
-
+const databaseUrl = env.required("DATABASE_URL");
 const natsUrl = env.string("NATS_URL");
-const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : undefined;
-const bus: Bus = nats ?? new MemoryBus();
-// Standalone checks go to analytics through JetStream; without NATS they are not recorded.
-if (nats) await ensureEventsStream(nats.nc);
-const sink = nats ? new JetStreamEventSink(nats.nc, log) : undefined;
-
 // Several replicas share one budget when each knows them all (itself included) and which one it is.
 const peerList = env.string("RATELIMIT_PEERS");
 const peers: PeerConfig | undefined = peerList
@@ -39,6 +32,15 @@ const peers: PeerConfig | undefined = peerList
         .filter(Boolean),
     }
   : undefined;
+const sql = connect(databaseUrl);
+await migrate(sql, "ratelimit", ratelimitMigrations);
+
+const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : undefined;
+const bus: Bus = nats ?? new MemoryBus();
+// Standalone checks go to analytics through JetStream; without NATS they are not recorded.
+if (nats) await ensureEventsStream(nats.nc);
+const sink = nats ? new JetStreamEventSink(nats.nc, log) : undefined;
+
 if (peers && !natsUrl) {
   log.warn(
     "RATELIMIT_PEERS without NATS_URL: override changes reach the other replicas only after their restart",

@@ -1,0 +1,84 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+
+/** Runs a service's entrypoint until it exits (a misconfigured one must not get as far as serving). */
+function runService(entry: string, env: Record<string, string>) {
+  return new Promise<{ code: number | null; output: string }>((resolve) => {
+    const child = execFile(
+      process.execPath,
+      ["--import", "tsx", join(root, entry)],
+      { env: { ...process.env, LOG_LEVEL: "info", PORT: "0", ...env }, timeout: 30_000 },
+      (_err, stdout, stderr) => resolve({ code: child.exitCode, output: `${stdout}${stderr}` }),
+    );
+  });
+}
+
+describe("a service with a bad setting stops at start, before it connects or migrates", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const tables = async () =>
+    (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)[0]!
+      .n;
+
+  it.each([
+    ["RATELIMIT_FAIL_OPEN", "yes", "RATELIMIT_FAIL_OPEN must be true or false, got 'yes'"],
+    ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
+    ["KEY_CACHE_SIZE", "lots", "KEY_CACHE_SIZE must be an integer, got 'lots'"],
+    ["LATCHKEY_ENCRYPTION_KEY", "c2hvcnQ=", "LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes"],
+  ])("keys: %s=%s exits 1, says what to fix and leaves the database empty", async (name, value, says) => {
+    const { code, output } = await runService("services/keys/src/main.ts", {
+      DATABASE_URL: db.url,
+      NATS_URL: "",
+      [name]: value,
+    });
+    expect(code).toBe(1);
+    expect(output).toContain(says);
+    expect(await tables()).toBe(0);
+  });
+
+  it("ratelimit: RATELIMIT_PEERS without RATELIMIT_SELF exits 1 and leaves the database empty", async () => {
+    const { code, output } = await runService("services/ratelimit/src/main.ts", {
+      DATABASE_URL: db.url,
+      NATS_URL: "",
+      RATELIMIT_PEERS: "http://10.0.0.1:7072,http://10.0.0.2:7072",
+      RATELIMIT_SELF: "",
+    });
+    expect(code).toBe(1);
+    expect(output).toContain("RATELIMIT_SELF is required");
+    expect(await tables()).toBe(0);
+  });
+
+  it("analytics: ANALYTICS_START_AT other than all or new exits 1 before it reaches ClickHouse", async () => {
+    // Nothing listens on port 1: had it tried to connect first, the error would be about ClickHouse.
+    const { code, output } = await runService("services/analytics/src/main.ts", {
+      CLICKHOUSE_URL: "http://127.0.0.1:1/latchkey",
+      NATS_URL: "nats://127.0.0.1:1",
+      ANALYTICS_START_AT: "newest",
+    });
+    expect(code).toBe(1);
+    expect(output).toContain("ANALYTICS_START_AT must be all or new, got 'newest'");
+  });
+
+  it("keys with good settings still migrates and serves (the same database, so the checks above could see tables)", async () => {
+    const child = execFile(process.execPath, ["--import", "tsx", join(root, "services/keys/src/main.ts")], {
+      env: { ...process.env, LOG_LEVEL: "warn", PORT: "0", DATABASE_URL: db.url, NATS_URL: "" },
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while ((await tables()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await tables()).toBeGreaterThan(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
