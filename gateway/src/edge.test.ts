@@ -2,7 +2,7 @@ import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type EdgeOptions, type EdgeServer, listenEdge } from "./edge.ts";
 import { listen } from "./gateway.ts";
-import { harness } from "./testing.ts";
+import { harness, passingLimits } from "./testing.ts";
 
 interface Answer {
   status: number;
@@ -85,31 +85,11 @@ describe("the edge HTTP server", () => {
     server = undefined;
   });
 
-  /** A gateway whose ratelimits.limit answers with the limit and identifier it was asked for. */
+  /** A gateway whose ratelimits.limit answers with the limit it was asked for. */
   async function start(options: Partial<EdgeOptions> = {}, maxBodyBytes?: number) {
     const h = harness({
       ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
-      ratelimit: {
-        limitBatch(req) {
-          return {
-            results: req.items.map((item) => ({
-              result: {
-                case: "response" as const,
-                value: {
-                  result: {
-                    namespace: item.request!.check!.namespace,
-                    identifier: item.request!.check!.identifier,
-                    success: true,
-                    limit: item.request!.check!.limit,
-                    remaining: 9n,
-                    reset: 1n,
-                  },
-                },
-              },
-            })),
-          };
-        },
-      },
+      ratelimit: { limitBatch: passingLimits },
     });
     server = await listenEdge(h.gateway, 0, "127.0.0.1", options);
     return { port: server.port, key: h.rootKey("*") };

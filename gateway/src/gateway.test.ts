@@ -4,7 +4,7 @@ import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { domainError, ErrorReason, hashKey, type Logger, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { KEYS_CHANGED_SUBJECT } from "./auth.ts";
-import { DOCS, harness } from "./testing.ts";
+import { DOCS, harness, passingLimits } from "./testing.ts";
 
 /** A logger that keeps what it is given, at every level. */
 function recordingLog() {
@@ -298,23 +298,7 @@ describe("batches in flight", () => {
       ratelimit: {
         async limitBatch(req) {
           await new Promise<void>((release) => held.push(release));
-          return {
-            results: req.items.map((item) => ({
-              result: {
-                case: "response" as const,
-                value: {
-                  result: {
-                    namespace: item.request!.check!.namespace,
-                    identifier: item.request!.check!.identifier,
-                    success: true,
-                    limit: 10n,
-                    remaining: 9n,
-                    reset: 1n,
-                  },
-                },
-              },
-            })),
-          };
+          return passingLimits(req);
         },
       },
     });

@@ -362,3 +362,24 @@ export function describeUnauthenticated(...operations: Operation[]) {
     });
   }
 }
+
+/** A LimitBatch answer that lets every item through, reporting the limit each asked for (9 remaining). */
+export function passingLimits(req: LimitBatchRequest) {
+  return {
+    results: req.items.map((item) => ({
+      result: {
+        case: "response" as const,
+        value: {
+          result: {
+            namespace: item.request!.check!.namespace,
+            identifier: item.request!.check!.identifier,
+            success: true,
+            limit: item.request!.check!.limit,
+            remaining: 9n,
+            reset: 1n,
+          },
+        },
+      },
+    })),
+  };
+}
