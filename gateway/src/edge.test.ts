@@ -220,6 +220,11 @@ describe("the edge HTTP server", () => {
       417,
     ],
     [
+      "trailers over maxHeaderBytes",
+      `POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n${"X-T: 1\r\n".repeat(2_400)}`,
+      431,
+    ],
+    [
       "a header block over maxHeaderBytes",
       `GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: ${"a".repeat(17_000)}\r\n\r\n`,
       431,

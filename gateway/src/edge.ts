@@ -125,6 +125,7 @@ class Connection {
   /** The chunks of a chunked body so far. */
   private chunks: Buffer[] = [];
   private bodySize = 0;
+  private trailerSize = 0;
   private chunkLeft = 0;
   /** When the request being read began (its first byte), or -1 between requests. */
   private startedAt = -1;
@@ -274,7 +275,12 @@ class Connection {
           return false;
         }
         this.take(end + 2);
-        if (end > 0) return true;
+        if (end > 0) {
+          // Trailers count against the header limit, so a body cannot go on forever in them.
+          this.trailerSize += end + 2;
+          if (this.trailerSize > this.options.maxHeaderBytes) throw new Refusal(431);
+          return true;
+        }
         const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
         this.chunks = [];
         this.dispatch(body);
@@ -296,6 +302,7 @@ class Connection {
     if (head.chunked) {
       this.chunks = [];
       this.bodySize = 0;
+      this.trailerSize = 0;
       this.state = "chunk-size";
       return true;
     }
