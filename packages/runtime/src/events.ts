@@ -11,10 +11,19 @@ import { watchEventSink } from "./metrics.ts";
 export interface EventSink {
   /** `id` is unique per event: JetStream drops a re-sent duplicate, the consumer dedupes redeliveries. */
   publish(subject: string, id: string, data: Uint8Array): void;
+  /**
+   * The same event for a sink in this process (the embedded analytics of `pnpm start`): `fields`
+   * are its message's fields by their names (int64 as number), handed over instead of encoded and
+   * decoded again. Publishers call it when the sink has it; the object is the sink's from then on.
+   */
+  publishFields?(subject: string, id: string, fields: EventFields): void;
   /** Publishes what is buffered; resolves when the buffer is empty or `timeoutMs` passes. */
   flush(timeoutMs?: number): Promise<void>;
   stats(): EventSinkStats;
 }
+
+/** An event message's fields by name, as publishFields hands them over. */
+export type EventFields = object;
 
 export interface EventSinkStats {
   /** Events waiting in the buffer. */

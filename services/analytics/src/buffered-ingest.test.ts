@@ -297,3 +297,104 @@ describe("BufferedIngest", () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 });
+
+describe("BufferedIngest.publishFields (in process, no bytes)", () => {
+  /** A store that keeps every row it is given, by kind. */
+  const keeping = () => {
+    const rows: { verifications: Verification[]; ratelimits: RatelimitCheck[] } = {
+      verifications: [],
+      ratelimits: [],
+    };
+    const kept: AnalyticsStore = {
+      insertVerifications: async (r) => rows.verifications.push(...r),
+      insertRatelimits: async (r) => rows.ratelimits.push(...r),
+      verifications: async () => [],
+      ping: async () => true,
+    };
+    return { kept, rows };
+  };
+
+  it("stores the rows the same event's bytes store", async () => {
+    const verification = {
+      requestId: "req_f",
+      time: 1_767_225_600_123,
+      workspaceId: "ws_1",
+      apiId: "api_1",
+      keyId: "key_1",
+      identityId: "id_1",
+      externalId: "user_ü",
+      outcome: "USAGE_EXCEEDED",
+      tags: ["a", "b", "a"],
+      spentCredits: 3,
+      latency: 0.5,
+    };
+    const check = {
+      requestId: "req_r",
+      index: 1,
+      time: 1_767_225_600_456,
+      workspaceId: "ws_1",
+      namespaceId: "ns_1",
+      identifier: "user_1",
+      passed: false,
+      limit: 10,
+      remaining: 0,
+      reset: 1_767_225_660_000,
+      cost: 2,
+      overrideId: "ovr_1",
+      latency: 0.25,
+    };
+    const bytes = keeping();
+    const byBytes = new BufferedIngest(bytes.kept, log);
+    byBytes.publish(
+      KEY_VERIFIED,
+      "req_f:key_1",
+      toBinary(
+        KeyVerifiedSchema,
+        create(KeyVerifiedSchema, { ...verification, time: BigInt(verification.time), spentCredits: 3n }),
+      ),
+    );
+    byBytes.publish(
+      RATELIMIT_CHECKED,
+      "req_r:1",
+      toBinary(
+        RatelimitCheckedSchema,
+        create(RatelimitCheckedSchema, {
+          ...check,
+          index: 1,
+          time: BigInt(check.time),
+          limit: 10n,
+          remaining: 0n,
+          reset: BigInt(check.reset),
+          cost: 2n,
+        }),
+      ),
+    );
+    await byBytes.flush();
+    const fields = keeping();
+    const byFields = new BufferedIngest(fields.kept, log);
+    byFields.publishFields(KEY_VERIFIED, "req_f:key_1", verification);
+    byFields.publishFields(RATELIMIT_CHECKED, "req_r:1", check);
+    byFields.publishFields("events.something.else", "x", {});
+    await byFields.flush();
+
+    expect(fields.rows).toEqual(bytes.rows);
+    expect(fields.rows.verifications).toEqual([{ ...verification, tags: ["a", "b"] }]);
+    expect(fields.rows.ratelimits).toEqual([
+      {
+        requestId: "req_r:1",
+        time: check.time,
+        workspaceId: "ws_1",
+        namespaceId: "ns_1",
+        identifier: "user_1",
+        passed: false,
+        limit: 10,
+        remaining: 0,
+        reset: check.reset,
+        cost: 2,
+        overrideId: "ovr_1",
+        latency: 0.25,
+      },
+    ]);
+    expect(byFields.stats()).toEqual({ buffered: 0, published: 2, dropped: 0 });
+  });
+});

@@ -1,5 +1,5 @@
-import { type EventSink, type EventSinkStats, type Logger, newId } from "@latchkey/runtime";
-import { decodeEvent } from "./events.ts";
+import { type EventFields, type EventSink, type EventSinkStats, type Logger, newId } from "@latchkey/runtime";
+import { type AnalyticsEvent, decodeEvent, eventOfFields } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
 export interface BufferedIngestOptions {
@@ -22,8 +22,8 @@ interface Batch {
 
 /**
  * The embedded default's events, from the services straight into the store
- * without NATS: an EventSink whose publish decodes the event and appends the
- * row to a buffer (never waiting, never throwing), written in batches (one
+ * without NATS: an EventSink whose publish decodes the event (publishFields
+ * takes its fields as they are) and appends the row to a buffer (never waiting, never throwing), written in batches (one
  * statement per kind and batch, not one per event), every `intervalMs` or as
  * soon as `batchSize` rows wait, one insert in flight at a time.
  *
@@ -69,13 +69,22 @@ export class BufferedIngest implements EventSink {
   }
 
   publish(subject: string, id: string, data: Uint8Array): void {
-    let event: ReturnType<typeof decodeEvent>;
+    let event: AnalyticsEvent;
     try {
       event = decodeEvent(subject, id, data);
     } catch (err) {
       this.log.error({ err: (err as Error).message, subject, id }, "undecodable event dropped");
       return;
     }
+    this.take(subject, event);
+  }
+
+  /** In process, the publisher hands the event's fields over: no bytes to write and read again. */
+  publishFields(subject: string, id: string, fields: EventFields): void {
+    this.take(subject, eventOfFields(subject, id, fields));
+  }
+
+  private take(subject: string, event: AnalyticsEvent): void {
     if (event.kind === "ignored") return;
     if (this.closed || this.buffered() >= this.maxBuffered) {
       this.drop(subject);

@@ -1,5 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
+import type { EventFields } from "@latchkey/runtime";
 import { decodeKeyVerified, decodeRatelimitChecked } from "./event-codecs.ts";
 import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
@@ -35,48 +36,99 @@ export function decodeMessage(
  */
 export function decodeEvent(subject: string, id: string, data: Uint8Array): AnalyticsEvent {
   switch (subject) {
-    case KEY_VERIFIED: {
-      const e = decodeKeyVerified(data);
-      return {
-        kind: "verification",
-        row: {
-          requestId: e.requestId || id,
-          time: Number(e.time),
-          workspaceId: e.workspaceId,
-          apiId: e.apiId,
-          keyId: e.keyId,
-          identityId: e.identityId,
-          externalId: e.externalId,
-          outcome: e.outcome,
-          tags: [...new Set(e.tags)],
-          spentCredits: Number(e.spentCredits),
-          latency: e.latency,
-        },
-      };
-    }
-    case RATELIMIT_CHECKED: {
-      const e = decodeRatelimitChecked(data);
-      return {
-        kind: "ratelimit",
-        row: {
-          // One row per check: the checks of one multiLimit share a request id, and their
-          // message ids (requestId:index) tell them apart, so dedupe never merges them.
-          requestId: id || e.requestId,
-          time: Number(e.time),
-          workspaceId: e.workspaceId,
-          namespaceId: e.namespaceId,
-          identifier: e.identifier,
-          passed: e.passed,
-          limit: Number(e.limit),
-          remaining: Number(e.remaining),
-          reset: Number(e.reset),
-          cost: Number(e.cost),
-          overrideId: e.overrideId,
-          latency: e.latency,
-        },
-      };
-    }
+    case KEY_VERIFIED:
+      return verification(id, decodeKeyVerified(data));
+    case RATELIMIT_CHECKED:
+      return ratelimitCheck(id, decodeRatelimitChecked(data));
     default:
       return { kind: "ignored" };
   }
+}
+
+/**
+ * An event handed over in this process (EventSink.publishFields): its
+ * message's fields by name, int64 as number. The same row as decodeEvent
+ * gives for the message's bytes.
+ */
+export function eventOfFields(subject: string, id: string, fields: EventFields): AnalyticsEvent {
+  switch (subject) {
+    case KEY_VERIFIED:
+      return verification(id, fields as unknown as KeyVerifiedFields);
+    case RATELIMIT_CHECKED:
+      return ratelimitCheck(id, fields as unknown as RatelimitCheckedFields);
+    default:
+      return { kind: "ignored" };
+  }
+}
+
+/** keys.v1.KeyVerified's fields, decoded (int64 as bigint) or handed over (as number). */
+interface KeyVerifiedFields {
+  requestId: string;
+  time: bigint | number;
+  workspaceId: string;
+  apiId: string;
+  keyId: string;
+  identityId: string;
+  externalId: string;
+  outcome: string;
+  tags: readonly string[];
+  spentCredits: bigint | number;
+  latency: number;
+}
+
+/** ratelimit.v1.RatelimitChecked's fields, decoded or handed over. */
+interface RatelimitCheckedFields {
+  requestId: string;
+  time: bigint | number;
+  workspaceId: string;
+  namespaceId: string;
+  identifier: string;
+  passed: boolean;
+  limit: bigint | number;
+  remaining: bigint | number;
+  reset: bigint | number;
+  cost: bigint | number;
+  overrideId: string;
+  latency: number;
+}
+
+function verification(id: string, e: KeyVerifiedFields): AnalyticsEvent {
+  return {
+    kind: "verification",
+    row: {
+      requestId: e.requestId || id,
+      time: Number(e.time),
+      workspaceId: e.workspaceId,
+      apiId: e.apiId,
+      keyId: e.keyId,
+      identityId: e.identityId,
+      externalId: e.externalId,
+      outcome: e.outcome,
+      tags: [...new Set(e.tags)],
+      spentCredits: Number(e.spentCredits),
+      latency: e.latency,
+    },
+  };
+}
+
+function ratelimitCheck(id: string, e: RatelimitCheckedFields): AnalyticsEvent {
+  return {
+    kind: "ratelimit",
+    row: {
+      // One row per check: the checks of one multiLimit share a request id, and their
+      // message ids (requestId:index) tell them apart, so dedupe never merges them.
+      requestId: id || e.requestId,
+      time: Number(e.time),
+      workspaceId: e.workspaceId,
+      namespaceId: e.namespaceId,
+      identifier: e.identifier,
+      passed: e.passed,
+      limit: Number(e.limit),
+      remaining: Number(e.remaining),
+      reset: Number(e.reset),
+      cost: Number(e.cost),
+      overrideId: e.overrideId,
+      latency: e.latency,
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { describe, expect, it } from "vitest";
-import { encodeKeyVerified, type Verification } from "./events.ts";
+import { encodeKeyVerified, KEY_VERIFIED, keyVerified, type Verification } from "./events.ts";
 
 const reflected = (v: Verification) =>
   toBinary(
@@ -59,5 +59,36 @@ describe("encodeKeyVerified", () => {
       spentCredits: -5,
     };
     expect(Buffer.from(encodeKeyVerified(long))).toEqual(Buffer.from(reflected(long)));
+  });
+});
+
+describe("keyVerified", () => {
+  it("hands an in-process sink the verification's fields, which are KeyVerified's by name, and no bytes", () => {
+    const fields: [string, string, object][] = [];
+    const sink = {
+      publish: () => {
+        throw new Error("bytes were written for a sink that takes fields");
+      },
+      publishFields: (subject: string, id: string, f: object) => void fields.push([subject, id, f]),
+      flush: async () => {},
+      stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
+    };
+    keyVerified({ events: sink }, full);
+    expect(fields).toEqual([[KEY_VERIFIED, "req_01HXYZABCDEFGHJK:key_1234567890abcdef", full]]);
+    // The analytics side reads them by the message's field names.
+    expect(Object.keys(full).sort()).toEqual(KeyVerifiedSchema.fields.map((f) => f.localName).sort());
+  });
+
+  it("writes the bytes for a sink that takes only bytes (JetStream)", () => {
+    const published: [string, string, Uint8Array][] = [];
+    const sink = {
+      publish: (subject: string, id: string, data: Uint8Array) => void published.push([subject, id, data]),
+      flush: async () => {},
+      stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
+    };
+    keyVerified({ events: sink }, full);
+    expect(published.map(([s, id, data]) => [s, id, Buffer.from(data)])).toEqual([
+      [KEY_VERIFIED, "req_01HXYZABCDEFGHJK:key_1234567890abcdef", Buffer.from(reflected(full))],
+    ]);
   });
 });

@@ -16,6 +16,7 @@ export const noEvents: EventSink = {
   stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
 };
 
+/** One verification, by keys.v1.KeyVerified's field names (events.test.ts holds them to the message's). */
 export interface Verification {
   requestId: string;
   time: number;
@@ -35,11 +36,10 @@ export interface Verification {
 export function keyVerified(deps: Pick<KeysDeps, "events">, v: Verification): void {
   if (deps.events === noEvents) return;
   // The id lets JetStream and the consumer drop a re-sent duplicate.
-  deps.events.publish(
-    KEY_VERIFIED,
-    v.requestId ? `${v.requestId}:${v.keyId}` : newId("ver"),
-    encodeKeyVerified(v),
-  );
+  const id = v.requestId ? `${v.requestId}:${v.keyId}` : newId("ver");
+  // In process (pnpm start's embedded analytics) the fields go as they are: Verification's are KeyVerified's.
+  if (deps.events.publishFields) deps.events.publishFields(KEY_VERIFIED, id, v);
+  else deps.events.publish(KEY_VERIFIED, id, encodeKeyVerified(v));
 }
 
 /**

@@ -1,8 +1,9 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { MemoryBus } from "@latchkey/runtime";
 import { WireWriter } from "@latchkey/runtime/wire/writer";
 import { describe, expect, it } from "vitest";
-import { type Checked, encodeChecked } from "./events.ts";
+import { type Checked, encodeChecked, ratelimitEvents, SUBJECT_CHECKED } from "./events.ts";
 
 const checked = (over: Partial<Checked> = {}): Checked => ({
   requestId: "req_1",
@@ -85,5 +86,30 @@ describe("the hand-written RatelimitChecked encoder", () => {
       const e = checked({ identifier, requestId: identifier });
       expect(encoded(e, w)).toEqual(reference(e));
     }
+  });
+});
+
+describe("ratelimitEvents to an in-process sink", () => {
+  it("hands over each check's fields, which are RatelimitChecked's by name, and writes no bytes", async () => {
+    const fields: [string, string, object][] = [];
+    const events = ratelimitEvents(new MemoryBus(), {
+      publish: () => {
+        throw new Error("bytes were written for a sink that takes fields");
+      },
+      publishFields: (subject, id, f) => void fields.push([subject, id, f]),
+      flush: async () => {},
+      stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
+    });
+    const one = checked();
+    const two = checked({ index: 4, passed: false, remaining: 0 });
+    events.checked(one);
+    events.checked(two);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(fields).toEqual([
+      [SUBJECT_CHECKED, "req_1:3", one],
+      [SUBJECT_CHECKED, "req_1:4", two],
+    ]);
+    // The analytics side reads them by the message's field names.
+    expect(Object.keys(one).sort()).toEqual(RatelimitCheckedSchema.fields.map((f) => f.localName).sort());
   });
 });

@@ -13,7 +13,7 @@ export const noEvents: EventSink = {
   stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
 };
 
-/** One counted standalone check, as analytics records it (ratelimit.v1.RatelimitChecked). */
+/** One counted standalone check, as analytics records it, by ratelimit.v1.RatelimitChecked's field names. */
 export interface Checked {
   requestId: string;
   /** The check's position in its request: 0 for limit, 0..n-1 for multiLimit. */
@@ -77,6 +77,12 @@ export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): Ratelimit
   const flush = () => {
     const batch = queue;
     queue = [];
+    // In process (pnpm start's embedded analytics) the fields go as they are: Checked's are RatelimitChecked's.
+    if (sink.publishFields) {
+      for (const e of batch)
+        sink.publishFields(SUBJECT_CHECKED, e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"), e);
+      return;
+    }
     if (ends.length < batch.length) ends = new Array(batch.length);
     for (let i = 0; i < batch.length; i++) ends[i] = writeChecked(batch[i]!, writer).length;
     const all = writer.finish();
