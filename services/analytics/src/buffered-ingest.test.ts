@@ -379,22 +379,9 @@ describe("BufferedIngest.publishFields (in process, no bytes)", () => {
 
     expect(fields.rows).toEqual(bytes.rows);
     expect(fields.rows.verifications).toEqual([{ ...verification, tags: ["a", "b"] }]);
-    expect(fields.rows.ratelimits).toEqual([
-      {
-        requestId: "req_r:1",
-        time: check.time,
-        workspaceId: "ws_1",
-        namespaceId: "ns_1",
-        identifier: "user_1",
-        passed: false,
-        limit: 10,
-        remaining: 0,
-        reset: check.reset,
-        cost: 2,
-        overrideId: "ovr_1",
-        latency: 0.25,
-      },
-    ]);
+    // A check's row has no index: its message id, the row's request id, tells the checks of one request apart.
+    const { index: _index, ...row } = check;
+    expect(fields.rows.ratelimits).toEqual([{ ...row, requestId: "req_r:1" }]);
     expect(byFields.stats()).toEqual({ buffered: 0, published: 2, dropped: 0 });
   });
 });

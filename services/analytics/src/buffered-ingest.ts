@@ -23,9 +23,10 @@ interface Batch {
 /**
  * The embedded default's events, from the services straight into the store
  * without NATS: an EventSink whose publish decodes the event (publishFields
- * takes its fields as they are) and appends the row to a buffer (never waiting, never throwing), written in batches (one
- * statement per kind and batch, not one per event), every `intervalMs` or as
- * soon as `batchSize` rows wait, one insert in flight at a time.
+ * takes its fields as they are) and appends the row to a buffer (never
+ * waiting, never throwing), written in batches (one statement per kind and
+ * batch, not one per event), every `intervalMs` or as soon as `batchSize`
+ * rows wait, one insert in flight at a time.
  *
  * Each batch is cut from the front of the buffers once, with an id of its own,
  * and a failed insert retries exactly that batch, same rows and same id, every

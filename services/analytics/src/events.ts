@@ -1,5 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
+import type { KeyVerified } from "@latchkey/proto/keys/v1/events_pb";
+import type { RatelimitChecked } from "@latchkey/proto/ratelimit/v1/events_pb";
 import type { EventFields } from "@latchkey/runtime";
 import { decodeKeyVerified, decodeRatelimitChecked } from "./event-codecs.ts";
 import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
@@ -61,36 +63,12 @@ export function eventOfFields(subject: string, id: string, fields: EventFields):
   }
 }
 
-/** keys.v1.KeyVerified's fields, decoded (int64 as bigint) or handed over (as number). */
-interface KeyVerifiedFields {
-  requestId: string;
-  time: bigint | number;
-  workspaceId: string;
-  apiId: string;
-  keyId: string;
-  identityId: string;
-  externalId: string;
-  outcome: string;
-  tags: readonly string[];
-  spentCredits: bigint | number;
-  latency: number;
-}
-
-/** ratelimit.v1.RatelimitChecked's fields, decoded or handed over. */
-interface RatelimitCheckedFields {
-  requestId: string;
-  time: bigint | number;
-  workspaceId: string;
-  namespaceId: string;
-  identifier: string;
-  passed: boolean;
-  limit: bigint | number;
-  remaining: bigint | number;
-  reset: bigint | number;
-  cost: bigint | number;
-  overrideId: string;
-  latency: number;
-}
+/** A message's fields by name, int64 as bigint (decoded) or number (handed over in process). */
+type Fields<M> = {
+  readonly [K in Exclude<keyof M, "$typeName" | "$unknown">]: M[K] extends bigint ? bigint | number : M[K];
+};
+type KeyVerifiedFields = Fields<KeyVerified>;
+type RatelimitCheckedFields = Fields<RatelimitChecked>;
 
 function verification(id: string, e: KeyVerifiedFields): AnalyticsEvent {
   return {

@@ -68,6 +68,9 @@ function writeChecked(e: Checked, w: WireWriter): WireWriter {
     .int64(13, e.index);
 }
 
+/** "<requestId>:<index>": a re-sent event is dropped, and the checks of one multiLimit stay apart. */
+const messageId = (e: Checked) => (e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"));
+
 export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): RatelimitEvents {
   let queue: Checked[] = [];
   const writer = new WireWriter();
@@ -79,8 +82,7 @@ export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): Ratelimit
     queue = [];
     // In process (pnpm start's embedded analytics) the fields go as they are: Checked's are RatelimitChecked's.
     if (sink.publishFields) {
-      for (const e of batch)
-        sink.publishFields(SUBJECT_CHECKED, e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"), e);
+      for (const e of batch) sink.publishFields(SUBJECT_CHECKED, messageId(e), e);
       return;
     }
     if (ends.length < batch.length) ends = new Array(batch.length);
@@ -89,11 +91,7 @@ export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): Ratelimit
     let start = 0;
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i]!;
-      sink.publish(
-        SUBJECT_CHECKED,
-        e.requestId ? `${e.requestId}:${e.index}` : newId("rlc"),
-        all.subarray(start, ends[i]),
-      );
+      sink.publish(SUBJECT_CHECKED, messageId(e), all.subarray(start, ends[i]));
       start = ends[i]!;
     }
   };
