@@ -245,6 +245,14 @@ describe("the edge HTTP server", () => {
     expect(JSON.parse(byLength.answers[0]!.body).error.status).toBe(413);
     expect(byLength.closed).toBe(true);
 
+    const expecting = await exchange(
+      port,
+      [post("/v2/ratelimits.limit", big, key, "Expect: 100-continue\r\n").split("\r\n\r\n")[0] + "\r\n\r\n"],
+      1,
+    );
+    // Not asked for the body it would refuse: no 100 Continue, the 413 at once.
+    expect(expecting.answers.map((a) => a.status)).toEqual([413]);
+
     const chunk = `POST /v2/ratelimits.limit HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`;
     const byChunks = await exchange(port, [chunk], 1);
     expect(byChunks.answers.map((a) => a.status)).toEqual([413]);

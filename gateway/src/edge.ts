@@ -294,9 +294,11 @@ class Connection {
   /** After the head: answers `Expect`, then reads the body its framing announces (or none). */
   private beginBody(): boolean {
     const head = this.head;
+    const tooLarge = head.contentLength > this.gateway.maxBodyBytes;
     if (head.expect !== undefined) {
       if (head.expect.toLowerCase() !== "100-continue") throw new Refusal(417);
-      if (head.minor === 1 && (head.chunked || head.contentLength > 0))
+      // A body that will be refused is not asked for: the client gets the 413 instead.
+      if (head.minor === 1 && !tooLarge && (head.chunked || head.contentLength > 0))
         this.write("HTTP/1.1 100 Continue\r\n\r\n");
     }
     if (head.chunked) {
@@ -306,7 +308,7 @@ class Connection {
       this.state = "chunk-size";
       return true;
     }
-    if (head.contentLength > this.gateway.maxBodyBytes) {
+    if (tooLarge) {
       this.dispatch("too large");
       return false;
     }
