@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "./harness.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -70,12 +71,19 @@ describe("a service with a bad setting stops at start, before it connects or mig
   });
 
   it("keys with good settings still migrates and serves (the same database, so the checks above could see tables)", async () => {
+    const port = await freePort();
     const child = execFile(process.execPath, ["--import", "tsx", join(root, "services/keys/src/main.ts")], {
-      env: { ...process.env, LOG_LEVEL: "warn", PORT: "0", DATABASE_URL: db.url, NATS_URL: "" },
+      env: { ...process.env, LOG_LEVEL: "warn", PORT: String(port), DATABASE_URL: db.url, NATS_URL: "" },
     });
     try {
+      const ready = async () =>
+        fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        );
       const deadline = Date.now() + 20_000;
-      while ((await tables()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while ((await ready()) !== 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await ready()).toBe(200);
       expect(await tables()).toBeGreaterThan(0);
     } finally {
       child.kill("SIGKILL");

@@ -29,7 +29,7 @@ export interface EdgeOptions {
   keepAliveTimeoutMs: number;
 }
 
-export const EDGE_DEFAULTS: EdgeOptions = {
+const EDGE_DEFAULTS: EdgeOptions = {
   // node:http's defaults, and its keep-alive as the gateway set it.
   maxHeaderBytes: 16 * 1024,
   headersTimeoutMs: 60_000,
