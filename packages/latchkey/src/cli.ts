@@ -50,7 +50,13 @@ async function main(argv: string[]): Promise<void> {
   if (!Number.isSafeInteger(at) || at < 0)
     throw new UsageError(`--at must be a unix time in milliseconds, got '${values.at}'.`);
 
-  const db = await openDatabase({ reuseRunning: true });
+  const db = await openDatabase({
+    reuseRunning: true,
+    onLost(err) {
+      console.error(err.message);
+      process.exit(1);
+    },
+  });
   try {
     switch (command) {
       case "workspace create": {

@@ -26,7 +26,11 @@ export interface Database {
  * reached through the running Latchkey process when one holds it open
  * (`reuseRunning`, for the CLI), or opened by this process.
  */
-export async function openDatabase(options: { reuseRunning: boolean }): Promise<Database> {
+export async function openDatabase(options: {
+  reuseRunning: boolean;
+  /** The embedded database's thread ended unexpectedly (it cannot come back: stop the process). */
+  onLost: (err: Error) => void;
+}): Promise<Database> {
   const url = env.string("DATABASE_URL");
   if (url) {
     const sql = connect(url);
@@ -35,7 +39,9 @@ export async function openDatabase(options: { reuseRunning: boolean }): Promise<
   }
   const dir = dataDir();
   const running = options.reuseRunning ? runningEmbedded(dir) : undefined;
-  const embedded: EmbeddedPostgres | undefined = running ? undefined : await startEmbeddedPostgres(dir);
+  const embedded: EmbeddedPostgres | undefined = running
+    ? undefined
+    : await startEmbeddedPostgres(dir, options.onLost);
   const sql = connect((running ?? embedded)!.url, { max: running ? 2 : 16 });
   await migrateAll(sql);
   return {

@@ -49,7 +49,13 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main() {
   mkdirSync(dataDir(), { recursive: true });
-  const db = await openDatabase({ reuseRunning: false });
+  const db = await openDatabase({
+    reuseRunning: false,
+    onLost(err) {
+      log.fatal({ err }, "the embedded database stopped; Latchkey cannot serve without it");
+      process.exit(1);
+    },
+  });
   const natsUrl = env.string("NATS_URL");
   const clickhouseUrl = env.string("CLICKHOUSE_URL");
   const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "latchkey") : undefined;

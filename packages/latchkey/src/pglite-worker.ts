@@ -1,0 +1,31 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { PGlite } from "@electric-sql/pglite";
+import { PgliteServer } from "./pglite-server.ts";
+
+/**
+ * The embedded PostgreSQL's own thread (embedded-postgres.ts): PGlite and its
+ * wire-protocol server run here, so the database's WASM work uses a core of its
+ * own instead of the event loop that serves HTTP. Tells the parent its port
+ * once it listens, or why it could not start; a "close" message closes the
+ * server and the database (which flushes it to the data directory), then the
+ * thread ends (process.exit in a worker ends only the worker).
+ */
+export type WorkerReply = { port: number } | { error: string };
+
+const port = parentPort;
+if (port === null) throw new Error("pglite-worker.ts runs as a worker thread");
+const { pgdata } = workerData as { pgdata: string };
+
+try {
+  const db = await PGlite.create({ dataDir: pgdata });
+  const server = new PgliteServer(db);
+  port.once("message", async () => {
+    await server.close();
+    await db.close();
+    process.exit(0);
+  });
+  port.postMessage({ port: await server.listen(0, "127.0.0.1") } satisfies WorkerReply);
+} catch (err) {
+  port.postMessage({ error: err instanceof Error ? err.message : String(err) } satisfies WorkerReply);
+  process.exit(1);
+}
