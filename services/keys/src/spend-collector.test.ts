@@ -100,6 +100,26 @@ describe("SpendQueue", () => {
     expect(queue.statements).toBe(2);
   });
 
+  it("asks the next statement before it answers the spends of the one before", async () => {
+    const db = balances({ key_a: 10 });
+    const queue = new SpendQueue(db.store, new TestClock());
+    const seen: string[] = [];
+    const asked = db.store.spendCreditsGroups.bind(db.store);
+    db.store.spendCreditsGroups = (groups) => {
+      seen.push(`statement ${db.statements.length + 1}`);
+      return asked(groups);
+    };
+    db.hold();
+    const first = queue.spend("key_a", 1).then((s) => seen.push(`first answered, ${s?.remaining} left`));
+    await settle();
+    const second = queue.spend("key_a", 2).then((s) => seen.push(`second answered, ${s?.remaining} left`));
+    db.release();
+    await Promise.all([first, second]);
+    expect(seen).toEqual(["statement 1", "statement 2", "first answered, 9 left", "second answered, 7 left"]);
+    // The last statement's spends are answered too, with nothing queued after them.
+    expect(await queue.spend("key_a", 7)).toEqual({ spent: true, remaining: 0 });
+  });
+
   it("answers spends of unequal costs as one by one, a statement per change of cost", async () => {
     const db = balances({ key_a: 5 });
     const queue = new SpendQueue(db.store, new TestClock());

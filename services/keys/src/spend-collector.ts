@@ -1,5 +1,5 @@
 import type { Clock } from "@latchkey/runtime";
-import type { KeysStore, Spend, SpendGroup } from "./store/keys-store.ts";
+import type { GroupSpend, KeysStore, Spend, SpendGroup } from "./store/keys-store.ts";
 
 /** One verification waiting for its credit spend. */
 export interface PendingSpend {
@@ -52,45 +52,66 @@ export class SpendQueue {
     return this.statementCount;
   }
 
+  /**
+   * Each statement's spends are answered after the next statement is asked:
+   * the verifications they release finish their work (and the HTTP answers
+   * theirs) while the next statement is already on its way to the database,
+   * instead of before it leaves.
+   */
   private async drain(): Promise<void> {
     this.running = true;
+    let answer: (() => void) | undefined;
     try {
       while (this.queued.length > 0) {
         const next = this.queued;
         this.queued = [];
-        for (const run of runsOf(next)) await this.decide(run);
+        for (const runs of runsOf(next)) {
+          const decided = this.decide(runs);
+          answer?.();
+          answer = await decided;
+        }
       }
     } finally {
       this.running = false;
+      answer?.();
     }
   }
 
-  /** One statement for runs of distinct keys. */
-  private async decide(runs: PendingSpend[][]): Promise<void> {
+  /** One statement for runs of distinct keys; answers how to settle their spends with its outcome. */
+  private async decide(runs: PendingSpend[][]): Promise<() => void> {
     const groups: SpendGroup[] = runs.map((run) => ({
       keyId: run[0]!.keyId,
       cost: run[0]!.cost,
       count: run.length,
     }));
     this.statementCount++;
-    let results: Awaited<ReturnType<KeysStore["spendCreditsGroups"]>>;
     try {
-      results = await this.store.spendCreditsGroups(groups, this.clock.now());
+      const results = await this.store.spendCreditsGroups(groups, this.clock.now());
+      return () => settle(runs, groups, results);
     } catch (err) {
-      for (const run of runs) for (const s of run) s.reject(err);
-      return;
+      return () => {
+        for (const run of runs) for (const s of run) s.reject(err);
+      };
     }
-    for (let i = 0; i < runs.length; i++) {
-      const run = runs[i]!;
-      const result = results[i];
-      const cost = groups[i]!.cost;
-      for (let j = 0; j < run.length; j++) {
-        const s = run[j]!;
-        if (result === undefined) s.resolve(undefined);
-        else if (result.before === null) s.resolve({ spent: true, remaining: null });
-        else if (j < result.granted) s.resolve({ spent: true, remaining: result.before - (j + 1) * cost });
-        else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
-      }
+  }
+}
+
+/** Each spend of a statement's runs answered with its group's result. */
+function settle(
+  runs: readonly PendingSpend[][],
+  groups: readonly SpendGroup[],
+  results: readonly (GroupSpend | undefined)[],
+): void {
+  for (let i = 0; i < runs.length; i++) {
+    const run = runs[i]!;
+    const result = results[i];
+    const cost = groups[i]!.cost;
+    for (let j = 0; j < run.length; j++) {
+      const s = run[j]!;
+      if (result === undefined) s.resolve(undefined);
+      else if (result.before === null) s.resolve({ spent: true, remaining: null });
+      else if (j < result.granted) s.resolve({ spent: true, remaining: result.before - (j + 1) * cost });
+      else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
     }
   }
 }
