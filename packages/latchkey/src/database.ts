@@ -16,6 +16,8 @@ export async function migrateAll(sql: Sql): Promise<void> {
 
 export interface Database {
   sql: Sql;
+  /** Where `sql` connects, for pools of its own (the credit spends' connection). */
+  url: string;
   /** Where it came from, for the start-up banner. */
   description: string;
   close(): Promise<void>;
@@ -35,17 +37,19 @@ export async function openDatabase(options: {
   if (url) {
     const sql = connect(url);
     await migrateAll(sql);
-    return { sql, description: "PostgreSQL from DATABASE_URL", close: () => sql.end({ timeout: 5 }) };
+    return { sql, url, description: "PostgreSQL from DATABASE_URL", close: () => sql.end({ timeout: 5 }) };
   }
   const dir = dataDir();
   const running = options.reuseRunning ? runningEmbedded(dir) : undefined;
   const embedded: EmbeddedPostgres | undefined = running
     ? undefined
     : await startEmbeddedPostgres(dir, options.onLost);
-  const sql = connect((running ?? embedded)!.url, { max: running ? 2 : 16 });
+  const embeddedUrl = (running ?? embedded)!.url;
+  const sql = connect(embeddedUrl, { max: running ? 2 : 16 });
   await migrateAll(sql);
   return {
     sql,
+    url: embeddedUrl,
     description: `embedded PostgreSQL (PGlite) in ${dir}`,
     async close() {
       await sql.end({ timeout: 5 });

@@ -106,13 +106,15 @@ async function main() {
     ratelimit: localTransport(ratelimitRoutes(ratelimit)),
     identity: localTransport(identityRoutes(identity)),
   };
-  // PostgreSQL servers only: PGlite is one backend, whose commits this setting would not change.
-  const databaseUrl = env.string("DATABASE_URL");
-  const spendSql = databaseUrl && creditSpendsSql(databaseUrl, env.bool("CREDITS_ASYNC_COMMIT", false));
-  if (spendSql) closers.push(() => spendSql.end({ timeout: 5 }));
+  // CREDITS_ASYNC_COMMIT is for PostgreSQL servers only: PGlite is one backend, whose commits it would not change.
+  const spendSql = creditSpendsSql(
+    db.url,
+    Boolean(env.string("DATABASE_URL")) && env.bool("CREDITS_ASYNC_COMMIT", false),
+  );
+  closers.push(() => spendSql.end({ timeout: 5 }));
   const keys = createKeysDeps({
     sql: db.sql,
-    ...(spendSql ? { spendSql } : {}),
+    spendSql,
     bus,
     events,
     encryptionKey: encryptionKey(),

@@ -76,7 +76,7 @@ const deps = createKeysDeps({
   cacheSize,
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
-  ...(spendSql ? { spendSql } : {}),
+  spendSql,
 });
 // Due refills every minute, applied by one instance at a time (advisory lock).
 const stopRefills = startRefills(sql, { clock: deps.clock, log });
@@ -106,7 +106,7 @@ async function stop(signal: string) {
   await events?.flush(5_000);
   events?.close();
   await bus.close();
-  await spendSql?.end({ timeout: 5 });
+  await spendSql.end({ timeout: 5 });
   await sql.end({ timeout: 5 });
   process.exit(0);
 }

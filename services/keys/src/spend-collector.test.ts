@@ -9,8 +9,12 @@ function balances(initial: Record<string, number | null>) {
   const statements: SpendGroup[][] = [];
   let held: { promise: Promise<void>; release: () => void } | undefined;
   let failNext: Error | undefined;
+  let out = 0;
+  let maxOut = 0;
   return {
     statements,
+    /** The most statements out at once so far. */
+    maxOut: () => maxOut,
     balance: (keyId: string) => balance.get(keyId),
     /** Holds statements (once arrived) until release(). */
     hold() {
@@ -31,9 +35,12 @@ function balances(initial: Record<string, number | null>) {
     store: {
       async spendCreditsGroups(groups: SpendGroup[]): Promise<(GroupSpend | undefined)[]> {
         statements.push(groups.map((g) => ({ ...g })));
+        maxOut = Math.max(maxOut, ++out);
         const fail = failNext;
         failNext = undefined;
-        if (held) await held.promise;
+        // Yields once at least, as a database does, so statements asked meanwhile are out together.
+        await (held?.promise ?? Promise.resolve());
+        out--;
         if (fail) throw fail;
         return groups.map(({ keyId, cost, count }) => {
           const before = balance.get(keyId);
@@ -120,6 +127,30 @@ describe("SpendQueue", () => {
     expect(await queue.spend("key_a", 7)).toEqual({ spent: true, remaining: 0 });
   });
 
+  it("with depth 2, asks a second statement while the first is out, and the spends after them together once one is decided", async () => {
+    const db = balances({ key_a: 5 });
+    const queue = new SpendQueue(db.store, new TestClock(), 2);
+    db.hold();
+    const first = queue.spend("key_a", 2);
+    const second = queue.spend("key_a", 2);
+    await settle();
+    expect(db.statements).toHaveLength(2);
+    const later = [queue.spend("key_a", 1), queue.spend("key_a", 1)];
+    await settle();
+    // Two out: the later spends wait for one of them.
+    expect(db.statements).toHaveLength(2);
+    db.release();
+    // Decided in the order asked, as if one by one.
+    expect(await Promise.all([first, second, ...later])).toEqual(oneByOne(5, [2, 2, 1, 1]));
+    expect(db.statements.map((st) => st.map((g) => `${g.cost}x${g.count}`))).toEqual([
+      ["2x1"],
+      ["2x1"],
+      ["1x2"],
+    ]);
+    expect(db.balance("key_a")).toBe(0);
+    expect(db.maxOut()).toBe(2);
+  });
+
   it("answers spends of unequal costs as one by one, a statement per change of cost", async () => {
     const db = balances({ key_a: 5 });
     const queue = new SpendQueue(db.store, new TestClock());
@@ -127,6 +158,8 @@ describe("SpendQueue", () => {
     const answers = await Promise.all(costs.map((cost) => queue.spend("key_a", cost)));
     expect(answers).toEqual(oneByOne(5, costs));
     expect(db.balance("key_a")).toBe(0);
+    // One at a time: a store of many connections need not decide statements in the order asked.
+    expect(db.maxOut()).toBe(1);
     // Runs [2,2] [1] [3] [1] [0] [1]; the first spend went alone before the others queued.
     expect(db.statements.map((s) => s.map((g) => `${g.cost}x${g.count}`))).toEqual([
       ["2x1"],
@@ -223,44 +256,47 @@ describe("SpendQueue", () => {
     ]);
   });
 
-  it("never overspends and grants in arrival order under many concurrent batches", async () => {
-    const start = { key_a: 500, key_b: 333 };
-    const db = balances(start);
-    const queue = new SpendQueue(db.store, new TestClock());
-    const batches = Array.from({ length: 60 }, async (_, b) => {
-      const items = 30;
-      const collector = new SpendCollector(queue, items);
-      // Items arrive out of order and some never spend, as a batch's do.
-      const order = Array.from({ length: items }, (_, i) => (i * 7 + b) % items);
-      const arrived: { keyId: "key_a" | "key_b"; answer: Promise<Spend | undefined> }[] = [];
-      for (const i of order) {
-        const keyId = i % 2 === 0 ? "key_a" : "key_b";
-        if (i % 5 === 4) collector.done(i);
-        else arrived.push({ keyId, answer: collector.spend(i, keyId, 1) });
-        if (i % 3 === 0) await Promise.resolve();
+  it.each([1, 2])(
+    "never overspends and grants in arrival order under many concurrent batches (depth %i)",
+    async (depth) => {
+      const start = { key_a: 500, key_b: 333 };
+      const db = balances(start);
+      const queue = new SpendQueue(db.store, new TestClock(), depth);
+      const batches = Array.from({ length: 60 }, async (_, b) => {
+        const items = 30;
+        const collector = new SpendCollector(queue, items);
+        // Items arrive out of order and some never spend, as a batch's do.
+        const order = Array.from({ length: items }, (_, i) => (i * 7 + b) % items);
+        const arrived: { keyId: "key_a" | "key_b"; answer: Promise<Spend | undefined> }[] = [];
+        for (const i of order) {
+          const keyId = i % 2 === 0 ? "key_a" : "key_b";
+          if (i % 5 === 4) collector.done(i);
+          else arrived.push({ keyId, answer: collector.spend(i, keyId, 1) });
+          if (i % 3 === 0) await Promise.resolve();
+        }
+        return Promise.all(arrived.map(async ({ keyId, answer }) => ({ keyId, spend: await answer })));
+      });
+      const answers = await Promise.all(batches);
+      for (const keyId of ["key_a", "key_b"] as const) {
+        expect(db.balance(keyId)).toBe(0);
+        const spent = answers.flat().filter((a) => a.keyId === keyId && a.spend?.spent);
+        // Every credit went to exactly one spend: the balances they left are start-1 .. 0, each once.
+        expect(spent.map((a) => a.spend?.remaining).sort((x, y) => (y ?? 0) - (x ?? 0))).toEqual(
+          Array.from({ length: start[keyId] }, (_, i) => start[keyId] - 1 - i),
+        );
+        // Within a batch, in arrival order: granted ones first, each leaving less than the one before.
+        for (const batch of answers) {
+          const mine = batch.filter((a) => a.keyId === keyId).map((a) => a.spend);
+          const firstRefused = mine.findIndex((s) => !s?.spent);
+          if (firstRefused >= 0) expect(mine.slice(firstRefused).every((s) => !s?.spent)).toBe(true);
+          const left = mine.filter((s) => s?.spent).map((s) => s?.remaining ?? 0);
+          expect(left).toEqual([...left].sort((x, y) => y - x));
+        }
       }
-      return Promise.all(arrived.map(async ({ keyId, answer }) => ({ keyId, spend: await answer })));
-    });
-    const answers = await Promise.all(batches);
-    for (const keyId of ["key_a", "key_b"] as const) {
-      expect(db.balance(keyId)).toBe(0);
-      const spent = answers.flat().filter((a) => a.keyId === keyId && a.spend?.spent);
-      // Every credit went to exactly one spend: the balances they left are start-1 .. 0, each once.
-      expect(spent.map((a) => a.spend?.remaining).sort((x, y) => (y ?? 0) - (x ?? 0))).toEqual(
-        Array.from({ length: start[keyId] }, (_, i) => start[keyId] - 1 - i),
-      );
-      // Within a batch, in arrival order: granted ones first, each leaving less than the one before.
-      for (const batch of answers) {
-        const mine = batch.filter((a) => a.keyId === keyId).map((a) => a.spend);
-        const firstRefused = mine.findIndex((s) => !s?.spent);
-        if (firstRefused >= 0) expect(mine.slice(firstRefused).every((s) => !s?.spent)).toBe(true);
-        const left = mine.filter((s) => s?.spent).map((s) => s?.remaining ?? 0);
-        expect(left).toEqual([...left].sort((x, y) => y - x));
-      }
-    }
-    // Fewer statements than batches: those arriving during a statement shared the next.
-    expect(queue.statements).toBeLessThan(60);
-  });
+      // Fewer statements than batches: those arriving during a statement shared the next.
+      expect(queue.statements).toBeLessThan(60);
+    },
+  );
 });
 
 describe("SpendCollector", () => {

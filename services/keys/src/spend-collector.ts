@@ -11,10 +11,16 @@ export interface PendingSpend {
 
 /**
  * Every credit spend of this instance, decided with few statements (group
- * commit): while a spend statement is in flight, the spends that arrive queue
- * and all go together in the next statement, in arrival order. Batches in
- * flight at the same time therefore share statements instead of each running
- * its own and waiting for the key's row lock behind the others.
+ * commit): while statements are out, the spends that arrive queue and all go
+ * together in the next statement, in arrival order. Batches in flight at the
+ * same time therefore share statements instead of each running its own and
+ * waiting for the key's row lock behind the others.
+ *
+ * Up to `depth` statements are out at once, the next asked while the one
+ * before is still deciding. The store must decide them in the order asked:
+ * PostgreSQL does for statements pipelined on one connection
+ * (creditSpendsSql), so no statement waits for the round trip of the one
+ * before it, and none overtakes it.
  *
  * The semantics are those of spends arriving one by one: per key, in arrival
  * order, each spend succeeds when the balance (after a due refill) covers its
@@ -23,17 +29,20 @@ export interface PendingSpend {
  * min(count, floor(balance / cost)) of them); a key asked for with another
  * cost later in the queue starts a new run, decided by the next statement, so
  * as many statements run as the longest sequence of cost changes of one key
- * (one, commonly). A failed statement rejects each of its spends with the
- * error; the ones queued after it still go.
+ * (one, commonly).
+ * A failed statement rejects each of its spends with the error; the ones
+ * queued after it still go.
  */
 export class SpendQueue {
   private queued: PendingSpend[] = [];
-  private running = false;
+  private out = 0;
   private statementCount = 0;
 
   constructor(
     private readonly store: Pick<KeysStore, "spendCreditsGroups">,
     private readonly clock: Clock,
+    /** Statements out at once; more than 1 only where the store decides them in the order asked. */
+    private readonly depth = 1,
   ) {}
 
   /** One spend on its own (a unary verification). */
@@ -44,7 +53,7 @@ export class SpendQueue {
   /** Spends to decide after every spend submitted before them, in this order. */
   submit(spends: readonly PendingSpend[]): void {
     for (const s of spends) this.queued.push(s);
-    if (!this.running) void this.drain();
+    this.send();
   }
 
   /** Spend statements run so far. */
@@ -52,47 +61,41 @@ export class SpendQueue {
     return this.statementCount;
   }
 
-  /**
-   * Each statement's spends are answered after the next statement is asked:
-   * the verifications they release finish their work (and the HTTP answers
-   * theirs) while the next statement is already on its way to the database,
-   * instead of before it leaves.
-   */
-  private async drain(): Promise<void> {
-    this.running = true;
-    let answer: (() => void) | undefined;
-    try {
-      while (this.queued.length > 0) {
-        const next = this.queued;
-        this.queued = [];
-        for (const runs of runsOf(next)) {
-          const decided = this.decide(runs);
-          answer?.();
-          answer = await decided;
-        }
-      }
-    } finally {
-      this.running = false;
-      answer?.();
+  /** Asks the next statement for what is queued while fewer than `depth` are out. */
+  private send(): void {
+    while (this.out < this.depth && this.queued.length > 0) {
+      const { runs, rest } = firstStatement(this.queued);
+      this.queued = rest;
+      void this.decide(runs);
     }
   }
 
-  /** One statement for runs of distinct keys; answers how to settle their spends with its outcome. */
-  private async decide(runs: PendingSpend[][]): Promise<() => void> {
+  /**
+   * One statement for runs of distinct keys. Its spends are answered after
+   * the next statement is asked: the verifications they release finish their
+   * work (and the HTTP answers theirs) while the next statement is already on
+   * its way to the database, instead of before it leaves.
+   */
+  private async decide(runs: PendingSpend[][]): Promise<void> {
     const groups: SpendGroup[] = runs.map((run) => ({
       keyId: run[0]!.keyId,
       cost: run[0]!.cost,
       count: run.length,
     }));
+    this.out++;
     this.statementCount++;
+    let results: (GroupSpend | undefined)[] | undefined;
+    let failure: unknown;
     try {
-      const results = await this.store.spendCreditsGroups(groups, this.clock.now());
-      return () => settle(runs, groups, results);
+      results = await this.store.spendCreditsGroups(groups, this.clock.now());
     } catch (err) {
-      return () => {
-        for (const run of runs) for (const s of run) s.reject(err);
-      };
+      failure = err;
     }
+    this.out--;
+    this.send();
+    if (results === undefined) {
+      for (const run of runs) for (const s of run) s.reject(failure);
+    } else settle(runs, groups, results);
   }
 }
 
@@ -117,32 +120,25 @@ function settle(
 }
 
 /**
- * The spends cut into statements: per key, its spends in order form runs of
- * one cost; the n-th run of every key goes in the n-th statement.
+ * The next statement of queued spends: each key's first run of one cost. The
+ * spends after a change of cost of their key stay queued, in order, for the
+ * next statement.
  */
-function runsOf(spends: readonly PendingSpend[]): PendingSpend[][][] {
-  const statements: Map<string, PendingSpend[]>[] = [];
-  const current = new Map<string, { statement: number; cost: number }>();
+function firstStatement(spends: PendingSpend[]): { runs: PendingSpend[][]; rest: PendingSpend[] } {
+  const runs = new Map<string, PendingSpend[]>();
+  let ended: Set<string> | undefined;
+  const rest: PendingSpend[] = [];
   for (const s of spends) {
-    const at = current.get(s.keyId);
-    let statement = 0;
-    if (at === undefined) current.set(s.keyId, { statement, cost: s.cost });
-    else if (at.cost === s.cost) statement = at.statement;
-    else {
-      statement = at.statement + 1;
-      at.statement = statement;
-      at.cost = s.cost;
-    }
-    let runs = statements[statement];
-    if (runs === undefined) {
-      runs = new Map();
-      statements[statement] = runs;
-    }
     const run = runs.get(s.keyId);
     if (run === undefined) runs.set(s.keyId, [s]);
-    else run.push(s);
+    else if (run[0]!.cost === s.cost && !ended?.has(s.keyId)) run.push(s);
+    else {
+      ended ??= new Set();
+      ended.add(s.keyId);
+      rest.push(s);
+    }
   }
-  return statements.map((runs) => [...runs.values()]);
+  return { runs: [...runs.values()], rest };
 }
 
 /**

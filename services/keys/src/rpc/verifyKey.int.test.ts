@@ -82,15 +82,28 @@ describe("verifyKey credits on PostgreSQL", () => {
   });
 
   it("stays exact with CREDITS_ASYNC_COMMIT: spends on connections that do not wait for the disk", async () => {
-    expect(creditSpendsSql(db.url, false)).toBeUndefined();
-    const spendSql = creditSpendsSql(db.url, true)!;
+    const durable = creditSpendsSql(db.url, false);
+    const spendSql = creditSpendsSql(db.url, true);
     try {
+      expect((await durable`SHOW synchronous_commit`)[0]?.["synchronous_commit"]).toBe("on");
       const [setting] = await spendSql`SHOW synchronous_commit`;
       expect(setting?.["synchronous_commit"]).toBe("off");
       // One instance commits asynchronously, the other as by default: the row lock orders both.
       await expectExactAcross(instance(db.sql, undefined, spendSql), instance(secondPool));
     } finally {
+      await durable.end({ timeout: 5 });
       await spendSql.end({ timeout: 5 });
+    }
+  });
+
+  it("stays exact with two instances each pipelining its spends on a connection of its own", async () => {
+    const spendA = creditSpendsSql(db.url, false);
+    const spendB = creditSpendsSql(db.url, false);
+    try {
+      await expectExactAcross(instance(db.sql, undefined, spendA), instance(secondPool, undefined, spendB));
+    } finally {
+      await spendA.end({ timeout: 5 });
+      await spendB.end({ timeout: 5 });
     }
   });
 
