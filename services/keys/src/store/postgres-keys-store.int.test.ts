@@ -1,4 +1,4 @@
-import { migrate } from "@latchkey/runtime";
+import { connect, migrate } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWorkspace } from "../admin.ts";
@@ -8,6 +8,7 @@ import { PostgresKeysStore } from "./postgres-keys-store.ts";
 
 let db: TestDatabase;
 let other: string;
+const NOW = Date.UTC(2026, 10, 25);
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -58,6 +59,50 @@ describe("lastUsedAt in key_last_used (migration 6)", () => {
       ]);
     } finally {
       await old.drop();
+    }
+  });
+});
+
+describe("credit spend statements", () => {
+  it("keep one plan for a single key's spends on a table of 5,000 keys, where several keys' are planned on every call", async () => {
+    await db.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_plans', 'ws_default', 'p', 1)`;
+    await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, remaining)
+      SELECT 'key_plans_' || i, 'ws_default', 'api_plans', 'hash_plans_' || i, 'lk_', 1, 1000
+      FROM generate_series(1, 5000) AS i`;
+    await db.sql`ANALYZE keys`;
+    // One connection, so every statement is prepared, and its plans counted, on it.
+    const spendSql = connect(db.url, { max: 1 });
+    try {
+      const store = new PostgresKeysStore(spendSql);
+      for (let i = 0; i < 20; i++) {
+        expect(await store.spendCreditsGroups([{ keyId: "key_plans_1", cost: 2, count: 3 }], NOW)).toEqual([
+          { granted: 3, before: 1000 - 6 * i },
+        ]);
+        expect(
+          await store.spendCreditsGroups(
+            [
+              { keyId: "key_plans_2", cost: 1, count: 1 },
+              { keyId: "key_plans_3", cost: 1, count: 2 },
+            ],
+            NOW,
+          ),
+        ).toEqual([
+          { granted: 1, before: 1000 - i },
+          { granted: 2, before: 1000 - 2 * i },
+        ]);
+      }
+      const plans = await spendSql<{ keys: number; generic: number; custom: number }[]>`
+        SELECT (CASE WHEN statement LIKE '%unnest%' THEN 2 ELSE 1 END) AS keys,
+          generic_plans::int AS generic, custom_plans::int AS custom
+        FROM pg_prepared_statements
+        WHERE statement LIKE '%WITH wanted AS%' AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY keys`;
+      // PostgreSQL tries five custom plans before it settles on a generic one.
+      expect(plans).toEqual([
+        { keys: 1, generic: 15, custom: 5 },
+        { keys: 2, generic: 0, custom: 20 },
+      ]);
+    } finally {
+      await spendSql.end({ timeout: 5 });
     }
   });
 });

