@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { startStack } from "../test/harness.ts";
 import { type Call, load, type Target } from "./load.ts";
+import { fillTable } from "./seed.ts";
 import { seedFullVerification, startAllInOne } from "./throughput.ts";
 
 /**
@@ -68,6 +69,7 @@ async function start(text: string): Promise<Side> {
       natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
       env: { gateway: env, keys: env, ratelimit: env },
     });
+    await fillTable(stack.call, stack.db.sql);
     const { operation, body } = await bodyFor(stack.call);
     return {
       target: {
@@ -82,6 +84,7 @@ async function start(text: string): Promise<Side> {
   let db: TestDatabase | undefined;
   if (!process.env["EMBEDDED"]) db = await createTestDatabase();
   const started = await startAllInOne({ DATA_DIR: dataDir, ...(db ? { DATABASE_URL: db.url } : {}), ...env });
+  if (db) await fillTable(started.call, db.sql);
   const { operation, body } = await bodyFor(started.call, started.full.body);
   return {
     target: { url: `${started.proc.url}/v2/${operation}`, body, headers: started.auth },

@@ -1,10 +1,7 @@
-import type { Sql } from "@latchkey/runtime";
 import { type Proc, startProcess, startStack } from "../test/harness.ts";
 import { describeLoad, type Figures, measure, ratioOf, row, type Target } from "./load.ts";
 import { serviceRssMiB } from "./procfs.ts";
-
-/** Inserted per statement: one generate_series chunk, hashed by PostgreSQL. */
-const CHUNK = 100_000;
+import { seededKey, seedKeys } from "./seed.ts";
 
 /** The sizes issue 8 names, capped by SCALE_MAX (itself measured when it is not one of them). */
 function sizes(): number[] {
@@ -13,34 +10,8 @@ function sizes(): number[] {
   return listed.includes(max) ? listed : [...listed, max];
 }
 
-const plaintext = (i: number) => `bench_${i}`;
-
 /** The working set of the hot-keys rows. */
 const HOT = 1_000;
-
-/**
- * Keys i in [from, to) of one API, straight into the keys service's table:
- * the key string is `bench_<i>` and its hash is computed by PostgreSQL exactly
- * as hashKey does (standard base64 of SHA-256; 44 characters, so encode adds no
- * line break). Unlimited, enabled, no limits or roles: the plain verification.
- */
-async function seed(sql: Sql, apiId: string, from: number, to: number) {
-  const now = Date.now();
-  const chunks: number[] = [];
-  for (let start = from; start < to; start += CHUNK) chunks.push(start);
-  // Two chunks at a time, on two connections: hashing and index upkeep use both cores of PostgreSQL.
-  const worker = async () => {
-    for (let start = chunks.shift(); start !== undefined; start = chunks.shift()) {
-      const end = Math.min(to, start + CHUNK) - 1;
-      await sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at)
-        SELECT 'key_bench_' || i, 'ws_default', ${apiId},
-          encode(sha256(convert_to('bench_' || i, 'UTF8')), 'base64'), 'bench_', ${now}
-        FROM generate_series(${start}::int, ${end}::int) AS i`;
-    }
-  };
-  await Promise.all([worker(), worker()]);
-  await sql`ANALYZE keys`;
-}
 
 interface Size {
   keys: number;
@@ -75,41 +46,41 @@ export async function scale(): Promise<void> {
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const keysProc = stack.keys[0]!;
 
-    await seed(stack.db.sql, apiId, 0, 1);
+    await seedKeys(stack.db.sql, apiId, 0, 1);
     let seeded = 1;
-    const sample = await stack.call("keys.verifyKey", { key: plaintext(0) });
+    const sample = await stack.call("keys.verifyKey", { key: seededKey(0) });
     const ceilingProc = await startProcess("ceiling", "bench/ceiling.ts", {
       BODY_SIZE: String(JSON.stringify(sample.body).length),
     });
     peers.push(ceilingProc);
     process.stderr.write(`scale (${describeLoad()})\n`);
-    const ceiling: Target = { url: `${ceilingProc.url}/`, body: JSON.stringify({ key: plaintext(0) }) };
+    const ceiling: Target = { url: `${ceilingProc.url}/`, body: JSON.stringify({ key: seededKey(0) }) };
     const top = await measure("ceiling", ceiling);
 
     const results: Size[] = [];
     for (const n of sizes()) {
       const started = Date.now();
-      await seed(stack.db.sql, apiId, seeded, n);
+      await seedKeys(stack.db.sql, apiId, seeded, n);
       seeded = n;
       const seconds = (Date.now() - started) / 1000;
       process.stderr.write(`  seeded ${n} keys (${seconds.toFixed(1)} s for the new ones)\n`);
       // A figure over NOT_FOUND answers would measure the wrong thing: the seeded keys must verify.
       for (const i of [0, n - 1, Math.floor(Math.random() * n)]) {
-        const check = await stack.call("keys.verifyKey", { key: plaintext(i) });
+        const check = await stack.call("keys.verifyKey", { key: seededKey(i) });
         if (check.body.data?.code !== "VALID")
-          throw new Error(`seeded key ${plaintext(i)} does not verify: ${JSON.stringify(check.body)}`);
+          throw new Error(`seeded key ${seededKey(i)} does not verify: ${JSON.stringify(check.body)}`);
       }
       const figures = await measure(
         `verify among ${n} keys`,
         {
           url: gw,
           headers: auth,
-          body: () => `{"key":"${plaintext(Math.floor(Math.random() * n))}"}`,
+          body: () => `{"key":"${seededKey(Math.floor(Math.random() * n))}"}`,
           expect: '"code":"VALID"',
         },
         ceiling,
       );
-      const hotKeys = Array.from({ length: HOT }, (_, i) => plaintext(Math.floor((i * n) / HOT)));
+      const hotKeys = Array.from({ length: HOT }, (_, i) => seededKey(Math.floor((i * n) / HOT)));
       const hot = await measure(
         `verify among ${HOT} hot keys of ${n}`,
         {

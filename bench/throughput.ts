@@ -15,6 +15,7 @@ import {
   type Target,
 } from "./load.ts";
 import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
+import { fillTable } from "./seed.ts";
 
 /**
  * The verification issue 8 measures: a key with credits, one autoApply rate
@@ -98,6 +99,7 @@ export async function throughput(): Promise<void> {
   try {
     const call: Call = (op, body) => stack.call(op, body);
     const apiId = (await call("apis.createApi", { name: "bench" })).body.data.apiId;
+    await fillTable(call, stack.db.sql);
     const unlimited = (await call("keys.createKey", { apiId, prefix: "bench" })).body.data.key;
     const full = await seedFullVerification(call, apiId);
     const sample = await call("keys.verifyKey", JSON.parse(full.body));
@@ -115,6 +117,7 @@ export async function throughput(): Promise<void> {
     // embedded default (PGlite in the process, no configuration at all).
     const allInOne = await startAllInOne({ DATABASE_URL: allInOneDb.url, DATA_DIR: dataDir });
     peers.push(allInOne.proc);
+    await fillTable(allInOne.call, allInOneDb.sql);
     const embedded = await startAllInOne({ DATA_DIR: join(dataDir, "embedded") });
     peers.push(embedded.proc);
     // The documented trade of credits for speed (README: CREDITS_ASYNC_COMMIT), beside the exact default.
@@ -124,6 +127,7 @@ export async function throughput(): Promise<void> {
       CREDITS_ASYNC_COMMIT: "true",
     });
     peers.push(relaxed.proc);
+    await fillTable(relaxed.call, relaxedDb.sql);
     const callAllInOne = allInOne.call;
 
     const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
