@@ -63,8 +63,8 @@ describe("lastUsedAt in key_last_used (migration 6)", () => {
   });
 });
 
-describe("credit spend statements", () => {
-  it("keep one plan for a single key's spends on a table of 5,000 keys, where several keys' are planned on every call", async () => {
+describe("statements about one key", () => {
+  it("keep one plan on a table of 5,000 keys (a credit spend, a look-up by hash), where several keys' spends are planned on every call", async () => {
     await db.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_plans', 'ws_default', 'p', 1)`;
     await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, remaining)
       SELECT 'key_plans_' || i, 'ws_default', 'api_plans', 'hash_plans_' || i, 'lk_', 1, 1000
@@ -90,16 +90,23 @@ describe("credit spend statements", () => {
           { granted: 1, before: 1000 - i },
           { granted: 2, before: 1000 - 2 * i },
         ]);
+        expect((await store.findKeysByHash([`hash_plans_${i + 1}`])).map((k) => k.id)).toEqual([
+          `key_plans_${i + 1}`,
+        ]);
       }
-      const plans = await spendSql<{ keys: number; generic: number; custom: number }[]>`
-        SELECT (CASE WHEN statement LIKE '%unnest%' THEN 2 ELSE 1 END) AS keys,
+      const plans = await spendSql<{ statement: string; generic: number; custom: number }[]>`
+        SELECT (CASE WHEN statement LIKE '%WITH wanted AS%unnest%' THEN 'spend, several keys'
+            WHEN statement LIKE '%WITH wanted AS%' THEN 'spend, one key' ELSE 'look-up' END) AS statement,
           generic_plans::int AS generic, custom_plans::int AS custom
         FROM pg_prepared_statements
-        WHERE statement LIKE '%WITH wanted AS%' AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY keys`;
+        WHERE (statement LIKE '%WITH wanted AS%' OR statement LIKE '%FROM keys k JOIN apis%')
+          AND statement NOT LIKE '%pg_prepared_statements%'
+        ORDER BY statement`;
       // PostgreSQL tries five custom plans before it settles on a generic one.
       expect(plans).toEqual([
-        { keys: 1, generic: 15, custom: 5 },
-        { keys: 2, generic: 0, custom: 20 },
+        { statement: "look-up", generic: 15, custom: 5 },
+        { statement: "spend, one key", generic: 15, custom: 5 },
+        { statement: "spend, several keys", generic: 0, custom: 20 },
       ]);
     } finally {
       await spendSql.end({ timeout: 5 });

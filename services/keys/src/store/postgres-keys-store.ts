@@ -296,6 +296,12 @@ export class PostgresKeysStore implements KeysStore {
 
   async findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]> {
     if (hashes.length === 0) return [];
+    // One hash as a scalar: as an array, PostgreSQL would plan the statement anew on every call
+    // (see spendCreditsGroups).
+    const wanted =
+      hashes.length === 1
+        ? this.sql`k.hash = ${hashes[0]!}`
+        : this.sql`k.hash = ANY(${hashes as string[]}::text[])`;
     const rows = await this.sql<CachedKeyRow[]>`SELECT k.id, k.workspace_id, k.api_id, k.hash, k.name,
         k.meta::text AS meta_json, k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled,
         k.remaining, k.deleted_at, (a.deleted_at IS NOT NULL) AS api_deleted,
@@ -303,7 +309,7 @@ export class PostgresKeysStore implements KeysStore {
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
           FROM key_ratelimits r WHERE r.key_id = k.id), '[]'::json) AS ratelimits
       FROM keys k JOIN apis a ON a.id = k.api_id
-      WHERE k.hash = ANY(${hashes as string[]}::text[])`;
+      WHERE ${wanted}`;
     return rows.map(
       (row): CachedKey => ({
         id: row.id,
