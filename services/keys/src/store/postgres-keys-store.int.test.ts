@@ -63,8 +63,8 @@ describe("lastUsedAt in key_last_used (migration 6)", () => {
   });
 });
 
-describe("statements about one key", () => {
-  it("keep one plan on a table of 5,000 keys (a credit spend, a look-up by hash), where several keys' spends are planned on every call", async () => {
+describe("credit spend and look-up statements", () => {
+  it("keep one plan on a table of 5,000 keys: a credit spend of one key or of several, a look-up by hash", async () => {
     await db.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_plans', 'ws_default', 'p', 1)`;
     await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, remaining)
       SELECT 'key_plans_' || i, 'ws_default', 'api_plans', 'hash_plans_' || i, 'lk_', 1, 1000
@@ -106,10 +106,39 @@ describe("statements about one key", () => {
       expect(plans).toEqual([
         { statement: "look-up", generic: 15, custom: 5 },
         { statement: "spend, one key", generic: 15, custom: 5 },
-        { statement: "spend, several keys", generic: 0, custom: 20 },
+        { statement: "spend, several keys", generic: 15, custom: 5 },
       ]);
     } finally {
       await spendSql.end({ timeout: 5 });
+    }
+  });
+
+  it("never deadlocks or overdraws when two connections spend the same keys named in opposite orders", async () => {
+    await db.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_order', 'ws_default', 'o', 1)`;
+    await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, remaining)
+      SELECT 'key_order_' || i, 'ws_default', 'api_order', 'hash_order_' || i, 'lk_', 1, 300
+      FROM generate_series(1, 3) AS i`;
+    const ids = ["key_order_1", "key_order_2", "key_order_3"];
+    const one = connect(db.url, { max: 1 });
+    const other = connect(db.url, { max: 1 });
+    try {
+      const spend = (sql: typeof one, order: string[]) =>
+        new PostgresKeysStore(sql).spendCreditsGroups(
+          order.map((keyId) => ({ keyId, cost: 1, count: 2 })),
+          NOW,
+        );
+      const answers = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          i % 2 === 0 ? spend(one, ids) : spend(other, [...ids].reverse()),
+        ),
+      );
+      // 100 statements of 2 credits per key: 200 of each key's 300, every statement granted in full.
+      expect(answers.flat().every((a) => a?.granted === 2)).toBe(true);
+      const rows = await db.sql`SELECT id, remaining FROM keys WHERE id = ANY(${ids}) ORDER BY id`;
+      expect(rows).toEqual(ids.map((id) => ({ id, remaining: 100 })));
+    } finally {
+      await one.end({ timeout: 5 });
+      await other.end({ timeout: 5 });
     }
   });
 });
