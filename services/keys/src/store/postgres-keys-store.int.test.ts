@@ -64,7 +64,7 @@ describe("lastUsedAt in key_last_used (migration 6)", () => {
 });
 
 describe("credit spend and look-up statements", () => {
-  it("keep one plan on a table of 5,000 keys: a credit spend of one key or of several, a look-up by hash", async () => {
+  it("keep one plan on a table of 5,000 keys: a credit spend or a look-up by hash, of one key or of several", async () => {
     await db.sql`INSERT INTO apis (id, workspace_id, name, created_at) VALUES ('api_plans', 'ws_default', 'p', 1)`;
     await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, created_at, remaining)
       SELECT 'key_plans_' || i, 'ws_default', 'api_plans', 'hash_plans_' || i, 'lk_', 1, 1000
@@ -93,10 +93,19 @@ describe("credit spend and look-up statements", () => {
         expect((await store.findKeysByHash([`hash_plans_${i + 1}`])).map((k) => k.id)).toEqual([
           `key_plans_${i + 1}`,
         ]);
+        const found = await store.findKeysByHash([
+          `hash_plans_${i + 1}`,
+          "hash_unknown",
+          `hash_plans_${i + 2}`,
+        ]);
+        expect(new Set(found.map((k) => k.id))).toEqual(
+          new Set([`key_plans_${i + 1}`, `key_plans_${i + 2}`]),
+        );
       }
       const plans = await spendSql<{ statement: string; generic: number; custom: number }[]>`
         SELECT (CASE WHEN statement LIKE '%WITH wanted AS%unnest%' THEN 'spend, several keys'
-            WHEN statement LIKE '%WITH wanted AS%' THEN 'spend, one key' ELSE 'look-up' END) AS statement,
+            WHEN statement LIKE '%WITH wanted AS%' THEN 'spend, one key'
+            WHEN statement LIKE '%ANY%' THEN 'look-up, several keys' ELSE 'look-up, one key' END) AS statement,
           generic_plans::int AS generic, custom_plans::int AS custom
         FROM pg_prepared_statements
         WHERE (statement LIKE '%WITH wanted AS%' OR statement LIKE '%FROM keys k JOIN apis%')
@@ -104,7 +113,8 @@ describe("credit spend and look-up statements", () => {
         ORDER BY statement`;
       // PostgreSQL tries five custom plans before it settles on a generic one.
       expect(plans).toEqual([
-        { statement: "look-up", generic: 15, custom: 5 },
+        { statement: "look-up, one key", generic: 15, custom: 5 },
+        { statement: "look-up, several keys", generic: 15, custom: 5 },
         { statement: "spend, one key", generic: 15, custom: 5 },
         { statement: "spend, several keys", generic: 15, custom: 5 },
       ]);
