@@ -2,6 +2,7 @@ import { type Proc, startProcess, startStack } from "../test/harness.ts";
 import { describeLoad, type Figures, measure, ratioOf, row, type Target } from "./load.ts";
 import { serviceRssMiB } from "./procfs.ts";
 import { seededKey, seedKeys } from "./seed.ts";
+import { seedFullVerification } from "./throughput.ts";
 
 /** The sizes issue 8 names, capped by SCALE_MAX (itself measured when it is not one of them). */
 function sizes(): number[] {
@@ -18,6 +19,8 @@ interface Size {
   figures: Figures;
   /** The same load over HOT keys spread over the N: cost by table size, the working set fixed. */
   hot: Figures;
+  /** The issue-8 verification of one key among the N. */
+  full: Figures;
   keysRss: number;
   gatewayRss: number;
   tableMiB: number;
@@ -45,6 +48,9 @@ export async function scale(): Promise<void> {
     const gw = `${stack.gateway.url}/v2/keys.verifyKey`;
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const keysProc = stack.keys[0]!;
+    // The issue-8 key (credits, an autoApply limit, two roles, a permission query): one key verified
+    // while the table around it grows, its credit spends and look-ups included.
+    const full = await seedFullVerification((op, body) => stack.call(op, body), apiId);
 
     await seedKeys(stack.db.sql, apiId, 0, 1);
     let seeded = 1;
@@ -91,11 +97,17 @@ export async function scale(): Promise<void> {
         },
         ceiling,
       );
+      const fullFigures = await measure(
+        `verify the issue-8 key among ${n}`,
+        { url: gw, headers: auth, body: full.body, expect: '"code":"VALID"' },
+        ceiling,
+      );
       const [table] = await stack.db.sql<{ bytes: number }[]>`SELECT pg_total_relation_size('keys') AS bytes`;
       results.push({
         keys: n,
         figures,
         hot,
+        full: fullFigures,
         keysRss: serviceRssMiB(keysProc.child.pid),
         gatewayRss: serviceRssMiB(stack.gateway.child.pid),
         tableMiB: Number(table?.bytes ?? 0) / 2 ** 20,
@@ -103,38 +115,45 @@ export async function scale(): Promise<void> {
       });
     }
 
-    const smallest = results[0]!.figures;
-    const smallestHot = results[0]!.hot;
     const mib = (n: number) => n.toFixed(1).padStart(8);
+    /** One row per N of `pick`'s figures, with the quotient of its ratio to the smallest N's. */
+    const rows = (pick: (r: Size) => Figures, extra: (r: Size) => string = () => "") =>
+      results.map(
+        (r) =>
+          `${row(`N = ${r.keys.toLocaleString("en-US")}`, pick(r), top)} ${(
+            ratioOf(pick(r), top) / ratioOf(pick(results[0]!), top)
+          )
+            .toFixed(2)
+            .padStart(7)} |${extra(r)}`,
+      );
+    const heading = (title: string, more = "") => [
+      `| ${title.padEnd(64)} |   req/s | p50 ms | p99 ms | ratio | errors | vs 10^3 |${more}`,
+      `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|${more.replace(/[^|]/g, "-")}`,
+    ];
     const lines = [
       "",
-      `| ${"keys.verifyKey, random key among N (separate processes)".padEnd(64)} |   req/s | p50 ms | p99 ms | ratio | errors | vs 10^3 | keys RSS MiB | gateway RSS MiB | keys table MiB |`,
-      `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|--------------|-----------------|----------------|`,
-      ...results.map(
-        (r) =>
-          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.figures, top)} ${(
-            ratioOf(r.figures, top) / ratioOf(smallest, top)
-          )
-            .toFixed(2)
-            .padStart(7)} |     ${mib(r.keysRss)} |        ${mib(r.gatewayRss)} |       ${mib(r.tableMiB)} |`,
+      ...heading(
+        "keys.verifyKey, random key among N (separate processes)",
+        " keys RSS MiB | gateway RSS MiB | keys table MiB |",
+      ),
+      ...rows(
+        (r) => r.figures,
+        (r) => `     ${mib(r.keysRss)} |        ${mib(r.gatewayRss)} |       ${mib(r.tableMiB)} |`,
       ),
       "",
-      `| ${`keys.verifyKey, one of ${HOT.toLocaleString("en-US")} hot keys spread over N`.padEnd(64)} |   req/s | p50 ms | p99 ms | ratio | errors | vs 10^3 |`,
-      `|${"-".repeat(66)}|---------|--------|--------|-------|--------|---------|`,
-      ...results.map(
-        (r) =>
-          `${row(`N = ${r.keys.toLocaleString("en-US")}`, r.hot, top)} ${(
-            ratioOf(r.hot, top) / ratioOf(smallestHot, top)
-          )
-            .toFixed(2)
-            .padStart(7)} |`,
-      ),
+      ...heading(`keys.verifyKey, one of ${HOT.toLocaleString("en-US")} hot keys spread over N`),
+      ...rows((r) => r.hot),
+      "",
+      ...heading("keys.verifyKey, the issue-8 key (credits, limit, roles) among N"),
+      ...rows((r) => r.full),
       "",
       "ratio: to the ceiling run just before; vs 10^3: that ratio over the smallest N's (flat = 1.00); errors include",
       "answers that are not VALID;",
       "random key among N: the working set is the whole table, so at large N most verifications are a first",
       "look-up of their key (a PostgreSQL query; the cache holds KEY_CACHE_SIZE keys); hot keys: the working set",
-      "stays 1,000 keys whatever N is, so the row shows what the size of the table alone costs;",
+      "stays 1,000 keys whatever N is, so the row shows what the size of the table alone costs; the issue-8",
+      "key: one key with credits, a limit and roles while the table grows (its ratio is to a ceiling answering",
+      "the plain verification's size);",
       "RSS: VmRSS of the service's node process after the run; keys table: pg_total_relation_size('keys').",
       "",
     ];
