@@ -84,7 +84,7 @@ async function start(text: string): Promise<Side> {
   let db: TestDatabase | undefined;
   if (!process.env["EMBEDDED"]) db = await createTestDatabase();
   const started = await startAllInOne({ DATA_DIR: dataDir, ...(db ? { DATABASE_URL: db.url } : {}), ...env });
-  if (db) await fillTable(started.call, db.sql);
+  await fillTable(started.call, db?.sql);
   const { operation, body } = await bodyFor(started.call, started.full.body);
   return {
     target: { url: `${started.proc.url}/v2/${operation}`, body, headers: started.auth },

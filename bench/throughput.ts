@@ -120,6 +120,7 @@ export async function throughput(): Promise<void> {
     await fillTable(allInOne.call, allInOneDb.sql);
     const embedded = await startAllInOne({ DATA_DIR: join(dataDir, "embedded") });
     peers.push(embedded.proc);
+    await fillTable(embedded.call);
     // The documented trade of credits for speed (README: CREDITS_ASYNC_COMMIT), beside the exact default.
     const relaxed = await startAllInOne({
       DATABASE_URL: relaxedDb.url,
