@@ -10,7 +10,7 @@ import { throughput } from "./throughput.ts";
  *
  * Settings (env): CONNECTIONS (64), DURATION (10 s), RUNS (3), WARMUP (3 s) for
  * every autocannon load; NATS_URL (default nats://127.0.0.1:4222) for throughput and propagation; CHANGES (200) for propagation; SCALE_MAX
- * (1000000) for scale.
+ * (1000000) for scale; TABLE_KEYS (100000) other keys in the table for throughput and bench:ab.
  */
 const all = ["throughput", "propagation", "scale"] as const;
 type Bench = (typeof all)[number];
