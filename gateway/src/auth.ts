@@ -3,7 +3,7 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import type { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { type Bus, type Clock, ErrorReason, errorDetailOf, hashKey } from "@latchkey/runtime";
+import { type Bus, type Clock, ErrorReason, errorDetailOf, hashKey, OldestFirst } from "@latchkey/runtime";
 import { problems } from "./problem.ts";
 
 /** Subject on which the keys service announces changed keys, APIs and root keys. */
@@ -32,6 +32,7 @@ interface Entry {
  */
 export class RootKeyAuth {
   private readonly entries = new Map<string, Entry>();
+  private readonly oldest = new OldestFirst(this.entries);
   /**
    * Authorization header -> hash of its key, so a repeated header costs one
    * Map lookup instead of parsing and SHA-256. It holds what every request
@@ -113,8 +114,8 @@ export class RootKeyAuth {
       caller = null;
     }
     if (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
+      const oldest = this.oldest.next();
+      if (oldest !== undefined) this.entries.delete(oldest);
     }
     this.entries.delete(hash);
     this.entries.set(hash, {

@@ -9,6 +9,7 @@ export * from "./ids.ts";
 export * from "./local-transport.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
+export * from "./oldest-first.ts";
 export * from "./permissions.ts";
 export * from "./serve.ts";
 

@@ -9,7 +9,7 @@ import { callerOf } from "./test-kit.ts";
 const admin = callerOf("ws_1", "*");
 
 /** An identity service whose events reach the cache only when `connected`. */
-function setup(connected: boolean) {
+function setup(connected: boolean, maxPerWorkspace?: number) {
   const clock = new TestClock();
   const identityBus = new MemoryBus();
   const identity = createClient(
@@ -23,6 +23,7 @@ function setup(connected: boolean) {
   const cache = new IdentityCache(identity, connected ? identityBus : new MemoryBus(), {
     clock,
     ttlMs: 60_000,
+    ...(maxPerWorkspace ? { maxPerWorkspace } : {}),
   });
   return { clock, identity, cache };
 }
@@ -65,6 +66,17 @@ describe("IdentityCache", () => {
     const slugs = ["a"];
     await cache.existingPermissions("ws_1", slugs);
     expect(cache.existingPermissions("ws_1", slugs)).toBe(slugs);
+  });
+
+  it("keeps at most maxPerWorkspace entries of a kind per workspace, dropping the oldest loaded", async () => {
+    const { identity, cache } = setup(true, 2);
+    for (const slug of ["a", "b", "c", "d"])
+      await identity.createPermission({ caller: admin, name: slug, slug });
+    for (const slug of ["a", "b", "c", "d"])
+      expect(await cache.existingPermissions("ws_1", [slug])).toEqual([slug]);
+    // Cached entries answer without a promise; a, then b, were dropped as c and d came.
+    const cached = (slug: string) => !(cache.existingPermissions("ws_1", [slug]) instanceof Promise);
+    expect(["a", "b", "c", "d"].map(cached)).toEqual([false, false, true, true]);
   });
 
   describe("grants", () => {

@@ -3,7 +3,7 @@ import type { Client } from "@connectrpc/connect";
 import { onIdentityChanged } from "@latchkey/identity";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { Batcher, type Bus, type Clock, systemClock } from "@latchkey/runtime";
+import { Batcher, type Bus, type Clock, OldestFirst, systemClock } from "@latchkey/runtime";
 import type { KeyRatelimitRecord } from "./store/keys-store.ts";
 
 /** A role as verification needs it: its name and its permission slugs. */
@@ -71,6 +71,8 @@ export class IdentityCache {
   private generation = 0;
   /** Each cached key's grants as resolved at a generation; a later generation resolves them again. */
   private readonly grantsOfKey = new WeakMap<GrantedKey, { generation: number; grants: Grants }>();
+  /** Each workspace's entries of one kind, oldest first, for the eviction beyond maxPerWorkspace. */
+  private readonly oldest = new WeakMap<Map<string, unknown>, OldestFirst<string>>();
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
   private readonly permissionLoader: Batcher<Lookup, string | null>;
@@ -251,8 +253,13 @@ export class IdentityCache {
     if (!this.since.has(workspaceId)) this.since.set(workspaceId, this.now());
     entries.set(name, value);
     if (entries.size > (this.options.maxPerWorkspace ?? 100_000)) {
-      const oldest = entries.keys().next().value;
-      if (oldest !== undefined) entries.delete(oldest);
+      let oldest = this.oldest.get(entries);
+      if (oldest === undefined) {
+        oldest = new OldestFirst(entries);
+        this.oldest.set(entries, oldest);
+      }
+      const key = oldest.next();
+      if (key !== undefined) entries.delete(key);
     }
   }
 }

@@ -1,4 +1,5 @@
 import { type PermissionQuery, parsePermissionQuery } from "@latchkey/identity";
+import { OldestFirst } from "@latchkey/runtime";
 
 /** Most distinct query texts kept parsed; a service sees few (one per call site of its callers). */
 const MAX_QUERIES = 1_000;
@@ -11,6 +12,7 @@ const MAX_QUERIES = 1_000;
  */
 export class PermissionQueries {
   private readonly parsed = new Map<string, PermissionQuery>();
+  private readonly oldest = new OldestFirst(this.parsed);
 
   constructor(private readonly max = MAX_QUERIES) {}
 
@@ -19,7 +21,7 @@ export class PermissionQueries {
     if (hit !== undefined) return hit;
     const query = parsePermissionQuery(text);
     if (this.parsed.size >= this.max) {
-      const oldest = this.parsed.keys().next().value;
+      const oldest = this.oldest.next();
       if (oldest !== undefined) this.parsed.delete(oldest);
     }
     this.parsed.set(text, query);

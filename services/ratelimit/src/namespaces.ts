@@ -1,5 +1,5 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
-import { domainError, ErrorReason, holds, need } from "@latchkey/runtime";
+import { domainError, ErrorReason, holds, need, OldestFirst } from "@latchkey/runtime";
 import type { Namespace, RatelimitStore } from "./store/ratelimit-store.ts";
 
 export const NAMESPACE_ID_PREFIX = "rlns_";
@@ -11,6 +11,7 @@ export const NAMESPACE_ID_PREFIX = "rlns_";
  */
 export class NamespaceCache {
   private readonly found = new Map<string, Namespace>();
+  private readonly oldest = new OldestFirst(this.found);
   private readonly loading = new Map<string, Promise<Namespace | undefined>>();
 
   constructor(
@@ -56,9 +57,8 @@ export class NamespaceCache {
   }
 
   private remember(ns: Namespace): void {
-    // Each namespace takes two entries (id and name); drop the two oldest.
-    const keys = this.found.keys();
-    for (let i = 0; i < 2 && this.found.size >= this.max; i++) this.found.delete(keys.next().value as string);
+    // Each namespace takes two entries (id and name): make room for both, so at most `max` are held.
+    while (this.found.size > Math.max(0, this.max - 2)) this.found.delete(this.oldest.next()!);
     this.found.set(ns.workspaceId + "\u001f" + ns.id, ns);
     this.found.set(ns.workspaceId + "\u001f" + ns.name, ns);
   }

@@ -74,6 +74,17 @@ describe("override cache", () => {
     expect((await cache.get(ns.id)).match("a")?.limit).toBe(5);
   });
 
+  it("keeps at most maxNamespaces namespaces' overrides, the oldest loaded leaving first", async () => {
+    const store = new MemoryRatelimitStore();
+    const cache = new OverrideCache(store, new MemoryBus(), 2);
+    const ids: string[] = [];
+    for (const name of ["a", "b", "c"]) ids.push((await store.createNamespace("ws_1", name)).id);
+    for (const id of ids) await cache.get(id);
+    expect(ids.map((id) => cache.peek(id) !== undefined)).toEqual([false, true, true]);
+    await cache.get(ids[0]!);
+    expect(ids.map((id) => cache.peek(id) !== undefined)).toEqual([true, false, true]);
+  });
+
   it("does not keep a load that a change overtook", async () => {
     const store = new MemoryRatelimitStore();
     const cache = new OverrideCache(store, new MemoryBus());

@@ -1,7 +1,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { OverridesChangedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { OverrideSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import type { Bus } from "@latchkey/runtime";
+import { type Bus, OldestFirst } from "@latchkey/runtime";
 import { SUBJECT_OVERRIDES_CHANGED } from "./events.ts";
 import type { Namespace, Override, RatelimitStore } from "./store/ratelimit-store.ts";
 
@@ -65,6 +65,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
  */
 export class OverrideCache {
   private readonly sets = new Map<string, OverrideSet>();
+  private readonly oldest = new OldestFirst(this.sets);
   private readonly loading = new Map<string, Promise<OverrideSet>>();
   /** Bumped on every change: a load that started before a change must not be kept. */
   private readonly generation = new Map<string, number>();
@@ -96,7 +97,7 @@ export class OverrideCache {
         const set = overrides.length === 0 ? OverrideSet.EMPTY : new OverrideSet(overrides);
         if ((this.generation.get(namespaceId) ?? 0) === generation) {
           this.loading.delete(namespaceId);
-          if (this.sets.size >= this.maxNamespaces) this.sets.delete(this.sets.keys().next().value as string);
+          if (this.sets.size >= this.maxNamespaces) this.sets.delete(this.oldest.next()!);
           this.sets.set(namespaceId, set);
         }
         return set;

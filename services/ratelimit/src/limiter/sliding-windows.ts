@@ -1,4 +1,4 @@
-import type { Clock } from "@latchkey/runtime";
+import { type Clock, OldestFirst } from "@latchkey/runtime";
 
 /** One counter operation, already resolved: overrides applied, namespace known. */
 export interface CounterCheck {
@@ -48,6 +48,8 @@ const SEP = "\u001f";
  */
 export class SlidingWindows {
   private readonly counters = new Map<string, Windows>();
+  /** The least recently rolled counter next, for the sweep and the bound (see OldestFirst). */
+  private readonly oldest = new OldestFirst(this.counters);
   private writes = 0;
 
   constructor(
@@ -129,17 +131,15 @@ export class SlidingWindows {
     // Re-inserting on every roll keeps the map ordered by last roll, which the sweep and the bound rely on.
     if (e !== undefined) this.counters.delete(id);
     this.counters.set(id, { seq, current: cost, previous, expires: (seq + 2) * duration });
-    while (this.counters.size > this.maxCounters) {
-      const oldest = this.counters.keys().next().value as string;
-      this.counters.delete(oldest);
-    }
+    while (this.counters.size > this.maxCounters) this.counters.delete(this.oldest.next()!);
   }
 
   /** Looks at a few of the least recently rolled counters: drops the expired, moves the live to the back. */
   private sweep(now: number): void {
-    let budget = 32;
-    for (const [id, e] of this.counters) {
-      if (budget-- === 0) break;
+    for (let i = 0; i < 32; i++) {
+      const id = this.oldest.next();
+      if (id === undefined) return;
+      const e = this.counters.get(id)!;
       this.counters.delete(id);
       if (e.expires > now) this.counters.set(id, e);
     }
