@@ -16,11 +16,12 @@ describe("envReads", () => {
       "a.ts": `const log = env.string("LOG_LEVEL", "info");\nconst port = env.int("PORT", 7_071);\n`,
       "b.ts": `const db = env.required( 'DATABASE_URL' );\nconst n = env.string("NATS_URL");\n`,
       "c.ts": `const x = process.env["HOME_DIR"] ?? process.env.TMP_DIR;\nconst t = env.int("TTL_MS", fallback);\n`,
-      "d.ts": `const relaxed = env.bool("ASYNC_FLAG", false);\n`,
+      "d.ts": `const relaxed = env.bool("ASYNC_FLAG", false);\nconst size = env.int("CACHE_SIZE", 100_000, 1);\n`,
     });
     const reads = envReads(root, files);
     expect([...reads.read].sort()).toEqual([
       "ASYNC_FLAG",
+      "CACHE_SIZE",
       "DATABASE_URL",
       "HOME_DIR",
       "LOG_LEVEL",
@@ -32,6 +33,7 @@ describe("envReads", () => {
     expect([...reads.required]).toEqual(["DATABASE_URL"]);
     expect(Object.fromEntries([...reads.defaults].map(([k, v]) => [k, [...v]]))).toEqual({
       ASYNC_FLAG: ["false"],
+      CACHE_SIZE: ["100000"],
       LOG_LEVEL: ["info"],
       PORT: ["7071"],
     });

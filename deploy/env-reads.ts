@@ -11,7 +11,7 @@ export interface EnvReads {
 }
 
 const call =
-  /\benv\.(string|int|bool|required)\(\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*(?:,\s*(?:"([^"]*)"|'([^']*)'|([0-9][0-9_.]*|true|false)\s*\)))?/g;
+  /\benv\.(string|int|bool|required)\(\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*(?:,\s*(?:"([^"]*)"|'([^']*)'|([0-9][0-9_.]*|true|false)\s*[,)]))?/g;
 const direct = /\bprocess\.env(?:\[\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*\]|\.([A-Z][A-Z0-9_]*))/g;
 
 /** The environment variables that `sources` (paths relative to `root`) read, found by their spelling. */

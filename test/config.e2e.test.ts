@@ -35,6 +35,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     ["RATELIMIT_FAIL_OPEN", "yes", "RATELIMIT_FAIL_OPEN must be true or false, got 'yes'"],
     ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
     ["KEY_CACHE_SIZE", "lots", "KEY_CACHE_SIZE must be an integer, got 'lots'"],
+    ["KEY_CACHE_SIZE", "0", "KEY_CACHE_SIZE must be an integer of at least 1, got '0'"],
     ["LATCHKEY_ENCRYPTION_KEY", "c2hvcnQ=", "LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes"],
   ])("keys: %s=%s exits 1, says what to fix and leaves the database empty", async (name, value, says) => {
     const { code, output } = await runService("services/keys/src/main.ts", {

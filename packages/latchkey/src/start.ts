@@ -118,7 +118,7 @@ async function main() {
     bus,
     events,
     encryptionKey: encryptionKey(),
-    cacheSize: env.int("KEY_CACHE_SIZE", 100_000),
+    cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     log: log.child({ service: "keys" }),
     ...transports,
   });

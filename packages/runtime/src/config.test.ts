@@ -26,3 +26,20 @@ describe("env.bool", () => {
     expect(() => env.bool(NAME, false)).toThrow(`${NAME} must be true or false, got 'yes'`);
   });
 });
+
+describe("env.int", () => {
+  afterEach(() => {
+    delete process.env[NAME];
+  });
+
+  it("reads an integer, at least the minimum when one is given, and refuses anything else", () => {
+    expect(env.int(NAME, 7, 1)).toBe(7);
+    process.env[NAME] = "1";
+    expect(env.int(NAME, 7, 1)).toBe(1);
+    process.env[NAME] = "0";
+    expect(env.int(NAME, 7)).toBe(0);
+    expect(() => env.int(NAME, 7, 1)).toThrow(`${NAME} must be an integer of at least 1, got '0'`);
+    process.env[NAME] = "1.5";
+    expect(() => env.int(NAME, 7, 1)).toThrow(`${NAME} must be an integer, got '1.5'`);
+  });
+});

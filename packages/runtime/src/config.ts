@@ -4,11 +4,14 @@ export const env = {
     const v = process.env[name];
     return v === undefined || v === "" ? fallback : v;
   },
-  int(name: string, fallback: number): number {
+  /** An integer, at least `min` when given. */
+  int(name: string, fallback: number, min?: number): number {
     const v = process.env[name];
     if (v === undefined || v === "") return fallback;
     const n = Number(v);
     if (!Number.isInteger(n)) throw new Error(`${name} must be an integer, got '${v}'`);
+    if (min !== undefined && n < min)
+      throw new Error(`${name} must be an integer of at least ${min}, got '${v}'`);
     return n;
   },
   bool(name: string, fallback: boolean): boolean {

@@ -43,7 +43,7 @@ const ratelimitUrl = env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "";
 // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
 const lastUsedFlushMs = env.int("LAST_USED_FLUSH_MS", 1_000);
 // Keys held in memory (about 0.5 KB each); a key not held costs a PostgreSQL lookup when verified.
-const cacheSize = env.int("KEY_CACHE_SIZE", 100_000);
+const cacheSize = env.int("KEY_CACHE_SIZE", 100_000, 1);
 
 const sql = connect(databaseUrl);
 await migrate(sql, "keys", keysMigrations);

@@ -401,14 +401,14 @@ export class PostgresKeysStore implements KeysStore {
           AS w(id, n, cost) ORDER BY id`;
     const rows = await this.sql<{ id: string; before: number | null; granted: number }[]>`
       WITH wanted AS (${wanted}), locked AS (
-        SELECT k.*, w.n, w.cost FROM wanted w CROSS JOIN LATERAL (
+        SELECT l.*, w.n, w.cost FROM wanted w CROSS JOIN LATERAL (
           SELECT k.id, k.remaining, k.refill_amount, k.last_refill_at,
             keys_latest_refill(k.refill_interval, k.refill_day, ${at}) AS refill_at,
             COALESCE(keys_latest_refill(k.refill_interval, k.refill_day, ${at})
               > COALESCE(k.last_refill_at, k.created_at), false) AS due
           FROM keys k WHERE k.id = w.id AND k.deleted_at IS NULL
           FOR UPDATE
-        ) k
+        ) l
       ), balances AS (
         SELECT id, n, cost, due,
           CASE WHEN due THEN refill_amount ELSE remaining END AS before,
