@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,6 +72,31 @@ describe("a service with a bad setting stops at start, before it connects or mig
     expect(code).toBe(1);
     expect(output).toContain("ANALYTICS_START_AT must be all or new, got 'newest'");
   });
+
+  it.each([
+    ["KEY_CACHE_SIZE", "0", "KEY_CACHE_SIZE must be an integer of at least 1, got '0'"],
+    ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
+    ["PORT", "http", "PORT must be an integer, got 'http'"],
+  ])(
+    "pnpm start: %s=%s exits 1, says what to fix and leaves the database empty",
+    async (name, value, says) => {
+      const dataDir = mkdtempSync(join(tmpdir(), "latchkey-config-"));
+      try {
+        const { code, output } = await runService("packages/latchkey/src/start.ts", {
+          DATABASE_URL: db.url,
+          DATA_DIR: dataDir,
+          NATS_URL: "",
+          CLICKHOUSE_URL: "",
+          [name]: value,
+        });
+        expect(code).toBe(1);
+        expect(output).toContain(says);
+        expect(await tables()).toBe(0);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("keys with good settings still migrates and serves (the same database, so the checks above could see tables)", async () => {
     const port = await freePort();

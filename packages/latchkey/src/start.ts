@@ -47,8 +47,27 @@ import { dataDir, openDatabase } from "./database.ts";
 const log = createLogger("latchkey");
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
+/**
+ * Every setting, read and checked before anything is opened, so that a bad one
+ * stops the start with a message naming it and leaves the database untouched.
+ */
+function readSettings() {
+  // CREDITS_ASYNC_COMMIT is for PostgreSQL servers only: PGlite is one backend, whose commits it would not change.
+  const asyncCommit = env.bool("CREDITS_ASYNC_COMMIT", false);
+  return {
+    natsUrl: env.string("NATS_URL"),
+    clickhouseUrl: env.string("CLICKHOUSE_URL"),
+    asyncCommit: Boolean(env.string("DATABASE_URL")) && asyncCommit,
+    cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
+    port: env.int("PORT", 7070),
+    host: env.string("HOST", "0.0.0.0"),
+    encryptionKey: encryptionKey(),
+  };
+}
+
 async function main() {
   mkdirSync(dataDir(), { recursive: true });
+  const settings = readSettings();
   const db = await openDatabase({
     reuseRunning: false,
     onLost(err) {
@@ -56,8 +75,7 @@ async function main() {
       process.exit(1);
     },
   });
-  const natsUrl = env.string("NATS_URL");
-  const clickhouseUrl = env.string("CLICKHOUSE_URL");
+  const { natsUrl, clickhouseUrl } = settings;
   const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "latchkey") : undefined;
   const bus: Bus = nats ?? new MemoryBus();
 
@@ -106,19 +124,15 @@ async function main() {
     ratelimit: localTransport(ratelimitRoutes(ratelimit)),
     identity: localTransport(identityRoutes(identity)),
   };
-  // CREDITS_ASYNC_COMMIT is for PostgreSQL servers only: PGlite is one backend, whose commits it would not change.
-  const spendSql = creditSpendsSql(
-    db.url,
-    Boolean(env.string("DATABASE_URL")) && env.bool("CREDITS_ASYNC_COMMIT", false),
-  );
+  const spendSql = creditSpendsSql(db.url, settings.asyncCommit);
   closers.push(() => spendSql.end({ timeout: 5 }));
   const keys = createKeysDeps({
     sql: db.sql,
     spendSql,
     bus,
     events,
-    encryptionKey: encryptionKey(),
-    cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
+    encryptionKey: settings.encryptionKey,
+    cacheSize: settings.cacheSize,
     log: log.child({ service: "keys" }),
     ...transports,
   });
@@ -136,8 +150,7 @@ async function main() {
   });
 
   const rootKey = await bootstrapRootKey(db.sql);
-  const port = env.int("PORT", 7070);
-  const server = await listen(gateway, port, env.string("HOST", "0.0.0.0"));
+  const server = await listen(gateway, settings.port, settings.host);
 
   say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
   if (rootKey) say(`Root key (holds *): ${rootKey}`);
