@@ -11,7 +11,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const lost: Error[] = [];
 const open = () => startEmbeddedPostgres(dir, (err) => lost.push(err));
 
-describe("embedded PostgreSQL on its own thread", () => {
+// Each test boots PGlite's WASM PostgreSQL, the first twice: a second or two alone, and
+// well past vitest's default 5 s when the whole suite runs beside it (CI timed out here).
+describe("embedded PostgreSQL on its own thread", { timeout: 60_000 }, () => {
   it("serves the wire protocol, holds the directory while open and keeps its data across a restart", async () => {
     const first = await open();
     expect(runningEmbedded(dir)?.url).toBe(first.url);

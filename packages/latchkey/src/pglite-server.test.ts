@@ -7,17 +7,18 @@ let db: PGlite;
 let server: PgliteServer;
 let url: string;
 
+// Booting PGlite takes seconds when the whole suite runs beside it.
 beforeAll(async () => {
   db = await PGlite.create();
   server = new PgliteServer(db);
   url = `postgres://postgres@127.0.0.1:${await server.listen()}/postgres`;
-});
+}, 60_000);
 afterAll(async () => {
   await server.close();
   await db.close();
 });
 
-describe("PgliteServer", () => {
+describe("PgliteServer", { timeout: 30_000 }, () => {
   it("keeps pipelined statements of many connections apart, with transactions, and loses no update", async () => {
     const a = connect(url, { max: 16 });
     const b = connect(url, { max: 8 });
