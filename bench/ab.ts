@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { startStack } from "../test/harness.ts";
 import { type Call, load, type Target } from "./load.ts";
@@ -22,6 +22,9 @@ import { seedFullVerification, startAllInOne } from "./throughput.ts";
  * unlimited or limit; STACK=1 for the services as separate processes instead
  * of `pnpm start`; EMBEDDED=1 for `pnpm start` on PGlite instead of a
  * PostgreSQL test database; PAIRS (10); SECONDS (3); CONNECTIONS (64).
+ * A_DIR and B_DIR: a side runs the code of that checkout instead of this one
+ * (its dependencies installed; a copy of this tree with `cp -a` will do), so a
+ * change of code is judged the same way as a change of settings.
  */
 const PAIRS = Number(process.env["PAIRS"] ?? 10);
 const SECONDS = Number(process.env["SECONDS"] ?? 3);
@@ -62,12 +65,24 @@ async function bodyFor(call: Call, full?: string): Promise<{ operation: string; 
   throw new Error(`TARGET: unknown ${TARGET}`);
 }
 
-async function start(text: string): Promise<Side> {
+/** A side's checkout (A_DIR or B_DIR), checked before anything starts. */
+function checkoutOf(name: string): string | undefined {
+  const dir = process.env[name];
+  if (!dir) return undefined;
+  const checkout = resolve(dir);
+  if (!existsSync(join(checkout, "packages/latchkey/src/start.ts")) || !existsSync(join(checkout, "node_modules"))) {
+    throw new Error(`${name}: ${checkout} is not a Latchkey checkout with its dependencies installed`);
+  }
+  return checkout;
+}
+
+async function start(text: string, checkout: string | undefined): Promise<Side> {
   const env = envOf(text);
   if (process.env["STACK"]) {
     const stack = await startStack({
       natsUrl: process.env["NATS_URL"] || "nats://127.0.0.1:4222",
       env: { gateway: env, keys: env, ratelimit: env },
+      ...(checkout ? { checkout } : {}),
     });
     await fillTable(stack.call, stack.db.sql);
     const { operation, body } = await bodyFor(stack.call);
@@ -83,7 +98,10 @@ async function start(text: string): Promise<Side> {
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-ab-"));
   let db: TestDatabase | undefined;
   if (!process.env["EMBEDDED"]) db = await createTestDatabase();
-  const started = await startAllInOne({ DATA_DIR: dataDir, ...(db ? { DATABASE_URL: db.url } : {}), ...env });
+  const started = await startAllInOne(
+    { DATA_DIR: dataDir, ...(db ? { DATABASE_URL: db.url } : {}), ...env },
+    checkout,
+  );
   await fillTable(started.call, db?.sql);
   const { operation, body } = await bodyFor(started.call, started.full.body);
   return {
@@ -103,8 +121,10 @@ async function main() {
   if (!TARGETS.includes(TARGET)) throw new Error(`TARGET: unknown ${TARGET}; use ${TARGETS.join(", ")}`);
   envOf(process.env["A"] ?? "");
   envOf(process.env["B"] ?? "");
-  const a = await start(process.env["A"] ?? "");
-  const b = await start(process.env["B"] ?? "").catch(async (err: unknown) => {
+  const dirA = checkoutOf("A_DIR");
+  const dirB = checkoutOf("B_DIR");
+  const a = await start(process.env["A"] ?? "", dirA);
+  const b = await start(process.env["B"] ?? "", dirB).catch(async (err: unknown) => {
     await a.stop();
     throw err;
   });
@@ -129,7 +149,7 @@ async function main() {
     }
     const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
     process.stdout.write(
-      `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (pnpm start)"}, A "${process.env["A"] ?? ""}" vs B "${process.env["B"] ?? ""}", ${PAIRS} pairs of ${SECONDS} s\n` +
+      `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (pnpm start)"}, A "${process.env["A"] ?? ""}"${dirA ? ` (${dirA})` : ""} vs B "${process.env["B"] ?? ""}"${dirB ? ` (${dirB})` : ""}, ${PAIRS} pairs of ${SECONDS} s\n` +
         `B/A: geometric mean ${geomean.toFixed(3)}, median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}; median req/s A ${Math.round(median(rpsA))}, B ${Math.round(median(rpsB))}\n`,
     );
   } finally {

@@ -49,10 +49,14 @@ export async function seedFullVerification(
   return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
 }
 
-/** `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it. */
-export async function startAllInOne(env: Record<string, string>) {
+/**
+ * `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it;
+ * from `checkout` (another checkout with its dependencies installed) when given.
+ */
+export async function startAllInOne(env: Record<string, string>, checkout?: string) {
   const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
-  const proc = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
+  const entry = "packages/latchkey/src/start.ts";
+  const proc = await startProcess("latchkey", checkout ? join(checkout, entry) : entry, {
     DATABASE_URL: "",
     LATCHKEY_ROOT_KEY: rootKey,
     NATS_URL: "",

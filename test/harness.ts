@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import net from "node:net";
-import { join } from "node:path";
+import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 
@@ -38,7 +38,7 @@ export async function startProcess(
 ): Promise<Proc> {
   port ??= await freePort();
   let output = "";
-  const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, join(root, entry)], {
+  const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, resolvePath(root, entry)], {
     env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -106,8 +106,11 @@ export async function startStack(
     };
     /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
     nodeArgs?: string[];
+    /** Another checkout (with its dependencies installed) whose services run instead of this one's: bench:ab compares code this way. */
+    checkout?: string;
   } = {},
 ): Promise<Stack> {
+  const at = (entry: string) => join(options.checkout ?? root, entry);
   const db = await createTestDatabase();
   const common: Record<string, string> = {
     DATABASE_URL: db.url,
@@ -117,19 +120,19 @@ export async function startStack(
   const flags = options.nodeArgs;
   const ratelimit = await startProcess(
     "ratelimit",
-    "services/ratelimit/src/main.ts",
+    at("services/ratelimit/src/main.ts"),
     { ...common, ...options.env?.ratelimit },
     undefined,
     flags,
   );
-  const identity = await startProcess("identity", "services/identity/src/main.ts", common, undefined, flags);
+  const identity = await startProcess("identity", at("services/identity/src/main.ts"), common, undefined, flags);
   const keys: Proc[] = [];
   // One at a time: each runs the migrations at start, under an advisory lock.
   for (let i = 0; i < (options.keysInstances ?? 1); i++) {
     keys.push(
       await startProcess(
         `keys-${i}`,
-        "services/keys/src/main.ts",
+        at("services/keys/src/main.ts"),
         { ...common, RATELIMIT_URL: ratelimit.url, IDENTITY_URL: identity.url, ...options.env?.keys },
         undefined,
         flags,
@@ -137,7 +140,7 @@ export async function startStack(
     );
   }
   const analytics = options.analytics
-    ? await startProcess("analytics", "services/analytics/src/main.ts", {
+    ? await startProcess("analytics", at("services/analytics/src/main.ts"), {
         ...common,
         CLICKHOUSE_URL: options.analytics.clickhouseUrl,
         ANALYTICS_CONSUMER: options.analytics.consumer,
@@ -146,7 +149,7 @@ export async function startStack(
     : undefined;
   const gateway = await startProcess(
     "gateway",
-    "gateway/src/main.ts",
+    at("gateway/src/main.ts"),
     {
       ...common,
       KEYS_URL: keys.map((k) => k.url).join(","),
