@@ -70,7 +70,10 @@ function checkoutOf(name: string): string | undefined {
   const dir = process.env[name];
   if (!dir) return undefined;
   const checkout = resolve(dir);
-  if (!existsSync(join(checkout, "packages/latchkey/src/start.ts")) || !existsSync(join(checkout, "node_modules"))) {
+  if (
+    !existsSync(join(checkout, "packages/latchkey/src/start.ts")) ||
+    !existsSync(join(checkout, "node_modules"))
+  ) {
     throw new Error(`${name}: ${checkout} is not a Latchkey checkout with its dependencies installed`);
   }
   return checkout;

@@ -125,7 +125,13 @@ export async function startStack(
     undefined,
     flags,
   );
-  const identity = await startProcess("identity", at("services/identity/src/main.ts"), common, undefined, flags);
+  const identity = await startProcess(
+    "identity",
+    at("services/identity/src/main.ts"),
+    common,
+    undefined,
+    flags,
+  );
   const keys: Proc[] = [];
   // One at a time: each runs the migrations at start, under an advisory lock.
   for (let i = 0; i < (options.keysInstances ?? 1); i++) {
