@@ -59,6 +59,25 @@ describe("batchedByCaller", () => {
     expect(await answers).toEqual(["a1!", "b1!", "a2!"]);
   });
 
+  it("makes each item with the given maker, so a batch can carry messages as they are", async () => {
+    const items: unknown[][] = [];
+    const call = batchedByCaller<string, string, { $typeName: "test.Item"; at: number; request: string }>(
+      "TestBatch",
+      async (_, batch) => {
+        items.push(batch);
+        return batch.map((i) => ({ result: { case: "response", value: `${i.request}@${i.at}` } }));
+      },
+      { item: (at, request) => ({ $typeName: "test.Item", at, request }) },
+    );
+    expect(await Promise.all([call(callerA, "a"), call(callerB, "b")])).toEqual(["a@0", "b@1"]);
+    expect(items).toEqual([
+      [
+        { $typeName: "test.Item", at: 0, request: "a" },
+        { $typeName: "test.Item", at: 1, request: "b" },
+      ],
+    ]);
+  });
+
   it("keeps at most maxInFlight batches out; calls made meanwhile leave together when one returns", async () => {
     const { sent, call } = recording({ maxInFlight: 2 });
     const first = call(callerA, "1");

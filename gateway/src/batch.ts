@@ -36,14 +36,19 @@ export interface BatchOptions {
  * is parallel arrays and each call settles its own promise straight from the
  * result (no per-call item objects, no second promise around the first).
  */
-export function batchedByCaller<Req, Res>(
+export function batchedByCaller<Req, Res, Item = { callerIndex: number; request: Req }>(
   name: string,
-  send: (
-    callers: Caller[],
-    items: { callerIndex: number; request: Req }[],
-  ) => Promise<BatchResultLike<Res>[]>,
-  options: BatchOptions = {},
+  send: (callers: Caller[], items: Item[]) => Promise<BatchResultLike<Res>[]>,
+  options: BatchOptions & {
+    /**
+     * Makes an item (default: { callerIndex, request }). The batch messages'
+     * own: an item that is already a message is handed over as it is in
+     * process (localTransport) instead of being made one by create().
+     */
+    item?: (callerIndex: number, request: Req) => Item;
+  } = {},
 ): (caller: Caller, request: Req) => Promise<Res> {
+  const item = options.item ?? (plainItem as (callerIndex: number, request: Req) => Item);
   const maxInFlight = options.maxInFlight ?? 2;
   const maxBatch = options.maxBatch ?? 512;
   let callers: Caller[] = [];
@@ -84,7 +89,7 @@ export function batchedByCaller<Req, Res>(
     }
     const distinct: Caller[] = [];
     const indexOf = new Map<Caller, number>();
-    const items = new Array<{ callerIndex: number; request: Req }>(n);
+    const items = new Array<Item>(n);
     for (let i = 0; i < n; i++) {
       const caller = batchCallers[i]!;
       let callerIndex = indexOf.get(caller);
@@ -93,7 +98,7 @@ export function batchedByCaller<Req, Res>(
         distinct.push(caller);
         indexOf.set(caller, callerIndex);
       }
-      items[i] = { callerIndex, request: batchRequests[i]! };
+      items[i] = item(callerIndex, batchRequests[i]!);
     }
     inFlight++;
     let sent: Promise<BatchResultLike<Res>[]>;
@@ -133,6 +138,8 @@ export function batchedByCaller<Req, Res>(
       schedule();
     });
 }
+
+const plainItem = (callerIndex: number, request: unknown) => ({ callerIndex, request });
 
 /** A per-item batch failure as the unary call would have raised it, so problem.ts maps it the same way. */
 function batchError(e: BatchErrorLike): ConnectError {

@@ -5,8 +5,14 @@ import { createClient, type Transport } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { KeysService, type VerifyKeyRequest, type VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
 import {
+  KeysService,
+  type VerifyKeyBatchItem,
+  type VerifyKeyRequest,
+  type VerifyKeyResponse,
+} from "@latchkey/proto/keys/v1/keys_pb";
+import {
+  type LimitBatchItem,
   type LimitRequest,
   type LimitResponse,
   RatelimitService,
@@ -123,6 +129,17 @@ interface Served {
 
 const JSON_TYPE = "application/json";
 
+const verifyItem = (callerIndex: number, request: VerifyKeyRequest): VerifyKeyBatchItem => ({
+  $typeName: "keys.v1.VerifyKeyBatchItem",
+  callerIndex,
+  request,
+});
+const limitItem = (callerIndex: number, request: LimitRequest): LimitBatchItem => ({
+  $typeName: "ratelimit.v1.LimitBatchItem",
+  callerIndex,
+  request,
+});
+
 export function createGateway(deps: GatewayDeps): Gateway {
   collectProcessMetrics();
   const keys = createClient(KeysService, deps.keys);
@@ -135,15 +152,18 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ratelimit,
     identity: createClient(IdentityService, deps.identity),
     analytics: createClient(AnalyticsService, deps.analytics),
-    verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse>(
+    // Requests and their items are messages written as literals, handed over as they are in process.
+    verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(
       "VerifyKeyBatch",
-      async (callers, items) => (await keys.verifyKeyBatch({ callers, items })).results,
-      batching,
+      async (callers, items) =>
+        (await keys.verifyKeyBatch({ $typeName: "keys.v1.VerifyKeyBatchRequest", callers, items })).results,
+      { ...batching, item: verifyItem },
     ),
-    limit: batchedByCaller<LimitRequest, LimitResponse>(
+    limit: batchedByCaller<LimitRequest, LimitResponse, LimitBatchItem>(
       "LimitBatch",
-      async (callers, items) => (await ratelimit.limitBatch({ callers, items })).results,
-      batching,
+      async (callers, items) =>
+        (await ratelimit.limitBatch({ $typeName: "ratelimit.v1.LimitBatchRequest", callers, items })).results,
+      { ...batching, item: limitItem },
     ),
   };
 

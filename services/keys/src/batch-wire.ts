@@ -1,12 +1,12 @@
-import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import {
   KeyIdentitySchema,
   VerifyKeyBatchResultSchema as ResultSchema,
   type VerifyKeyBatchResponse,
-  type VerifyKeyBatchResultSchema,
-  type VerifyKeyResponseSchema,
+  type VerifyKeyBatchResult,
+  type VerifyKeyResponse,
 } from "@latchkey/proto/keys/v1/keys_pb";
 
 /**
@@ -26,9 +26,6 @@ import {
  * Only where the answer is written as binary (answersInBinary): in process
  * (localTransport) and over JSON the results are ordinary messages.
  */
-
-type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
-type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
 
 /** A verification's fields from its cached key, grants and identity, encoded in field order around credits (7). */
 export interface Segments {
@@ -51,7 +48,7 @@ export function answersInBinary(ctx: HandlerContext | undefined): boolean {
 }
 
 /** The segments of a verification's answer, from its fields. */
-export function segmentsOf(r: VerifyKeyResult): Segments {
+export function segmentsOf(r: VerifyKeyResponse): Segments {
   const before = new BinaryWriter();
   if (r.keyId !== undefined) before.tag(3, WireType.LengthDelimited).string(r.keyId);
   if (r.name !== undefined) before.tag(4, WireType.LengthDelimited).string(r.name);
@@ -62,9 +59,7 @@ export function segmentsOf(r: VerifyKeyResult): Segments {
   for (const p of r.permissions ?? []) after.tag(9, WireType.LengthDelimited).string(p);
   for (const role of r.roles ?? []) after.tag(10, WireType.LengthDelimited).string(role);
   if (r.identity !== undefined) {
-    after
-      .tag(11, WireType.LengthDelimited)
-      .bytes(toBinary(KeyIdentitySchema, create(KeyIdentitySchema, r.identity)));
+    after.tag(11, WireType.LengthDelimited).bytes(toBinary(KeyIdentitySchema, r.identity));
   }
   return { before: before.finish(), after: after.finish() };
 }
@@ -75,8 +70,8 @@ export function segmentsOf(r: VerifyKeyResult): Segments {
  * result without, or an error, is encoded by protobuf-es.
  */
 export function encodedAnswer(
-  results: readonly BatchResult[],
-  segments: (r: VerifyKeyResult) => Segments | undefined,
+  results: readonly VerifyKeyBatchResult[],
+  segments: (r: VerifyKeyResponse) => Segments | undefined,
 ): VerifyKeyBatchResponse {
   const $unknown = results.map((result) => {
     const r = result.result;
@@ -92,13 +87,13 @@ export function encodedAnswer(
       w.close(outer);
       return { no: 1, wireType: WireType.LengthDelimited, data: w.bytes() };
     }
-    const bytes = toBinary(ResultSchema, create(ResultSchema, result));
+    const bytes = toBinary(ResultSchema, result);
     return { no: 1, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(bytes).finish() };
   });
   return { $typeName: "keys.v1.VerifyKeyBatchResponse", results: [], $unknown };
 }
 
-function writeResponse(w: AnswerWriter, r: VerifyKeyResult, s: Segments): void {
+function writeResponse(w: AnswerWriter, r: VerifyKeyResponse, s: Segments): void {
   if (r.valid) w.tag(1, WireType.Varint).varint(1);
   if (r.code) w.tag(2, WireType.Varint).varint(r.code);
   w.raw(s.before);

@@ -139,7 +139,10 @@ export const checkEach =
  */
 async function checkGroups(deps: KeysDeps, groups: readonly LimitGroup[]): Promise<LimitsVerdict[]> {
   try {
-    const res = await deps.ratelimit.checkNamedLimits({ groups: groups.map(groupMessage) });
+    const res = await deps.ratelimit.checkNamedLimits({
+      $typeName: "ratelimit.v1.CheckNamedLimitsRequest",
+      groups: groups.map(groupMessage),
+    });
     return groups.map((_, i) => {
       const group = res.groups[i];
       if (!group)

@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { evaluatePermissionQuery, type PermissionQuery } from "@latchkey/identity";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
@@ -6,8 +6,8 @@ import {
   KeyIdentitySchema,
   VerifyCode,
   type VerifyKeyRequest,
-  type VerifyKeyResponseSchema,
-  type VerifyRatelimitResultSchema,
+  type VerifyKeyResponse,
+  type VerifyRatelimitResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { authenticatedCaller, keyIsVisible } from "../access.ts";
@@ -26,7 +26,12 @@ import {
 import { PermissionQueries } from "../permission-queries.ts";
 import type { CachedKey, Spend } from "../store/keys-store.ts";
 
-export type VerifyKeyResult = MessageInitShape<typeof VerifyKeyResponseSchema>;
+/**
+ * A verification's answer: a message written as a literal rather than made by
+ * create(), which in `pnpm start` (localTransport hands messages over as they
+ * are) would otherwise walk every field of every answer again.
+ */
+export type VerifyKeyResult = VerifyKeyResponse;
 
 /** The shared steps of a verification: unary calls make their own, a batch shares them between items. */
 export interface VerifySteps {
@@ -71,7 +76,7 @@ export async function verify(
   const started = performance.now();
   const input = validVerifyKey(req);
   const { result, key, spent } = await judge(deps, caller, input, steps);
-  const outcome = counted(result.code ?? VerifyCode.UNSPECIFIED);
+  const outcome = counted(result.code);
   const now = deps.clock.now();
   // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
   if (key) deps.lastUsed.record(key.id, now);
@@ -133,7 +138,7 @@ async function judge(
   // Missing, deleted, under a deleted API, of another workspace, or not verifiable by this root key:
   // one answer, so the response never tells which.
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
-    return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
+    return { result: notFound(), key: null, spent: 0 };
   }
   // A role or permission deleted since the key was given it counts for nothing, even before its
   // deletion is taken off the key (deleted-grants.ts) or should that have been missed.
@@ -160,7 +165,7 @@ async function judge(
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate(hash);
-    return { result: { valid: false, code: VerifyCode.NOT_FOUND }, key: null, spent: 0 };
+    return { result: notFound(), key: null, spent: 0 };
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
   if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
@@ -221,10 +226,23 @@ function response(facts: Facts, code: VerifyCode, credits: number | undefined): 
   return result;
 }
 
+/** The answer for a key the caller may not see, whichever the reason: nothing of it. */
+function notFound(): VerifyKeyResult {
+  return {
+    $typeName: "keys.v1.VerifyKeyResponse",
+    valid: false,
+    code: VerifyCode.NOT_FOUND,
+    permissions: [],
+    roles: [],
+    ratelimits: [],
+  };
+}
+
 function answer(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
   const { key, grants, identity } = facts;
-  // undefined fields are left unset by create(); arrays of the cached records are shared, never copied.
+  // An undefined field is unset; arrays of the cached records are shared, never copied.
   return {
+    $typeName: "keys.v1.VerifyKeyResponse",
     valid: code === VerifyCode.VALID,
     code,
     keyId: key.id,
@@ -265,14 +283,13 @@ function identityMessage(identity: ResolvedIdentity): KeyIdentity {
   return message;
 }
 
-type LimitResult = MessageInitShape<typeof VerifyRatelimitResultSchema>;
-
 /** Each evaluated limit (contract 2.6); none when the limiter could not be asked. */
-function limitResults({ limits, verdict }: Facts): LimitResult[] {
+function limitResults({ limits, verdict }: Facts): VerifyRatelimitResult[] {
   if (!verdict || verdict.results.length !== limits.length) return [];
   return limits.map((l, i) => {
     const r = verdict.results[i]!;
     return {
+      $typeName: "keys.v1.VerifyRatelimitResult",
       id: l.id,
       name: l.name,
       limit: r.limit,

@@ -1,12 +1,14 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
-import type {
-  VerifyKeyBatchItem,
-  VerifyKeyBatchRequest,
-  VerifyKeyBatchResponseSchema,
-  VerifyKeyBatchResultSchema,
+import {
+  type BatchError,
+  BatchErrorSchema,
+  type VerifyKeyBatchItem,
+  type VerifyKeyBatchRequest,
+  type VerifyKeyBatchResponse,
+  type VerifyKeyBatchResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { errorDetailOf, invalidInput } from "@latchkey/runtime";
 import { answersInBinary, encodedAnswer } from "../batch-wire.ts";
@@ -16,8 +18,6 @@ import { SpendCollector } from "../spend-collector.ts";
 import type { Spend } from "../store/keys-store.ts";
 import { answerSegments, type VerifySteps, verify } from "./verifyKey.ts";
 
-type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
-
 /**
  * Many verifications in one call (the gateway coalesces concurrent requests).
  * Items run concurrently, each exactly as verifyKey would, except that their
@@ -26,20 +26,20 @@ type BatchResult = MessageInitShape<typeof VerifyKeyBatchResultSchema>;
  * statement (SpendCollector, through the instance's SpendQueue, which shares
  * it with batches in flight at the same time): one result per item, in order, and spends of
  * one key succeed in item order. An item's error becomes its BatchError and
- * never fails the batch.
+ * never fails the batch. Results are message literals, as verify()'s answers
+ * are, so a call in process (`pnpm start`) hands them over without create().
  */
 export function verifyKeyBatch(deps: KeysDeps) {
-  return async (
-    req: VerifyKeyBatchRequest,
-    ctx?: HandlerContext,
-  ): Promise<MessageInitShape<typeof VerifyKeyBatchResponseSchema>> => {
+  return async (req: VerifyKeyBatchRequest, ctx?: HandlerContext): Promise<VerifyKeyBatchResponse> => {
     const spends = new SpendCollector(deps.spends, req.items.length);
     const limits = new LimitCollector(deps, req.items.length);
     const results = await Promise.all(
       req.items.map((item, i) => verifyItem(deps, req.callers, item, new ItemSteps(spends, limits, i))),
     );
     // Serialised to binary: the results go pre-encoded, the same bytes at a fraction of the cost.
-    return answersInBinary(ctx) ? encodedAnswer(results, answerSegments) : { results };
+    return answersInBinary(ctx)
+      ? encodedAnswer(results, answerSegments)
+      : { $typeName: "keys.v1.VerifyKeyBatchResponse", results };
   };
 }
 
@@ -74,7 +74,7 @@ async function verifyItem(
   callers: Caller[],
   item: VerifyKeyBatchItem,
   steps: ItemSteps,
-): Promise<BatchResult> {
+): Promise<VerifyKeyBatchResult> {
   try {
     const caller = callers[item.callerIndex];
     if (!caller || caller.workspaceId === "") {
@@ -82,28 +82,32 @@ async function verifyItem(
     }
     if (!item.request) throw invalidInput("/request", "a batch item needs a request");
     return {
+      $typeName: "keys.v1.VerifyKeyBatchResult",
       result: {
         case: "response",
         value: await verify(deps, caller, item.request, steps),
       },
     };
   } catch (err) {
-    return { result: { case: "error", value: batchError(deps, err, item.request?.requestId) } };
+    return {
+      $typeName: "keys.v1.VerifyKeyBatchResult",
+      result: { case: "error", value: batchError(deps, err, item.request?.requestId) },
+    };
   } finally {
     steps.done();
   }
 }
 
-function batchError(deps: KeysDeps, err: unknown, requestId: string | undefined) {
+function batchError(deps: KeysDeps, err: unknown, requestId: string | undefined): BatchError {
   const detail = errorDetailOf(err);
   if (err instanceof ConnectError && detail) {
-    return { code: err.code, message: err.rawMessage, detail };
+    return create(BatchErrorSchema, { code: err.code, message: err.rawMessage, detail });
   }
   // Not a domain error: the cause stays in the log, the item says nothing specific.
   deps.log.error({ err, requestId }, "verification in a batch failed");
-  return {
+  return create(BatchErrorSchema, {
     code: Code.Internal,
     message: "internal error",
     detail: { reason: ErrorReason.UNSPECIFIED },
-  };
+  });
 }
