@@ -24,8 +24,9 @@ export interface Proc {
 }
 
 /**
- * Starts one entrypoint as its own node process (TypeScript through tsx's
- * loader) and waits until /healthz answers. `port` when the caller must know it
+ * Starts one entrypoint (a path from this checkout's root, or an absolute one)
+ * as its own node process (TypeScript through tsx's loader) and waits until
+ * /healthz answers. `port` when the caller must know it
  * beforehand (replicas told each other's URLs); `nodeArgs` are flags for node
  * itself, e.g. --cpu-prof, which NODE_OPTIONS refuses.
  */

@@ -41,9 +41,9 @@ export function batchedByCaller<Req, Res, Item = { callerIndex: number; request:
   send: (callers: Caller[], items: Item[]) => Promise<BatchResultLike<Res>[]>,
   options: BatchOptions & {
     /**
-     * Makes an item (default: { callerIndex, request }). The batch messages'
-     * own: an item that is already a message is handed over as it is in
-     * process (localTransport) instead of being made one by create().
+     * Makes each item (default: { callerIndex, request }). Given one that
+     * writes the batch's item message as a literal, a call in process
+     * (localTransport) hands the items over as they are, without create().
      */
     item?: (callerIndex: number, request: Req) => Item;
   } = {},
