@@ -113,10 +113,7 @@ export class RootKeyAuth {
       if (!isUnknownKey(err)) throw err;
       caller = null;
     }
-    if (this.entries.size >= this.maxEntries) {
-      const oldest = this.oldest.next();
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
+    this.oldest.trim(this.maxEntries - 1);
     this.entries.delete(hash);
     this.entries.set(hash, {
       caller,

@@ -40,6 +40,23 @@ describe("OldestFirst", () => {
     expect(oldest.next()).toBe("d");
   });
 
+  it("trims the Map to at most max keys, oldest first, and leaves one within it alone", () => {
+    const map = new Map([
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+      ["d", 4],
+    ]);
+    const oldest = new OldestFirst(map);
+    oldest.trim(4);
+    expect([...map.keys()]).toEqual(["a", "b", "c", "d"]);
+    oldest.trim(2);
+    expect([...map.keys()]).toEqual(["c", "d"]);
+    map.set("e", 5);
+    oldest.trim(0);
+    expect(map.size).toBe(0);
+  });
+
   it("evicts from a full Map of 100,000 in well under 10 µs an eviction", () => {
     const map = new Map<string, number>();
     for (let i = 0; i < 100_000; i++) map.set(`k${i}`, i);

@@ -25,4 +25,13 @@ export class OldestFirst<K> {
     }
     return step.done ? undefined : step.value;
   }
+
+  /** Drops the oldest keys until the Map holds at most `max` (a cache's bound, before or after an insert). */
+  trim(max: number): void {
+    while (this.map.size > max) {
+      const key = this.next();
+      if (key === undefined) return;
+      this.map.delete(key);
+    }
+  }
 }

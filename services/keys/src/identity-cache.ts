@@ -249,18 +249,11 @@ export class IdentityCache {
     if (!entries) {
       entries = new Map();
       cache.set(workspaceId, entries);
+      this.oldest.set(entries, new OldestFirst(entries));
     }
     if (!this.since.has(workspaceId)) this.since.set(workspaceId, this.now());
     entries.set(name, value);
-    if (entries.size > (this.options.maxPerWorkspace ?? 100_000)) {
-      let oldest = this.oldest.get(entries);
-      if (oldest === undefined) {
-        oldest = new OldestFirst(entries);
-        this.oldest.set(entries, oldest);
-      }
-      const key = oldest.next();
-      if (key !== undefined) entries.delete(key);
-    }
+    this.oldest.get(entries)?.trim(this.options.maxPerWorkspace ?? 100_000);
   }
 }
 

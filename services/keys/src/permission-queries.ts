@@ -20,10 +20,7 @@ export class PermissionQueries {
     const hit = this.parsed.get(text);
     if (hit !== undefined) return hit;
     const query = parsePermissionQuery(text);
-    if (this.parsed.size >= this.max) {
-      const oldest = this.oldest.next();
-      if (oldest !== undefined) this.parsed.delete(oldest);
-    }
+    this.oldest.trim(this.max - 1);
     this.parsed.set(text, query);
     return query;
   }

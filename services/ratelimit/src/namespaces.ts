@@ -58,7 +58,7 @@ export class NamespaceCache {
 
   private remember(ns: Namespace): void {
     // Each namespace takes two entries (id and name): make room for both, so at most `max` are held.
-    while (this.found.size > Math.max(0, this.max - 2)) this.found.delete(this.oldest.next()!);
+    this.oldest.trim(Math.max(0, this.max - 2));
     this.found.set(ns.workspaceId + "\u001f" + ns.id, ns);
     this.found.set(ns.workspaceId + "\u001f" + ns.name, ns);
   }

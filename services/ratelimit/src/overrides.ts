@@ -97,7 +97,7 @@ export class OverrideCache {
         const set = overrides.length === 0 ? OverrideSet.EMPTY : new OverrideSet(overrides);
         if ((this.generation.get(namespaceId) ?? 0) === generation) {
           this.loading.delete(namespaceId);
-          if (this.sets.size >= this.maxNamespaces) this.sets.delete(this.oldest.next()!);
+          this.oldest.trim(this.maxNamespaces - 1);
           this.sets.set(namespaceId, set);
         }
         return set;

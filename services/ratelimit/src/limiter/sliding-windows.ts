@@ -131,7 +131,7 @@ export class SlidingWindows {
     // Re-inserting on every roll keeps the map ordered by last roll, which the sweep and the bound rely on.
     if (e !== undefined) this.counters.delete(id);
     this.counters.set(id, { seq, current: cost, previous, expires: (seq + 2) * duration });
-    while (this.counters.size > this.maxCounters) this.counters.delete(this.oldest.next()!);
+    this.oldest.trim(this.maxCounters);
   }
 
   /** Looks at a few of the least recently rolled counters: drops the expired, moves the live to the back. */
