@@ -1,14 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { OldestFirst } from "./oldest-first.ts";
 
+/** a to d, inserted in that order. */
+const fourKeys = () =>
+  new Map([
+    ["a", 1],
+    ["b", 2],
+    ["c", 3],
+    ["d", 4],
+  ]);
+
 describe("OldestFirst", () => {
   it("hands out keys oldest first, past keys deleted elsewhere and behind keys re-inserted", () => {
-    const map = new Map([
-      ["a", 1],
-      ["b", 2],
-      ["c", 3],
-      ["d", 4],
-    ]);
+    const map = fourKeys();
     const oldest = new OldestFirst(map);
     expect(oldest.next()).toBe("a");
     map.delete("a");
@@ -41,12 +45,7 @@ describe("OldestFirst", () => {
   });
 
   it("trims the Map to at most max keys, oldest first, and leaves one within it alone", () => {
-    const map = new Map([
-      ["a", 1],
-      ["b", 2],
-      ["c", 3],
-      ["d", 4],
-    ]);
+    const map = fourKeys();
     const oldest = new OldestFirst(map);
     oldest.trim(4);
     expect([...map.keys()]).toEqual(["a", "b", "c", "d"]);
