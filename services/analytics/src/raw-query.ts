@@ -86,7 +86,9 @@ export const FUNCTIONS: ReadonlyMap<string, string> = new Map(
 
 /** Types CAST may name. */
 const TYPES = new Set(
-  "String Int8 Int16 Int32 Int64 UInt8 UInt16 UInt32 UInt64 Float32 Float64 Date DateTime Nullable Array".split(" "),
+  "String Int8 Int16 Int32 Int64 UInt8 UInt16 UInt32 UInt64 Float32 Float64 Date DateTime Nullable Array".split(
+    " ",
+  ),
 );
 
 const INTERVAL_UNITS = new Set(["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]);
@@ -143,7 +145,9 @@ class Renderer {
         let out = this.query(q.first, ctes, depth + 1);
         for (const part of q.rest) {
           if (part.op !== "UNION") {
-            throw refuse(`${part.op} is not supported in analytics queries; use UNION ALL, or IN / NOT IN (SELECT ...).`);
+            throw refuse(
+              `${part.op} is not supported in analytics queries; use UNION ALL, or IN / NOT IN (SELECT ...).`,
+            );
           }
           if (part.mode !== "ALL") {
             throw refuse(
@@ -178,11 +182,14 @@ class Renderer {
       }
     }
     if (s.prewhere) throw refuse("PREWHERE is not allowed in analytics queries; use WHERE.");
-    if (s.groupModifier) throw refuse(`GROUP BY ... WITH ${s.groupModifier} is not allowed in analytics queries.`);
+    if (s.groupModifier)
+      throw refuse(`GROUP BY ... WITH ${s.groupModifier} is not allowed in analytics queries.`);
     if (s.window) throw refuse("WINDOW clauses and window functions are not allowed in analytics queries.");
-    if (s.settings) throw refuse("SETTINGS is not allowed in analytics queries: limits are set by the service.");
+    if (s.settings)
+      throw refuse("SETTINGS is not allowed in analytics queries: limits are set by the service.");
     if (s.into) throw refuse("INTO OUTFILE is not allowed in analytics queries.");
-    if (s.format) throw refuse(`FORMAT ${s.format} is not allowed in analytics queries: the answer is JSON rows.`);
+    if (s.format)
+      throw refuse(`FORMAT ${s.format} is not allowed in analytics queries: the answer is JSON rows.`);
     const e = (x: Expr) => this.expr(x, ctes, depth + 1);
     let out = `SELECT ${s.distinct ? "DISTINCT " : ""}${s.columns
       .map((c) => e(c.expr) + (c.alias ? ` AS ${identifier(c.alias)}` : ""))
@@ -213,7 +220,9 @@ class Renderer {
 
   private join(j: Join, ctes: Ctes | undefined, depth: number): string {
     if (j.k === "comma") {
-      throw refuse("Comma joins (FROM a, b) are not allowed in analytics queries; write JOIN ... ON or USING.");
+      throw refuse(
+        "Comma joins (FROM a, b) are not allowed in analytics queries; write JOIN ... ON or USING.",
+      );
     }
     if (j.k === "array") {
       throw refuse(
@@ -244,7 +253,9 @@ class Renderer {
     }
     const written = f.name.map(shown).join(".");
     if (f.k === "function") {
-      throw refuse(`Table functions are not allowed in analytics queries: '${written}(...)'. Read ${VIEW_LIST}.`);
+      throw refuse(
+        `Table functions are not allowed in analytics queries: '${written}(...)'. Read ${VIEW_LIST}.`,
+      );
     }
     if (f.name.length > 1) {
       throw refuse(

@@ -19,9 +19,7 @@ export type Query =
   | { k: "paren"; query: Query }
   | { k: "set"; first: Query; rest: SetOp[] };
 
-export type WithItem =
-  | { k: "cte"; name: Name; query: Query }
-  | { k: "alias"; expr: Expr; alias: Name };
+export type WithItem = { k: "cte"; name: Name; query: Query } | { k: "alias"; expr: Expr; alias: Name };
 
 export interface SelectItem {
   expr: Expr;

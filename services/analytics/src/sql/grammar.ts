@@ -36,7 +36,7 @@ Start
   = _ query:SetQuery _ tail:Tail { return { query, more: tail }; }
 
 Tail
-  = ";" _ more:$(.*) { return more; }
+  = (";" _)+ more:$(.*) { return more; }
   / !. { return ""; }
 
 SetQuery
