@@ -14,7 +14,7 @@ import { BufferedIngest, type BufferedIngestOptions } from "./buffered-ingest.ts
 import type { QueryRunner } from "./clickhouse.ts";
 import { decodeEvent } from "./events.ts";
 import { analyticsPostgresMigrations } from "./migrations.ts";
-import { type AnalyticsStore, DEFAULT_QUERY_LIMITS, type QueryLimits } from "./store/analytics-store.ts";
+import type { AnalyticsStore, QueryLimits } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
 import { PostgresAnalyticsStore } from "./store/postgres-analytics-store.ts";
@@ -32,13 +32,13 @@ export interface AnalyticsDeps {
 
 /** The query limits from env (ANALYTICS_QUERY_*), each defaulting to DEFAULT_QUERY_LIMITS. */
 export function queryLimitsFromEnv(): QueryLimits {
-  const d = DEFAULT_QUERY_LIMITS;
+  // Literal defaults (equal to DEFAULT_QUERY_LIMITS), so deploy/README.md's table can be checked against them.
   return {
-    timeoutMs: env.int("ANALYTICS_QUERY_TIMEOUT_MS", d.timeoutMs, 1),
-    maxRows: env.int("ANALYTICS_QUERY_MAX_ROWS", d.maxRows, 1),
-    maxBytes: env.int("ANALYTICS_QUERY_MAX_BYTES", d.maxBytes, 1),
-    structuredMaxRows: env.int("ANALYTICS_STRUCTURED_MAX_ROWS", d.structuredMaxRows, 1),
-    concurrency: env.int("ANALYTICS_QUERY_CONCURRENCY", d.concurrency, 1),
+    timeoutMs: env.int("ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 1),
+    maxRows: env.int("ANALYTICS_QUERY_MAX_ROWS", 10_000, 1),
+    maxBytes: env.int("ANALYTICS_QUERY_MAX_BYTES", 8_388_608, 1),
+    structuredMaxRows: env.int("ANALYTICS_STRUCTURED_MAX_ROWS", 100_000, 1),
+    concurrency: env.int("ANALYTICS_QUERY_CONCURRENCY", 4, 1),
   };
 }
 
