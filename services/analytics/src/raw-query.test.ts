@@ -58,6 +58,16 @@ describe("checkRawQuery", () => {
     expect(sql.match(/workspace_id = 'ws_1'/g)).toHaveLength(2);
   });
 
+  it("renders a long chain of one operator flat, so 150 ORed conditions are one level, not 150", () => {
+    const ors = Array.from({ length: 150 }, (_, i) => `key_id = 'k${i}'`).join(" OR ");
+    const { sql } = checkRawQuery(`SELECT count() FROM key_verifications_v1 WHERE ${ors}`, scope);
+    expect(sql).toContain("((`key_id` = 'k0') OR (`key_id` = 'k1') OR (`key_id` = 'k2') OR");
+    expect(sql).toContain("OR (`key_id` = 'k149'))");
+    // Subtraction is not associative: it keeps its grouping.
+    const { sql: minus } = checkRawQuery("SELECT 10 - 2 - 3 AS x FROM key_verifications_v1", scope);
+    expect(minus).toContain("((10 - 2) - 3) AS `x`");
+  });
+
   it("refuses what it does not allow, naming it", () => {
     expect(refusal("SELECT * FROM key_verifications_raw")).toMatch(/'key_verifications_raw' is not a table/);
     expect(refusal("SELECT * FROM system.tables")).toMatch(

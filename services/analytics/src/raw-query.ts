@@ -319,9 +319,20 @@ class Renderer {
       }
       case "lambda":
         return `(${x.params.map(identifier).join(", ")}) -> ${e(x.body)}`;
-      case "binary":
+      case "binary": {
         if (x.op === "||") return `concat(${e(x.left)}, ${e(x.right)})`;
-        return `(${e(x.left)} ${x.op} ${e(x.right)})`;
+        if (!CHAINED.has(x.op)) return `(${e(x.left)} ${x.op} ${e(x.right)})`;
+        // The grammar builds `a OR b OR c` left-deep; a chain of one associative operator is one
+        // level of nesting, not one per operand, so a long filter is not refused as deep.
+        const operands: Expr[] = [];
+        let left: Expr = x;
+        while (left.k === "binary" && left.op === x.op) {
+          operands.push(left.right);
+          left = left.left;
+        }
+        operands.push(left);
+        return `(${operands.reverse().map(e).join(` ${x.op} `)})`;
+      }
       case "not":
         return `(NOT ${e(x.expr)})`;
       case "negate":
@@ -372,6 +383,9 @@ class Renderer {
     }
   }
 }
+
+/** Operators whose chains render flat: associative, so `a OR b OR c` means what `(a OR b) OR c` does. */
+const CHAINED = new Set(["AND", "OR", "+", "*"]);
 
 function deeper(depth: number): void {
   if (depth > MAX_DEPTH) throw refuse(`The query nests deeper than ${MAX_DEPTH} levels.`);
