@@ -11,6 +11,8 @@ services=../shared/services/start-services.sh
 if [ -f "$services" ]; then
   bash "$services" >/dev/null
 fi
+# The read-only ClickHouse user the analytics query tests connect as.
+bash scripts/clickhouse-users.sh
 
 echo "== proto: lint, and generated code is up to date"
 buf lint

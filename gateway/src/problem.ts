@@ -64,6 +64,16 @@ export const problemKinds = {
   ),
   [ErrorReason.INVALID_ANALYTICS_QUERY]: kind(400, "Bad Request", "user/bad_request/invalid_analytics_query"),
   [ErrorReason.UNAVAILABLE]: UNAVAILABLE,
+  [ErrorReason.ANALYTICS_QUERY_LIMIT]: kind(
+    422,
+    "Unprocessable Entity",
+    "user/unprocessable_entity/query_resources_exceeded",
+  ),
+  [ErrorReason.TOO_MANY_ANALYTICS_QUERIES]: kind(
+    429,
+    "Too Many Requests",
+    "user/too_many_requests/query_quota_exceeded",
+  ),
 } satisfies Record<ErrorReason, Kind>;
 
 const make = (k: Kind, detail: string, errors?: Violation[]) =>

@@ -29,6 +29,8 @@ const grpcCodeOf = {
   [ErrorReason.PERMISSIONS_QUERY_SYNTAX]: Code.InvalidArgument,
   [ErrorReason.INVALID_ANALYTICS_QUERY]: Code.InvalidArgument,
   [ErrorReason.UNAVAILABLE]: Code.Unavailable,
+  [ErrorReason.ANALYTICS_QUERY_LIMIT]: Code.ResourceExhausted,
+  [ErrorReason.TOO_MANY_ANALYTICS_QUERIES]: Code.ResourceExhausted,
 } satisfies Record<ErrorReason, Code>;
 
 export interface Violation {

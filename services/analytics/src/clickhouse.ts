@@ -54,3 +54,34 @@ export function int(value: number): string {
   if (!Number.isSafeInteger(value)) throw new Error(`${value} is not a safe integer`);
   return String(value);
 }
+
+/**
+ * Where tenants' raw queries run. `user`: a client for CLICKHOUSE_QUERY_URL, the
+ * read-only ClickHouse user whose profile holds every limit (readonly=1: the
+ * client may not change a setting, so it sends none). `fallback`: the
+ * ingest/migrations client of CLICKHOUSE_URL, each query sent with readonly=2
+ * and the limits as settings (safe, but only as strong as the query checks:
+ * that user can read every database).
+ */
+export interface QueryRunner {
+  client: ClickHouseClient;
+  mode: "user" | "fallback";
+}
+
+/** A client for CLICKHOUSE_QUERY_URL: its path names the database (default `latchkey`); nothing is created. */
+export function openClickHouseQueryUser(
+  url: string,
+  options: { requestTimeoutMs?: number } = {},
+): QueryRunner {
+  const parsed = new URL(url);
+  const database = decodeURIComponent(parsed.pathname.replace(/^\/+|\/+$/g, "")) || "latchkey";
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(database)) throw new Error(`'${database}' is not a database name`);
+  parsed.pathname = "/";
+  const client = createClient({
+    url: parsed.toString(),
+    database,
+    request_timeout: options.requestTimeoutMs ?? 30_000,
+    log: { level: ClickHouseLogLevel.OFF },
+  });
+  return { client, mode: "user" };
+}

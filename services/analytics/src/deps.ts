@@ -3,6 +3,7 @@ import {
   createLogger,
   DirectEventSink,
   type EventSink,
+  env,
   type Logger,
   migrate,
   type Sql,
@@ -10,9 +11,10 @@ import {
 } from "@latchkey/runtime";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BufferedIngest, type BufferedIngestOptions } from "./buffered-ingest.ts";
+import type { QueryRunner } from "./clickhouse.ts";
 import { decodeEvent } from "./events.ts";
 import { analyticsPostgresMigrations } from "./migrations.ts";
-import type { AnalyticsStore } from "./store/analytics-store.ts";
+import type { AnalyticsStore, QueryLimits } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
 import { PostgresAnalyticsStore } from "./store/postgres-analytics-store.ts";
@@ -24,18 +26,36 @@ export interface AnalyticsDeps {
   ready(): Promise<boolean>;
   /** Structured logs; a failed store call is logged here once, with its workspace. */
   log: Logger;
+  /** Bounds of every query; DEFAULT_QUERY_LIMITS when absent. */
+  limits?: QueryLimits;
+}
+
+/** The query limits from env (ANALYTICS_QUERY_*), each defaulting to DEFAULT_QUERY_LIMITS. */
+export function queryLimitsFromEnv(): QueryLimits {
+  // Literal defaults (equal to DEFAULT_QUERY_LIMITS), so deploy/README.md's table can be checked against them.
+  return {
+    timeoutMs: env.int("ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 1),
+    maxRows: env.int("ANALYTICS_QUERY_MAX_ROWS", 10_000, 1),
+    maxBytes: env.int("ANALYTICS_QUERY_MAX_BYTES", 8_388_608, 1),
+    structuredMaxRows: env.int("ANALYTICS_STRUCTURED_MAX_ROWS", 100_000, 1),
+    concurrency: env.int("ANALYTICS_QUERY_CONCURRENCY", 4, 1),
+  };
 }
 
 /** Production dependencies: ClickHouse for the counts, NATS for readiness (the consumer is startConsumer). */
 export function createAnalyticsDeps(options: {
   nats: NatsConnection;
   clickhouse: ClickHouseClient;
+  /** Where raw queries run: the read-only query user; without it, `clickhouse` with readonly=2. */
+  queryRunner?: QueryRunner;
   log?: Logger;
+  limits?: QueryLimits;
 }): AnalyticsDeps {
-  const store = new ClickHouseAnalyticsStore(options.clickhouse);
+  const store = new ClickHouseAnalyticsStore(options.clickhouse, options.queryRunner);
   const connected = watchConnection(options.nats);
   return {
     store,
+    limits: options.limits ?? queryLimitsFromEnv(),
     log: options.log ?? createLogger("analytics"),
     ready: async () => connected() && (await store.ping().catch(() => false)),
   };
@@ -77,9 +97,11 @@ export async function createEmbeddedAnalyticsDeps(
     store?: AnalyticsStore;
     maxRows?: number;
     batching?: BufferedIngestOptions;
+    limits?: QueryLimits;
   } = {},
 ): Promise<EmbeddedAnalyticsDeps> {
   const log = options.log ?? createLogger("analytics");
+  const limits = options.limits ?? queryLimitsFromEnv();
   if (options.sql) {
     await migrate(options.sql, "analytics", analyticsPostgresMigrations);
     const store = new PostgresAnalyticsStore(options.sql);
@@ -88,6 +110,7 @@ export async function createEmbeddedAnalyticsDeps(
     return {
       store,
       log,
+      limits,
       ready: () => store.ping(),
       events: buffer,
       ingest: (subject, id, data) => buffer.publish(subject, id, data),
@@ -99,6 +122,7 @@ export async function createEmbeddedAnalyticsDeps(
   return {
     store,
     log,
+    limits,
     ready: () => store.ping(),
     events: new DirectEventSink(ingest),
     ingest,

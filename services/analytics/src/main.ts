@@ -1,6 +1,6 @@
 import { createLogger, env, serveRpc } from "@latchkey/runtime";
 import { connect } from "@nats-io/transport-node";
-import { openClickHouse } from "./clickhouse.ts";
+import { openClickHouse, openClickHouseQueryUser, type QueryRunner } from "./clickhouse.ts";
 import { startConsumer, watchConsumer } from "./consumer.ts";
 import { createAnalyticsDeps } from "./deps.ts";
 import { migrateClickHouse } from "./migrations.ts";
@@ -11,6 +11,9 @@ import { analyticsRoutes } from "./routes.ts";
 const log = createLogger("analytics", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7074);
 const clickhouseUrl = env.required("CLICKHOUSE_URL");
+// The read-only ClickHouse user that runs tenants' raw SQL (docs/analytics-queries.md); separate from
+// CLICKHOUSE_URL's user, which migrates and ingests.
+const queryUrl = env.string("CLICKHOUSE_QUERY_URL");
 const natsUrl = env.required("NATS_URL");
 // ANALYTICS_CONSUMER names the durable consumer (one per deployment; replicas share it and split the work).
 const durable = env.string("ANALYTICS_CONSUMER", "analytics")!;
@@ -21,6 +24,13 @@ if (startAt !== "all" && startAt !== "new") {
   process.exit(1);
 }
 const { client: clickhouse, database } = await openClickHouse(clickhouseUrl);
+let queryRunner: QueryRunner | undefined;
+if (queryUrl) queryRunner = openClickHouseQueryUser(queryUrl);
+else {
+  log.warn(
+    "CLICKHOUSE_QUERY_URL is not set: raw analytics queries run as CLICKHOUSE_URL's user with readonly=2 and per-query limits; set it to a read-only user limited to the analytics database (docs/analytics-queries.md)",
+  );
+}
 const applied = await migrateClickHouse(clickhouse);
 log.info({ database, applied }, "ClickHouse schema up to date");
 
@@ -29,7 +39,7 @@ const nats = await connect({
   name: "analytics",
   maxReconnectAttempts: -1,
 });
-const deps = createAnalyticsDeps({ nats, clickhouse, log });
+const deps = createAnalyticsDeps({ nats, clickhouse, queryRunner, log });
 const consumer = await startConsumer({ nats, store: deps.store, log, durable, startAt });
 watchConsumer(consumer);
 const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready });
@@ -45,6 +55,7 @@ async function stop(signal: string) {
   await server.close();
   await nats.drain();
   await clickhouse.close();
+  await queryRunner?.client.close();
   process.exit(0);
 }
 process.once("SIGTERM", () => void stop("SIGTERM"));

@@ -1,22 +1,31 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { quote } from "./clickhouse.ts";
+import type { Expr, From, Join, Name, Query, Select, TableRef, TypeName } from "./sql/ast.ts";
+import { isSyntaxProblem, parseQuery } from "./sql/grammar.ts";
 import type { CheckedRawQuery } from "./store/analytics-store.ts";
 
 /**
- * The reference's raw form, {query: "SELECT …"} (notes h.5), made safe
- * without trusting ClickHouse to contain it: the text is tokenized, and it
- * runs only if it is one SELECT (or WITH … SELECT) whose every FROM and JOIN
- * names one of the reference's table aliases or a subquery, whose every
- * function is on an allowlist, and which holds no statement, setting, format
- * or output clause. Each alias is replaced by a subquery over our tables that
- * carries the workspace filter (and the caller's API restriction), and the
- * whole is wrapped in a LIMIT. Anything else is refused with
- * INVALID_ANALYTICS_QUERY saying why. The store runs it read-only
- * (readonly=2) with time and memory limits.
+ * The reference's raw form, {query: "SELECT …"}, made safe by construction:
+ * the text is parsed by a grammar of the supported SELECT subset
+ * (sql/grammar.ts), and the SQL that runs is rendered here from the tree, never
+ * copied from the text. Rendering is the allow-list: every node kind it knows
+ * is written out in a canonical spelling (identifiers backquoted, strings
+ * re-escaped, operators parenthesised, functions under their allow-listed
+ * names); every other kind, and every table that is not one of the documented
+ * views or a CTE of the query, is refused with INVALID_ANALYTICS_QUERY naming
+ * it. Each view reference becomes a subquery over our tables carrying the
+ * workspace filter (and the caller's API restriction), so the caller's SQL
+ * never reaches a table directly. See docs/analytics-queries.md.
  */
 
-export const MAX_ROWS = 10_000;
-const MAX_LENGTH = 10_000;
+/** Longest query text accepted. */
+export const MAX_QUERY_LENGTH = 10_000;
+/** Deepest nesting of parentheses, subqueries and expressions. */
+export const MAX_DEPTH = 40;
+/** Most words, numbers, strings and symbols in a query: bounds the parser's work (about 0.1 ms each). */
+export const MAX_TOKENS = 2_000;
+/** Most view references in one query, CTE references counted each time they are used. */
+export const MAX_TABLE_REFERENCES = 16;
 
 export interface RawQueryScope {
   workspaceId: string;
@@ -28,36 +37,34 @@ const COLUMNS =
   "workspace_id, api_id, api_id AS key_space_id, key_id, identity_id, external_id, outcome, tags";
 const DIMENSIONS = "workspace_id, api_id, key_space_id, key_id, identity_id, external_id, outcome, tags";
 
-/** The reference's aliases and what each reads; `where` is the scope filter. */
-const ALIASES: Record<string, (where: string) => string> = {
+/**
+ * The documented views and what each reads; `where` is the scope filter over
+ * the named table. The filter names its columns with the table's name, which no
+ * alias can shadow (aliases are plain identifiers, never dotted).
+ */
+export const VIEWS: Record<string, (where: (table: string) => string) => string> = {
   key_verifications_v1: (where) =>
-    `SELECT request_id, time, ${COLUMNS}, spent_credits, latency FROM key_verifications_raw WHERE ${where}`,
+    `SELECT request_id, time, ${COLUMNS}, spent_credits, latency FROM key_verifications_raw WHERE ${where("key_verifications_raw")}`,
   key_verifications_per_minute_v1: (where) =>
-    `SELECT toStartOfMinute(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count() AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, spent_credits FROM key_verifications_raw WHERE ${where}) GROUP BY time, ${DIMENSIONS}`,
+    `SELECT toStartOfMinute(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count() AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, spent_credits FROM key_verifications_raw WHERE ${where("key_verifications_raw")}) GROUP BY time, ${DIMENSIONS}`,
   key_verifications_per_hour_v1: (where) =>
-    `SELECT toDateTime(intDiv(t, 1000), 'UTC') AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_hour WHERE ${where})`,
+    `SELECT toDateTime(intDiv(t, 1000), 'UTC') AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_hour WHERE ${where("key_verifications_per_hour")})`,
   key_verifications_per_day_v1: (where) =>
-    `SELECT toDate(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where})`,
+    `SELECT toDate(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")})`,
   key_verifications_per_month_v1: (where) =>
-    `SELECT toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, sum(count) AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where}) GROUP BY time, ${DIMENSIONS}`,
+    `SELECT toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, sum(count) AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")}) GROUP BY time, ${DIMENSIONS}`,
 };
 
-/** Words that would make it more than a read, or change how it runs or where its result goes. */
-const FORBIDDEN = new Set(
-  "insert alter drop create attach detach rename truncate optimize system kill grant revoke set settings format into outfile use show describe explain exchange delete update check watch move undrop backup restore".split(
-    " ",
-  ),
-);
+const VIEW_LIST = Object.keys(VIEWS).join(", ");
 
-/** Keywords that may stand before "(" without being a function call. */
-const KEYWORDS_BEFORE_PAREN = new Set(
-  "select from join in and or not as exists any all when then else on using where having by with case is like ilike between distinct over global union interval prewhere limit offset asc desc".split(
-    " ",
-  ),
-);
-
-/** Functions a query may call: aggregates, conditionals, time, strings and arrays. No table, dictionary, file or network access. */
-const FUNCTIONS = new Set(
+/**
+ * Functions a query may call, by their lower-case spelling, rendered under the
+ * canonical one: aggregates, conditionals, time, strings and arrays. Nothing
+ * that reads a table, dictionary, file, URL, setting or the server's identity,
+ * nothing that sleeps or throws on purpose, and nothing that builds a large
+ * value from a small one (range, repeat, replicate).
+ */
+export const FUNCTIONS: ReadonlyMap<string, string> = new Map(
   [
     "count countIf countDistinct sum sumIf avg avgIf min minIf max maxIf any anyLast argMin argMax uniq uniqIf uniqExact uniqExactIf uniqCombined",
     "groupArray groupUniqArray quantile quantiles quantileExact quantileTDigest median topK",
@@ -74,160 +81,397 @@ const FUNCTIONS = new Set(
   ]
     .join(" ")
     .split(" ")
-    .map((f) => f.toLowerCase()),
+    .map((f) => [f.toLowerCase(), f]),
 );
 
-type Token =
-  | { kind: "word"; text: string; lower: string; quoted: boolean }
-  | { kind: "string"; text: string }
-  | { kind: "number"; text: string }
-  | { kind: "punct"; text: string };
-
-const refuse = (why: string) => domainError(ErrorReason.INVALID_ANALYTICS_QUERY, why);
-
-function tokenize(sql: string): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  const rest = () => sql.slice(i);
-  while (i < sql.length) {
-    const c = sql[i] as string;
-    if (/\s/.test(c)) {
-      i++;
-      continue;
-    }
-    if (sql.startsWith("--", i) || sql.startsWith("/*", i) || c === "#") {
-      throw refuse("Comments are not allowed in analytics queries.");
-    }
-    if (c === "'") {
-      let j = i + 1;
-      while (j < sql.length && sql[j] !== "'") j += sql[j] === "\\" ? 2 : 1;
-      if (j >= sql.length) throw refuse("The query has an unterminated string.");
-      if (sql[j + 1] === "'") throw refuse("Write a quote inside a string as \\', not ''.");
-      tokens.push({ kind: "string", text: sql.slice(i, j + 1) });
-      i = j + 1;
-      continue;
-    }
-    if (c === "`" || c === '"') {
-      const j = sql.indexOf(c, i + 1);
-      const inner = j < 0 ? "" : sql.slice(i + 1, j);
-      if (j < 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(inner)) {
-        throw refuse(
-          `Quoted identifiers may hold only letters, digits and underscores: ${sql.slice(i, i + 40)}`,
-        );
-      }
-      tokens.push({ kind: "word", text: inner, lower: inner.toLowerCase(), quoted: true });
-      i = j + 1;
-      continue;
-    }
-    const word = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest());
-    if (word) {
-      tokens.push({ kind: "word", text: word[0], lower: word[0].toLowerCase(), quoted: false });
-      i += word[0].length;
-      continue;
-    }
-    const number = /^(0x[0-9a-fA-F]+|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)/.exec(rest());
-    if (number) {
-      tokens.push({ kind: "number", text: number[0] });
-      i += number[0].length;
-      continue;
-    }
-    const punct = /^(->|==|!=|<>|<=|>=|\|\||[(),.;*+\-/%=<>?:[\]])/.exec(rest());
-    if (punct) {
-      tokens.push({ kind: "punct", text: punct[0] });
-      i += punct[0].length;
-      continue;
-    }
-    throw refuse(`Unexpected character '${c}' in the query.`);
-  }
-  return tokens;
-}
-
-const isPunct = (t: Token | undefined, text: string) => t?.kind === "punct" && t.text === text;
-const isWord = (t: Token | undefined, lower: string) => t?.kind === "word" && !t.quoted && t.lower === lower;
-
-/** Checks and rewrites a raw query, or throws INVALID_ANALYTICS_QUERY naming what is not allowed. */
-export function checkRawQuery(sql: string, scope: RawQueryScope): CheckedRawQuery {
-  if (sql.trim().length === 0) throw refuse("The query is empty.");
-  if (sql.length > MAX_LENGTH) throw refuse(`The query is longer than ${MAX_LENGTH} characters.`);
-  const tokens = tokenize(sql);
-  while (isPunct(tokens[tokens.length - 1], ";")) tokens.pop();
-  if (tokens.some((t) => isPunct(t, ";"))) throw refuse("Only one statement is allowed.");
-  const first = tokens[0];
-  if (!isWord(first, "select") && !isWord(first, "with")) {
-    throw refuse("Only SELECT queries are allowed.");
-  }
-  const where = [
-    `workspace_id = ${quote(scope.workspaceId)}`,
-    ...(scope.apiIds
-      ? [`api_id IN (${scope.apiIds.length ? scope.apiIds.map(quote).join(", ") : "''"})`]
-      : []),
-  ].join(" AND ");
-
-  let out = "";
-  // Tokens are joined with single spaces, except around "." and inside call parentheses, where ClickHouse wants none.
-  const emit = (text: string, glued = false) => {
-    out += out === "" || glued ? text : ` ${text}`;
-  };
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i] as Token;
-    const prev = tokens[i - 1];
-    const next = tokens[i + 1];
-    if (t.kind !== "word") {
-      emit(t.text, glued(prev, t));
-      continue;
-    }
-    if (!t.quoted && FORBIDDEN.has(t.lower)) {
-      throw refuse(`'${t.text.toUpperCase()}' is not allowed: only read-only SELECT queries run.`);
-    }
-    const readsTable = !t.quoted && (t.lower === "from" || (t.lower === "join" && !isWord(prev, "array")));
-    if (readsTable) {
-      emit(t.text);
-      if (isPunct(next, "(")) continue;
-      const alias = next?.kind === "word" ? ALIASES[next.lower] : undefined;
-      if (!alias || isPunct(tokens[i + 2], ".") || isPunct(tokens[i + 2], "(")) {
-        throw refuse(
-          `Queries may read only ${Object.keys(ALIASES).join(", ")} (or a subquery); '${next?.text ?? ""}' is not one of them.`,
-        );
-      }
-      const named = isWord(tokens[i + 2], "as") || isUserAlias(tokens[i + 2]);
-      emit(`(${alias(where)})${named ? "" : ` AS ${(next as { lower: string }).lower}`}`);
-      i++;
-      continue;
-    }
-    if (!t.quoted && t.lower === "in" && !isPunct(next, "(")) {
-      throw refuse("IN takes a parenthesised list or subquery, never a table name.");
-    }
-    if (isPunct(next, "(") && !(KEYWORDS_BEFORE_PAREN.has(t.lower) && !t.quoted)) {
-      if (!FUNCTIONS.has(t.lower) || isPunct(prev, ".")) {
-        throw refuse(`The function '${t.text}' is not allowed in analytics queries.`);
-      }
-    }
-    emit(t.quoted ? `\`${t.text}\`` : t.text, glued(prev, t));
-  }
-  return { sql: `SELECT * FROM (${out}) LIMIT ${MAX_ROWS}`, maxRows: MAX_ROWS };
-}
-
-/** Whether `t` follows `prev` without a space: around ".", inside parentheses, before ",", and in calls. */
-function glued(prev: Token | undefined, t: Token): boolean {
-  return (
-    isPunct(t, ".") ||
-    isPunct(t, ",") ||
-    isPunct(t, ")") ||
-    isPunct(prev, ".") ||
-    isPunct(prev, "(") ||
-    (isPunct(t, "(") && prev?.kind === "word")
-  );
-}
-
-/** A bare word after a table that names it (FROM t v), as opposed to the clause that follows. */
-function isUserAlias(t: Token | undefined): boolean {
-  if (t?.kind !== "word") return false;
-  if (t.quoted) return true;
-  return !CLAUSES.has(t.lower);
-}
-
-const CLAUSES = new Set(
-  "where prewhere group order limit having join inner left right full cross array any all asof global on using union except intersect final sample offset as with".split(
+/** Types CAST may name. */
+const TYPES = new Set(
+  "String Int8 Int16 Int32 Int64 UInt8 UInt16 UInt32 UInt64 Float32 Float64 Date DateTime Nullable Array".split(
     " ",
   ),
 );
+
+const INTERVAL_UNITS = new Set(["SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"]);
+
+const JOINS: Record<string, string> = {
+  "": "INNER JOIN",
+  INNER: "INNER JOIN",
+  LEFT: "LEFT JOIN",
+  "LEFT OUTER": "LEFT JOIN",
+  RIGHT: "RIGHT JOIN",
+  "RIGHT OUTER": "RIGHT JOIN",
+  FULL: "FULL JOIN",
+  "FULL OUTER": "FULL JOIN",
+};
+
+const refuse = (why: string) => domainError(ErrorReason.INVALID_ANALYTICS_QUERY, why);
+
+const DOCS_HINT = "See docs/analytics-queries.md for what a query may use.";
+
+/** Names of the query's CTEs in scope, each with the scope its body sees. */
+interface Ctes {
+  name: string;
+  query: Query;
+  outer: Ctes | undefined;
+  next: Ctes | undefined;
+}
+
+class Renderer {
+  private tables = 0;
+
+  constructor(private readonly scope: RawQueryScope) {}
+
+  private where = (table: string): string => {
+    const column = (c: string) => `${table}.${c}`;
+    const parts = [`${column("workspace_id")} = ${quote(this.scope.workspaceId)}`];
+    if (this.scope.apiIds) {
+      parts.push(
+        this.scope.apiIds.length === 0
+          ? "0"
+          : `${column("api_id")} IN (${this.scope.apiIds.map(quote).join(", ")})`,
+      );
+    }
+    return parts.join(" AND ");
+  };
+
+  query(q: Query, ctes: Ctes | undefined, depth: number): string {
+    deeper(depth);
+    switch (q.k) {
+      case "select":
+        return this.select(q.select, ctes, depth + 1);
+      case "paren":
+        return this.query(q.query, ctes, depth + 1);
+      case "set": {
+        let out = this.query(q.first, ctes, depth + 1);
+        for (const part of q.rest) {
+          if (part.op !== "UNION") {
+            throw refuse(
+              `${part.op} is not supported in analytics queries; use UNION ALL, or IN / NOT IN (SELECT ...).`,
+            );
+          }
+          if (part.mode !== "ALL") {
+            throw refuse(
+              `UNION${part.mode ? ` ${part.mode}` : ""} is not supported: write UNION ALL (and SELECT DISTINCT over it if you need distinct rows).`,
+            );
+          }
+          out += ` UNION ALL ${this.query(part.query, ctes, depth + 1)}`;
+        }
+        return out;
+      }
+    }
+  }
+
+  private select(s: Select, outer: Ctes | undefined, depth: number): string {
+    deeper(depth);
+    let ctes = outer;
+    if (s.with) {
+      if (s.with.recursive) throw refuse("WITH RECURSIVE is not allowed in analytics queries.");
+      for (const item of s.with.items) {
+        if (item.k === "alias") {
+          throw refuse(
+            `WITH <expression> AS ${item.alias.name} is not allowed (its name would reach into the views' filters); write the expression where it is used, or use WITH name AS (SELECT ...).`,
+          );
+        }
+        const name = item.name.name;
+        identifier(item.name);
+        for (let c = ctes; c && c !== outer; c = c.next) {
+          if (c.name === name) throw refuse(`The CTE '${name}' is defined twice.`);
+        }
+        // A CTE sees the CTEs defined before it, never itself: no recursion.
+        ctes = { name, query: item.query, outer: ctes, next: ctes };
+      }
+    }
+    if (s.prewhere) throw refuse("PREWHERE is not allowed in analytics queries; use WHERE.");
+    if (s.groupModifier)
+      throw refuse(`GROUP BY ... WITH ${s.groupModifier} is not allowed in analytics queries.`);
+    if (s.window) throw refuse("WINDOW clauses and window functions are not allowed in analytics queries.");
+    if (s.settings)
+      throw refuse("SETTINGS is not allowed in analytics queries: limits are set by the service.");
+    if (s.into) throw refuse("INTO OUTFILE is not allowed in analytics queries.");
+    if (s.format)
+      throw refuse(`FORMAT ${s.format} is not allowed in analytics queries: the answer is JSON rows.`);
+    const e = (x: Expr) => this.expr(x, ctes, depth + 1);
+    let out = `SELECT ${s.distinct ? "DISTINCT " : ""}${s.columns
+      .map((c) => e(c.expr) + (c.alias ? ` AS ${identifier(c.alias)}` : ""))
+      .join(", ")}`;
+    if (s.from) out += ` FROM ${this.from(s.from, ctes, depth + 1)}`;
+    if (s.where) out += ` WHERE ${e(s.where)}`;
+    if (s.groupBy) out += ` GROUP BY ${s.groupBy.map(e).join(", ")}`;
+    if (s.having) out += ` HAVING ${e(s.having)}`;
+    if (s.orderBy) {
+      out += ` ORDER BY ${s.orderBy
+        .map((o) => `${e(o.expr)}${o.dir ? ` ${o.dir}` : ""}${o.nulls ? ` NULLS ${o.nulls}` : ""}`)
+        .join(", ")}`;
+    }
+    if (s.limitBy) {
+      out += ` LIMIT ${s.limitBy.offset ? `${count(s.limitBy.offset, "OFFSET")}, ` : ""}${count(s.limitBy.limit, "LIMIT")} BY ${s.limitBy.by.map(e).join(", ")}`;
+    }
+    if (s.limit) {
+      out += ` LIMIT ${count(s.limit.limit, "LIMIT")}${s.limit.offset ? ` OFFSET ${count(s.limit.offset, "OFFSET")}` : ""}`;
+    }
+    return out;
+  }
+
+  private from(f: From, ctes: Ctes | undefined, depth: number): string {
+    let out = this.table(f.first, ctes, depth);
+    for (const j of f.joins) out += ` ${this.join(j, ctes, depth)}`;
+    return out;
+  }
+
+  private join(j: Join, ctes: Ctes | undefined, depth: number): string {
+    if (j.k === "comma") {
+      throw refuse(
+        "Comma joins (FROM a, b) are not allowed in analytics queries; write JOIN ... ON or USING.",
+      );
+    }
+    if (j.k === "array") {
+      throw refuse(
+        `${j.left ? "LEFT " : ""}ARRAY JOIN is not allowed in analytics queries; use arrayJoin(tags) in the SELECT list.`,
+      );
+    }
+    const words = j.words.join(" ");
+    const kind = JOINS[words];
+    if (kind === undefined) {
+      throw refuse(
+        `${words} JOIN is not allowed in analytics queries; use JOIN, INNER JOIN, LEFT JOIN, RIGHT JOIN or FULL JOIN with ON or USING.`,
+      );
+    }
+    const table = this.table(j.table, ctes, depth);
+    if (j.on) return `${kind} ${table} ON ${this.expr(j.on, ctes, depth + 1)}`;
+    if (j.using) return `${kind} ${table} USING (${j.using.map(identifier).join(", ")})`;
+    throw refuse(`${words || "A"} JOIN needs ON or USING in analytics queries.`);
+  }
+
+  private table(t: TableRef, ctes: Ctes | undefined, depth: number): string {
+    deeper(depth);
+    if (t.final) throw refuse("FINAL is not allowed in analytics queries.");
+    if (t.sample) throw refuse("SAMPLE is not allowed in analytics queries.");
+    const alias = t.alias ? identifier(t.alias) : undefined;
+    const f = t.factor;
+    if (f.k === "subquery") {
+      return `(${this.query(f.query, ctes, depth + 1)})${alias ? ` AS ${alias}` : ""}`;
+    }
+    const written = f.name.map(shown).join(".");
+    if (f.k === "function") {
+      throw refuse(
+        `Table functions are not allowed in analytics queries: '${written}(...)'. Read ${VIEW_LIST}.`,
+      );
+    }
+    if (f.name.length > 1) {
+      throw refuse(
+        `Database-qualified table names are not allowed in analytics queries: '${written}'. Read ${VIEW_LIST} by name alone.`,
+      );
+    }
+    const name = (f.name[0] as Name).name;
+    const as = ` AS ${alias ?? identifier(f.name[0] as Name)}`;
+    for (let c = ctes; c; c = c.next) {
+      if (c.name === name) return `(${this.query(c.query, c.outer, depth + 1)})${as}`;
+    }
+    const view = Object.hasOwn(VIEWS, name) ? VIEWS[name] : undefined;
+    if (!view) {
+      const unquoted = name;
+      const hint = Object.keys(VIEWS).find((v) => v.toLowerCase() === unquoted.toLowerCase());
+      throw refuse(
+        `'${written}' is not a table analytics queries may read${hint ? ` (table names are case-sensitive: did you mean ${hint}?)` : ""}; they read ${VIEW_LIST}, or a CTE of the query.`,
+      );
+    }
+    if (++this.tables > MAX_TABLE_REFERENCES) {
+      throw refuse(`The query reads more than ${MAX_TABLE_REFERENCES} tables.`);
+    }
+    return `(${view(this.where)})${as}`;
+  }
+
+  private expr(x: Expr, ctes: Ctes | undefined, depth: number): string {
+    deeper(depth);
+    const e = (y: Expr) => this.expr(y, ctes, depth + 1);
+    const q = (y: Query) => this.query(y, ctes, depth + 1);
+    switch (x.k) {
+      case "number":
+        return x.text;
+      case "string":
+        return quote(x.value);
+      case "null":
+        return "NULL";
+      case "bool":
+        return x.value ? "1" : "0";
+      case "param":
+        throw refuse(`Query parameters are not supported in analytics queries: '${x.text}'.`);
+      case "column":
+        if (x.parts.length > 2) {
+          throw refuse(
+            `'${x.parts.map(shown).join(".")}' names a column of a database-qualified table, which analytics queries may not read.`,
+          );
+        }
+        return x.parts.map(identifier).join(".");
+      case "star":
+        if (x.table && x.table.length > 1) {
+          throw refuse(`'${x.table.map(shown).join(".")}.*' names a database-qualified table.`);
+        }
+        return x.table ? `${x.table.map(identifier).join(".")}.*` : "*";
+      case "call": {
+        const name = FUNCTIONS.get(x.name.toLowerCase());
+        if (name === undefined) {
+          throw refuse(`The function '${x.name}' is not allowed in analytics queries. ${DOCS_HINT}`);
+        }
+        if (x.over) throw refuse("Window functions (OVER) are not allowed in analytics queries.");
+        const args = `(${x.distinct ? "DISTINCT " : ""}${x.args.map(e).join(", ")})`;
+        return x.params ? `${name}(${x.params.map(e).join(", ")})${args}` : `${name}${args}`;
+      }
+      case "lambda":
+        return `(${x.params.map(identifier).join(", ")}) -> ${e(x.body)}`;
+      case "binary": {
+        if (x.op === "||") return `concat(${e(x.left)}, ${e(x.right)})`;
+        if (!CHAINED.has(x.op)) return `(${e(x.left)} ${x.op} ${e(x.right)})`;
+        // The grammar builds `a OR b OR c` left-deep; a chain of one associative operator is one
+        // level of nesting, not one per operand, so a long filter is not refused as deep.
+        const operands: Expr[] = [];
+        let left: Expr = x;
+        while (left.k === "binary" && left.op === x.op) {
+          operands.push(left.right);
+          left = left.left;
+        }
+        operands.push(left);
+        return `(${operands.reverse().map(e).join(` ${x.op} `)})`;
+      }
+      case "not":
+        return `(NOT ${e(x.expr)})`;
+      case "negate":
+        return `(-${e(x.expr)})`;
+      case "isNull":
+        return `(${e(x.expr)} IS ${x.not ? "NOT " : ""}NULL)`;
+      case "between": {
+        const between = `(${e(x.expr)} BETWEEN ${e(x.low)} AND ${e(x.high)})`;
+        return x.not ? `(NOT ${between})` : between;
+      }
+      case "like":
+        return `(${e(x.expr)} ${x.not ? "NOT " : ""}${x.op} ${e(x.pattern)})`;
+      case "in": {
+        if (x.global) throw refuse("GLOBAL IN is not allowed in analytics queries; use IN.");
+        const op = x.not ? "NOT IN" : "IN";
+        if (x.query) return `(${e(x.expr)} ${op} (${q(x.query)}))`;
+        const list = x.list ?? [];
+        // ClickHouse reads `x IN t`, `x IN (t)` and `x IN (db.t)` as a table: a lone name is refused.
+        if (x.table || (list.length === 1 && list[0]?.k === "column")) {
+          const name = x.table ?? (list[0] as { parts: Name[] }).parts;
+          throw refuse(
+            `IN takes a parenthesised list of values or a subquery; '${name.map(shown).join(".")}' alone would name a table.`,
+          );
+        }
+        return `(${e(x.expr)} ${op} (${list.map(e).join(", ")}))`;
+      }
+      case "exists":
+        return `EXISTS (${q(x.query)})`;
+      case "subquery":
+        return `(${q(x.query)})`;
+      case "case":
+        return `CASE${x.operand ? ` ${e(x.operand)}` : ""}${x.whens
+          .map((w) => ` WHEN ${e(w.when)} THEN ${e(w.then)}`)
+          .join("")}${x.else ? ` ELSE ${e(x.else)}` : ""} END`;
+      case "interval": {
+        const unit = x.unit.replace(/S$/, "");
+        if (!INTERVAL_UNITS.has(unit)) throw refuse(`'${x.unit}' is not an interval unit.`);
+        return `INTERVAL ${e(x.expr)} ${unit}`;
+      }
+      case "cast":
+        return `CAST(${e(x.expr)} AS ${typeName(x.type)})`;
+      case "array":
+        return `[${x.items.map(e).join(", ")}]`;
+      case "tuple":
+        return `(${x.items.map(e).join(", ")})`;
+      case "index":
+        return `arrayElement(${e(x.expr)}, ${e(x.index)})`;
+    }
+  }
+}
+
+/** Operators whose chains render flat: associative, so `a OR b OR c` means what `(a OR b) OR c` does. */
+const CHAINED = new Set(["AND", "OR", "+", "*"]);
+
+function deeper(depth: number): void {
+  if (depth > MAX_DEPTH) throw refuse(`The query nests deeper than ${MAX_DEPTH} levels.`);
+}
+
+/** A name as the caller wrote it, for messages. */
+const shown = (n: Name) => (n.quoted ? `\`${n.name}\`` : n.name);
+
+/**
+ * An identifier, backquoted: letters, digits and underscores only (after
+ * unquoting), so no name carries a dot, a quote or a look-alike character.
+ */
+function identifier(n: Name): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n.name)) {
+    throw refuse(
+      `Identifiers may hold only ASCII letters, digits and underscores: ${JSON.stringify(n.name.slice(0, 64))} is not allowed.`,
+    );
+  }
+  return `\`${n.name}\``;
+}
+
+/** A LIMIT or OFFSET: a plain non-negative integer. */
+function count(x: Expr, clause: string): string {
+  if (x.k !== "number" || !/^\d{1,9}$/.test(x.text)) {
+    throw refuse(`${clause} takes a whole number below 1000000000.`);
+  }
+  return String(Number(x.text));
+}
+
+function typeName(t: TypeName): string {
+  if (!TYPES.has(t.name)) throw refuse(`CAST to '${t.name}' is not allowed in analytics queries.`);
+  if (t.name === "Nullable" || t.name === "Array") {
+    if (t.args.length !== 1) throw refuse(`${t.name} takes one type.`);
+    return `${t.name}(${typeName(t.args[0] as TypeName)})`;
+  }
+  if (t.args.length > 0) throw refuse(`The type ${t.name} takes no arguments here.`);
+  return t.name;
+}
+
+/**
+ * The deepest nesting of brackets and the number of tokens, outside strings and
+ * quoted names (a rough count: it only bounds the parser's work).
+ */
+function shape(sql: string): { depth: number; tokens: number } {
+  let depth = 0;
+  let max = 0;
+  let tokens = 0;
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i] as string;
+    if (c === "'" || c === '"' || c === "`") {
+      for (i++; i < sql.length && sql[i] !== c; i++) if (sql[i] === "\\") i++;
+      tokens++;
+    } else if (/\w/.test(c)) {
+      while (i + 1 < sql.length && /\w/.test(sql[i + 1] as string)) i++;
+      tokens++;
+    } else if (!/\s/.test(c)) {
+      tokens++;
+      if (c === "(" || c === "[") max = Math.max(max, ++depth);
+      else if (c === ")" || c === "]") depth--;
+    }
+  }
+  return { depth: max, tokens };
+}
+
+/**
+ * Parses, checks and renders a raw query for `scope`, or throws
+ * INVALID_ANALYTICS_QUERY naming what is not allowed. The answer is wrapped in
+ * a LIMIT one past `maxRows`, so a longer answer can be told from a full one.
+ */
+export function checkRawQuery(sql: string, scope: RawQueryScope, maxRows = 10_000): CheckedRawQuery {
+  if (sql.trim().length === 0) throw refuse("The query is empty.");
+  if (sql.length > MAX_QUERY_LENGTH) throw refuse(`The query is longer than ${MAX_QUERY_LENGTH} characters.`);
+  const { depth, tokens } = shape(sql);
+  if (depth > MAX_DEPTH) throw refuse(`The query nests deeper than ${MAX_DEPTH} levels.`);
+  if (tokens > MAX_TOKENS) throw refuse(`The query has more than ${MAX_TOKENS} words, numbers and symbols.`);
+  let parsed: ReturnType<typeof parseQuery>;
+  try {
+    parsed = parseQuery(sql);
+  } catch (err) {
+    if (!isSyntaxProblem(err)) throw err;
+    const near = err.near === "" ? "the end of the query" : `'${err.near}'`;
+    throw refuse(
+      `The query is not in the supported SQL at line ${err.line}, column ${err.column}, near ${near}. Analytics queries are one SELECT over ${VIEW_LIST}. ${DOCS_HINT}`,
+    );
+  }
+  if (parsed.more.trim() !== "") throw refuse("Only one statement is allowed in an analytics query.");
+  const body = new Renderer(scope).query(parsed.query, undefined, 0);
+  return { sql: `SELECT * FROM (${body}) LIMIT ${maxRows + 1}`, maxRows };
+}

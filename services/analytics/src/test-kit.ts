@@ -1,9 +1,11 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import { ConnectError } from "@connectrpc/connect";
 import type { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { errorDetailOf } from "@latchkey/runtime";
-import { openClickHouse } from "./clickhouse.ts";
+import { openClickHouse, openClickHouseQueryUser, type QueryRunner } from "./clickhouse.ts";
 import { migrateClickHouse } from "./migrations.ts";
 
 /** The ClickHouse server integration tests use: TEST_CLICKHOUSE_URL, else the one start-services.sh runs. */
@@ -31,6 +33,69 @@ export async function createTestClickHouse(): Promise<TestClickHouse> {
     database,
     client,
     async drop() {
+      await client.close();
+      const admin = createClient({ url: testClickHouseUrl() });
+      await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+      await admin.close();
+    },
+  };
+}
+
+/** The read-only query user scripts/clickhouse-users.sh provisions on the local test server. */
+export const QUERY_USER = { name: "latchkey_query", password: "latchkey_query_test" };
+
+/** The URL of `database` as the query user. */
+export function queryUserUrl(database: string): string {
+  const url = new URL(testClickHouseUrl());
+  url.username = QUERY_USER.name;
+  url.password = QUERY_USER.password;
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+let provisioned: Promise<void> | undefined;
+
+/** Makes sure the query user logs in, running scripts/clickhouse-users.sh (idempotent) when it does not. */
+export function ensureQueryUser(): Promise<void> {
+  provisioned ??= (async () => {
+    const login = async () => {
+      const res = await fetch(new URL("/?query=SELECT%201", testClickHouseUrl()), {
+        headers: { authorization: `Basic ${btoa(`${QUERY_USER.name}:${QUERY_USER.password}`)}` },
+      }).catch(() => undefined);
+      return res?.ok === true;
+    };
+    if (await login()) return;
+    const script = fileURLToPath(new URL("../../../scripts/clickhouse-users.sh", import.meta.url));
+    execFileSync("bash", [script], { stdio: "inherit", timeout: 60_000 });
+  })();
+  return provisioned;
+}
+
+/**
+ * One of the fixed databases the query user may read (its allow_databases
+ * list in scripts/clickhouse-users.sh), emptied and migrated, with a runner
+ * for the query user. Each test file that needs one takes its own slot.
+ */
+export async function createQueryUserClickHouse(
+  slot: 1 | 2 | 3,
+): Promise<TestClickHouse & { runner: QueryRunner }> {
+  await ensureQueryUser();
+  const database = `latchkey_test_query_${slot}`;
+  const admin = createClient({ url: testClickHouseUrl() });
+  await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+  await admin.close();
+  const url = new URL(testClickHouseUrl());
+  url.pathname = `/${database}`;
+  const { client } = await openClickHouse(url.toString());
+  await migrateClickHouse(client);
+  const runner = openClickHouseQueryUser(queryUserUrl(database));
+  return {
+    url: url.toString(),
+    database,
+    client,
+    runner,
+    async drop() {
+      await runner.client.close();
       await client.close();
       const admin = createClient({ url: testClickHouseUrl() });
       await admin.command({ query: `DROP DATABASE IF EXISTS ${database}` });

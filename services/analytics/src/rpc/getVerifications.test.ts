@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createMemoryAnalyticsDeps } from "../deps.ts";
 import { analyticsRoutes } from "../routes.ts";
 import { verification } from "../store/analytics-store.contract.ts";
+import { DEFAULT_QUERY_LIMITS } from "../store/analytics-store.ts";
 import { callerOf, rejection } from "../test-kit.ts";
 
 const DAY1 = Date.UTC(2026, 0, 15);
@@ -164,7 +165,7 @@ describe("getVerifications", () => {
       await rejection(client.getVerifications({ caller: admin, query: "SELECT * FROM system.tables" })),
     ).toEqual({
       reason: ErrorReason.INVALID_ANALYTICS_QUERY,
-      message: expect.stringContaining("'system' is not one of them"),
+      message: expect.stringContaining("Database-qualified table names are not allowed"),
     });
   });
 
@@ -185,5 +186,32 @@ describe("getVerifications", () => {
       reason: ErrorReason.UNAVAILABLE,
       message: "Analytics are unavailable right now; retry shortly.",
     });
+  });
+});
+
+describe("getVerifications' concurrency cap", () => {
+  it("answers TOO_MANY_ANALYTICS_QUERIES past the cap while queries are held, per workspace, and frees the slot when one settles", async () => {
+    const deps = createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") });
+    deps.limits = { ...DEFAULT_QUERY_LIMITS, concurrency: 1 };
+    const release: (() => void)[] = [];
+    const real = deps.store.verifications.bind(deps.store);
+    deps.store.verifications = (q) =>
+      new Promise<void>((resolve) => release.push(resolve)).then(() => real(q));
+    const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
+    const ask = (workspaceId: string) =>
+      client.getVerifications({ ...range, caller: callerOf(workspaceId, "api.*.read_analytics") });
+    const held = ask("ws_1");
+    await new Promise((r) => setTimeout(r, 10));
+    const refused = await rejection(ask("ws_1"));
+    expect(refused.reason).toBe(ErrorReason.TOO_MANY_ANALYTICS_QUERIES);
+    expect(refused.message).toMatch(/at most 1 analytics queries at once/);
+    const otherWorkspace = ask("ws_2");
+    await new Promise((r) => setTimeout(r, 10));
+    for (const r of release.splice(0)) r();
+    await Promise.all([held, otherWorkspace]);
+    const again = ask("ws_1");
+    await new Promise((r) => setTimeout(r, 10));
+    for (const r of release.splice(0)) r();
+    expect((await again).buckets).toEqual([]);
   });
 });

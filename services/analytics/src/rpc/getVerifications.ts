@@ -14,8 +14,12 @@ import { checkRawQuery } from "../raw-query.ts";
 import {
   type Granularity as BucketSize,
   DAY,
+  DEFAULT_QUERY_LIMITS,
   type Grouping,
   HOUR,
+  type QueryLimit,
+  QueryLimitError,
+  type QueryLimits,
   RawQueryError,
   type VerificationCount,
   type VerificationQuery,
@@ -42,14 +46,94 @@ const MAX_TIME = 4_102_444_800_000;
 const MAX_BUCKETS = 10_000;
 const BUCKET_MS: Record<BucketSize, number> = { hour: HOUR, day: DAY, month: 28 * DAY };
 
+/** Time a store gets past the limit to answer with its own, more precise error, before the timer answers. */
+const TIMER_GRACE_MS = 500;
+
 export function getVerifications(deps: AnalyticsDeps) {
+  const limits = deps.limits ?? DEFAULT_QUERY_LIMITS;
+  const gate = new WorkspaceGate(limits.concurrency);
+  const bounded: Bounded = (req, run) => boundedCall(deps, limits, gate, req, run);
   return async (req: GetVerificationsRequest): Promise<Response> => {
-    if (req.query !== undefined) return rawQuery(deps, req);
+    if (req.query !== undefined) return rawQuery(deps, limits, bounded, req);
     const input = validGetVerifications(req);
     const apiIds = readableApis(req.caller, req.apiId);
-    const counts = await answer(deps, req, () => deps.store.verifications({ ...input, apiIds }));
+    const counts = await bounded(req, (signal) =>
+      deps.store.verifications({ ...input, apiIds }, { limits, signal }),
+    );
     return { buckets: toBuckets(counts, input.groupBy) };
   };
+}
+
+type Bounded = <T>(req: GetVerificationsRequest, run: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+
+/**
+ * How many queries each workspace has running. A slot is held until the store
+ * call settles, not merely until the caller is answered: a query answered at
+ * its time limit that the database is still finishing still counts.
+ */
+export class WorkspaceGate {
+  private readonly running = new Map<string, number>();
+
+  constructor(readonly max: number) {}
+
+  tryEnter(workspaceId: string): boolean {
+    const n = this.running.get(workspaceId) ?? 0;
+    if (n >= this.max) return false;
+    this.running.set(workspaceId, n + 1);
+    return true;
+  }
+
+  leave(workspaceId: string): void {
+    const n = (this.running.get(workspaceId) ?? 1) - 1;
+    if (n <= 0) this.running.delete(workspaceId);
+    else this.running.set(workspaceId, n);
+  }
+}
+
+/**
+ * Runs one store call within the workspace's concurrency cap and the time
+ * limit: at the limit the call is aborted (ClickHouse's request closes, which
+ * cancels the query) and the caller answered, whether or not the store has
+ * let go yet (PGlite cannot be interrupted). Errors become domain errors.
+ */
+async function boundedCall<T>(
+  deps: AnalyticsDeps,
+  limits: QueryLimits,
+  gate: WorkspaceGate,
+  req: GetVerificationsRequest,
+  run: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const workspaceId = req.caller?.workspaceId ?? "";
+  if (!gate.tryEnter(workspaceId)) {
+    throw domainError(
+      ErrorReason.TOO_MANY_ANALYTICS_QUERIES,
+      `A workspace may run at most ${limits.concurrency} analytics queries at once (ANALYTICS_QUERY_CONCURRENCY); retry when one has finished.`,
+    );
+  }
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let work: Promise<T>;
+  try {
+    work = run(controller.signal);
+  } catch (err) {
+    gate.leave(workspaceId);
+    throw err;
+  }
+  work.then(
+    () => gate.leave(workspaceId),
+    () => gate.leave(workspaceId),
+  );
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new QueryLimitError("time"));
+      controller.abort();
+    }, limits.timeoutMs + TIMER_GRACE_MS);
+  });
+  try {
+    return await answer(deps, limits, req, () => Promise.race([work, timeout]));
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** The structured form, checked: every field present, the workspace from the caller. */
@@ -167,8 +251,13 @@ const OUTCOME_FIELDS: Record<string, OutcomeField> = {
   INSUFFICIENT_PERMISSIONS: "insufficientPermissions",
 };
 
-/** The reference's raw form: checked and rewritten by checkRawQuery, or refused. */
-async function rawQuery(deps: AnalyticsDeps, req: GetVerificationsRequest): Promise<Response> {
+/** The reference's raw form: parsed, checked and rendered by checkRawQuery, or refused. */
+async function rawQuery(
+  deps: AnalyticsDeps,
+  limits: QueryLimits,
+  bounded: Bounded,
+  req: GetVerificationsRequest,
+): Promise<Response> {
   if (
     req.start !== 0n ||
     req.end !== 0n ||
@@ -182,7 +271,11 @@ async function rawQuery(deps: AnalyticsDeps, req: GetVerificationsRequest): Prom
     );
   }
   const apiIds = readableApis(req.caller, undefined);
-  const checked = checkRawQuery(req.query ?? "", { workspaceId: req.caller?.workspaceId ?? "", apiIds });
+  const checked = checkRawQuery(
+    req.query ?? "",
+    { workspaceId: req.caller?.workspaceId ?? "", apiIds },
+    limits.maxRows,
+  );
   const run = deps.store.rawQuery?.bind(deps.store);
   if (!run) {
     throw domainError(
@@ -190,13 +283,30 @@ async function rawQuery(deps: AnalyticsDeps, req: GetVerificationsRequest): Prom
       "SQL analytics queries need ClickHouse, which this deployment does not run; use the structured form (start, end, granularity, groupBy).",
     );
   }
-  const rows = await answer(deps, req, () => run(checked));
+  const rows = await bounded(req, (signal) => run(checked, { limits, signal }));
   return { rows: rows.map(toJson) };
+}
+
+/** What a caller reads when a query passes a limit. */
+function limitMessage(limit: QueryLimit, limits: QueryLimits, raw: boolean): string {
+  switch (limit) {
+    case "time":
+      return `The query ran longer than ${limits.timeoutMs / 1000} s, the limit for analytics queries; narrow its time range or aggregate more.`;
+    case "rows":
+      return raw
+        ? `The query answers more than ${limits.maxRows} rows, the limit for analytics queries; aggregate, or add a LIMIT.`
+        : `The query counts more than ${limits.structuredMaxRows} (bucket, group, outcome) rows; shorten the range, use a coarser granularity or filter.`;
+    case "bytes":
+      return `The query answers more than ${limits.maxBytes} bytes, the limit for analytics queries; select fewer columns or rows.`;
+    case "memory":
+      return "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups.";
+  }
 }
 
 /** Runs a store call; a store that cannot answer becomes UNAVAILABLE, its cause logged once. */
 async function answer<T>(
   deps: AnalyticsDeps,
+  limits: QueryLimits,
   req: GetVerificationsRequest,
   call: () => Promise<T>,
 ): Promise<T> {
@@ -204,6 +314,12 @@ async function answer<T>(
     return await call();
   } catch (err) {
     if (err instanceof ConnectError) throw err;
+    if (err instanceof QueryLimitError) {
+      throw domainError(
+        ErrorReason.ANALYTICS_QUERY_LIMIT,
+        limitMessage(err.limit, limits, req.query !== undefined),
+      );
+    }
     if (err instanceof RawQueryError) throw domainError(ErrorReason.INVALID_ANALYTICS_QUERY, err.message);
     deps.log.error(
       { err, workspaceId: req.caller?.workspaceId, operation: "GetVerifications" },

@@ -68,10 +68,50 @@ export interface VerificationCount {
 
 /** A raw-SQL query that passed checkRawQuery: safe to run as it is. */
 export interface CheckedRawQuery {
-  /** The rewritten SQL, every table alias replaced by a workspace-filtered subquery. */
+  /** The SQL rendered from the parsed query, every view replaced by a workspace-filtered subquery. */
   sql: string;
-  /** Most rows answered. */
+  /** Most rows answered; the SQL asks for one more, so that a longer answer is seen. */
   maxRows: number;
+}
+
+/**
+ * The bounds of every analytics query, structured or raw (docs/analytics-queries.md).
+ * A query past one answers 422 naming it; past `concurrency` it answers 429.
+ */
+export interface QueryLimits {
+  /** Longest a query may run (ANALYTICS_QUERY_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Most rows a raw query answers (ANALYTICS_QUERY_MAX_ROWS). */
+  maxRows: number;
+  /** Most bytes of JSON rows a raw query answers (ANALYTICS_QUERY_MAX_BYTES). */
+  maxBytes: number;
+  /** Most (bucket, group, outcome) counts a structured query reads (ANALYTICS_STRUCTURED_MAX_ROWS). */
+  structuredMaxRows: number;
+  /** Most queries of one workspace running at once, per analytics process (ANALYTICS_QUERY_CONCURRENCY). */
+  concurrency: number;
+}
+
+export const DEFAULT_QUERY_LIMITS: QueryLimits = {
+  timeoutMs: 10_000,
+  maxRows: 10_000,
+  maxBytes: 8 * 1024 * 1024,
+  structuredMaxRows: 100_000,
+  concurrency: 4,
+};
+
+/** How a store runs one query: within these limits, stopped when `signal` aborts. */
+export interface QueryOptions {
+  limits: QueryLimits;
+  signal?: AbortSignal;
+}
+
+export type QueryLimit = "time" | "rows" | "bytes" | "memory";
+
+/** A query ran past one of its limits; getVerifications answers ANALYTICS_QUERY_LIMIT naming it. */
+export class QueryLimitError extends Error {
+  constructor(readonly limit: QueryLimit) {
+    super(`analytics query past its ${limit} limit`);
+  }
 }
 
 /**
@@ -98,9 +138,9 @@ export interface AnalyticsStore {
   /** Stores the rate-limit checks not stored yet; answers how many were new. */
   insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string): Promise<number>;
   /** Counts per bucket, group and outcome; buckets without verifications are absent. */
-  verifications(query: VerificationQuery): Promise<VerificationCount[]>;
+  verifications(query: VerificationQuery, options?: QueryOptions): Promise<VerificationCount[]>;
   /** Runs a checked raw query; undefined when this store cannot run SQL. */
-  rawQuery?(query: CheckedRawQuery): Promise<Record<string, unknown>[]>;
+  rawQuery?(query: CheckedRawQuery, options: QueryOptions): Promise<Record<string, unknown>[]>;
   /** Answers true when the store answers. */
   ping(): Promise<boolean>;
 }

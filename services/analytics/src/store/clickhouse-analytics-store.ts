@@ -1,11 +1,14 @@
 import { type ClickHouseClient, ClickHouseError } from "@clickhouse/client";
-import { int, quote, quoteList } from "../clickhouse.ts";
+import { int, type QueryRunner, quote, quoteList } from "../clickhouse.ts";
 import {
   type AnalyticsStore,
   type CheckedRawQuery,
   DAY,
   type Granularity,
   HOUR,
+  type QueryLimit,
+  QueryLimitError,
+  type QueryOptions,
   type RatelimitCheck,
   RawQueryError,
   type Verification,
@@ -30,7 +33,15 @@ interface Segment {
  * raw table only for the ragged edges.
  */
 export class ClickHouseAnalyticsStore implements AnalyticsStore {
-  constructor(private readonly ch: ClickHouseClient) {}
+  /**
+   * `ch` ingests, migrates and answers structured queries; `runner` runs raw
+   * ones (the read-only query user, or `ch` itself with readonly=2 and the
+   * limits sent as settings).
+   */
+  constructor(
+    private readonly ch: ClickHouseClient,
+    private readonly runner: QueryRunner = { client: ch, mode: "fallback" },
+  ) {}
 
   async insertVerifications(rows: readonly Verification[]): Promise<number> {
     const fresh = await this.unseen("key_verifications_raw", rows);
@@ -114,10 +125,14 @@ WHERE workspace_id IN ${tuple(workspaces)} AND time >= ${int(min)} AND time <= $
     return unique.filter((r) => !stored.has(r.requestId));
   }
 
-  async verifications(q: VerificationQuery): Promise<VerificationCount[]> {
+  async verifications(q: VerificationQuery, options?: QueryOptions): Promise<VerificationCount[]> {
     if (q.apiIds?.length === 0 || q.end <= q.start) return [];
     const parts = await Promise.all(
-      segments(q.start, q.end, q.granularity).map((s) => this.countSegment(q, s)),
+      segments(q.start, q.end, q.granularity).map((s) =>
+        this.countSegment(q, s, options).catch((err: unknown) => {
+          throw limitOf(err) ?? err;
+        }),
+      ),
     );
     // A bucket split between the raw table and a rollup comes back in pieces: add them up.
     const merged = new Map<string, VerificationCount>();
@@ -131,10 +146,15 @@ WHERE workspace_id IN ${tuple(workspaces)} AND time >= ${int(min)} AND time <= $
         } else merged.set(id, { ...r });
       }
     }
+    if (options && merged.size > options.limits.structuredMaxRows) throw new QueryLimitError("rows");
     return [...merged.values()];
   }
 
-  private async countSegment(q: VerificationQuery, s: Segment): Promise<VerificationCount[]> {
+  private async countSegment(
+    q: VerificationQuery,
+    s: Segment,
+    options: QueryOptions | undefined,
+  ): Promise<VerificationCount[]> {
     const table = s.source === "raw" ? "key_verifications_raw" : `key_verifications_per_${s.source}`;
     const where = [
       `workspace_id = ${quote(q.workspaceId)}`,
@@ -162,6 +182,14 @@ FROM ${table}
 WHERE ${where.join("\n  AND ")}
 GROUP BY bucket, grp, ext, outcome`,
       format: "JSONEachRow",
+      ...(options && {
+        abort_signal: options.signal,
+        clickhouse_settings: {
+          max_execution_time: Math.ceil(options.limits.timeoutMs / 1000),
+          max_result_rows: String(options.limits.structuredMaxRows + 1),
+          result_overflow_mode: "throw",
+        },
+      }),
     });
     const rows = await rs.json<{
       bucket: number;
@@ -181,38 +209,93 @@ GROUP BY bucket, grp, ext, outcome`,
     }));
   }
 
-  async rawQuery(query: CheckedRawQuery): Promise<Record<string, unknown>[]> {
+  async rawQuery(query: CheckedRawQuery, options: QueryOptions): Promise<Record<string, unknown>[]> {
     try {
-      return await this.runRaw(query);
+      return await this.runRaw(query, options);
     } catch (err) {
-      // The server refused the query (syntax, unknown column, a limit): the caller's to fix.
-      // 18.16's error text does not parse into a ClickHouseError: it arrives as "Code: 47, e.displayText() = ...".
-      if (err instanceof ClickHouseError || /^Code: \d+/.test((err as Error).message)) {
+      const limit = limitOf(err);
+      if (limit) throw limit;
+      // The server refused the query (syntax, unknown column): the caller's to fix.
+      if (serverCode(err) !== undefined) {
         throw new RawQueryError(`ClickHouse refused the query: ${(err as Error).message.slice(0, 500)}`);
       }
       throw err;
     }
   }
 
-  private async runRaw(query: CheckedRawQuery): Promise<Record<string, unknown>[]> {
-    const rs = await this.ch.query({
+  /**
+   * Streams the answer, counting rows and bytes, and stops reading (closing
+   * the request, which cancels the query) as soon as either passes its limit:
+   * no answer is held whole before it is known to fit.
+   */
+  private async runRaw(
+    query: CheckedRawQuery,
+    { limits, signal }: QueryOptions,
+  ): Promise<Record<string, unknown>[]> {
+    const maxRows = Math.min(query.maxRows, limits.maxRows);
+    const rs = await this.runner.client.query({
       query: query.sql,
       format: "JSONEachRow",
-      clickhouse_settings: {
-        // readonly=2: no writes and no DDL, while this request may still set the limits below.
-        readonly: "2",
-        max_execution_time: 30,
-        max_result_rows: String(query.maxRows),
-        result_overflow_mode: "break",
-        max_memory_usage: "1000000000",
-      },
+      abort_signal: signal,
+      // The query user's profile holds the limits and may not be changed; the fallback sends them.
+      ...(this.runner.mode === "fallback" && {
+        clickhouse_settings: {
+          readonly: "2",
+          max_execution_time: Math.ceil(limits.timeoutMs / 1000),
+          max_result_rows: String(maxRows + 1),
+          max_result_bytes: String(limits.maxBytes * 8),
+          result_overflow_mode: "throw",
+          max_memory_usage: "1000000000",
+        },
+      }),
     });
-    return rs.json<Record<string, unknown>>();
+    const rows: Record<string, unknown>[] = [];
+    let bytes = 0;
+    const stream = rs.stream<Record<string, unknown>>();
+    try {
+      for await (const batch of stream) {
+        for (const row of batch) {
+          bytes += row.text.length + 1;
+          if (rows.length >= maxRows) throw new QueryLimitError("rows");
+          if (bytes > limits.maxBytes) throw new QueryLimitError("bytes");
+          rows.push(row.json());
+        }
+      }
+    } finally {
+      stream.destroy();
+    }
+    return rows;
   }
 
   async ping(): Promise<boolean> {
     return (await this.ch.ping()).success;
   }
+}
+
+/** ClickHouse's error code: a ClickHouseError's, or 18.16's "Code: N, e.displayText() = ..." text. */
+function serverCode(err: unknown): number | undefined {
+  if (err instanceof ClickHouseError) return Number(err.code);
+  const m = /^Code: (\d+)/.exec((err as Error | undefined)?.message ?? "");
+  return m ? Number(m[1]) : undefined;
+}
+
+/** ClickHouse's codes for a query past a limit of its profile or settings. */
+const LIMIT_CODES: Record<number, QueryLimit> = {
+  159: "time", // TIMEOUT_EXCEEDED
+  158: "rows", // TOO_MANY_ROWS
+  396: "rows", // TOO_MANY_ROWS_OR_BYTES (max_result_rows / max_result_bytes)
+  307: "bytes", // TOO_MANY_BYTES
+  241: "memory", // MEMORY_LIMIT_EXCEEDED
+};
+
+function limitOf(err: unknown): QueryLimitError | undefined {
+  if (err instanceof QueryLimitError) return err;
+  const code = serverCode(err);
+  const limit = code === undefined ? undefined : LIMIT_CODES[code];
+  if (limit === undefined) return undefined;
+  // 396 is rows or bytes; ClickHouse's text says which.
+  if (code === 396 && /max bytes/i.test((err as Error).message)) return new QueryLimitError("bytes");
+  return new QueryLimitError(limit);
 }
 
 /** A ClickHouse tuple of strings for IN. */

@@ -1,12 +1,14 @@
 import type { Sql, TransactionSql } from "@latchkey/runtime";
-import type {
-  AnalyticsStore,
-  Granularity,
-  Grouping,
-  RatelimitCheck,
-  Verification,
-  VerificationCount,
-  VerificationQuery,
+import {
+  type AnalyticsStore,
+  type Granularity,
+  type Grouping,
+  QueryLimitError,
+  type QueryOptions,
+  type RatelimitCheck,
+  type Verification,
+  type VerificationCount,
+  type VerificationQuery,
 } from "./analytics-store.ts";
 
 /** The pool, or the transaction of a write in several parts. */
@@ -161,19 +163,26 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
   }
 
   /** Sums the rolled-up rows in [start, end): exact, as each row keeps its verifications' ms. */
-  async verifications(q: VerificationQuery): Promise<VerificationCount[]> {
+  /**
+   * With `options`, the query runs in a transaction with statement_timeout
+   * (PostgreSQL cancels it at the limit; PGlite ignores the setting, and the
+   * caller's timer answers instead) and reads at most one row past
+   * structuredMaxRows, so a longer answer is refused without being held.
+   */
+  async verifications(q: VerificationQuery, options?: QueryOptions): Promise<VerificationCount[]> {
     if (q.apiIds?.length === 0 || q.end <= q.start) return [];
-    const sql = this.sql;
-    const rows = await sql<
-      {
-        bucket: number | string;
-        grp: string;
-        ext: string;
-        outcome: string;
-        n: number | string;
-        credits: number | string;
-      }[]
-    >`
+    const max = options?.limits.structuredMaxRows;
+    const select = (sql: Db) =>
+      sql<
+        {
+          bucket: number | string;
+          grp: string;
+          ext: string;
+          outcome: string;
+          n: number | string;
+          credits: number | string;
+        }[]
+      >`
       SELECT ${this.bucket(q.granularity)} AS bucket, ${this.group(q.groupBy)} AS grp,
         ${q.groupBy === "identity" ? sql`external_id` : sql`''::text`} AS ext, outcome,
         sum(count)::bigint AS n, sum(spent_credits)::bigint AS credits
@@ -184,7 +193,23 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
         ${q.keyId !== undefined ? sql`AND key_id = ${q.keyId}` : sql``}
         ${q.identity !== undefined ? sql`AND (identity_id = ${q.identity} OR external_id = ${q.identity})` : sql``}
         ${q.tags.length > 0 ? sql`AND tags @> ${q.tags}::text[]` : sql``}
-      GROUP BY 1, 2, 3, 4`;
+      GROUP BY 1, 2, 3, 4
+      ${max === undefined ? sql`` : sql`LIMIT ${max + 1}`}`;
+    let rows: Awaited<ReturnType<typeof select>>;
+    if (options === undefined) rows = await select(this.sql);
+    else {
+      try {
+        rows = await this.sql.begin(async (tx) => {
+          await tx`SELECT set_config('statement_timeout', ${String(options.limits.timeoutMs)}, true)`;
+          return select(tx);
+        });
+      } catch (err) {
+        // 57014: query_canceled, which statement_timeout raises.
+        if ((err as { code?: string }).code === "57014") throw new QueryLimitError("time");
+        throw err;
+      }
+      if (max !== undefined && rows.length > max) throw new QueryLimitError("rows");
+    }
     return rows.map((r) => ({
       time: Number(r.bucket),
       group: r.grp,
