@@ -42,8 +42,20 @@ async function post(proc: Proc, operation: string, body: unknown, rootKey: strin
 }
 
 const printedRootKey = (proc: Proc) => /Root key \(holds \*\): (\S+)/.exec(proc.output())?.[1];
-const start = (env: Record<string, string>) =>
-  startProcess("latchkey", "packages/latchkey/src/start.ts", env);
+
+/**
+ * Starts Latchkey and waits for the end of its banner (the "Try:" line): it
+ * answers /healthz a moment before the banner is written.
+ */
+async function start(env: Record<string, string>) {
+  const proc = await startProcess("latchkey", "packages/latchkey/src/start.ts", env);
+  const deadline = Date.now() + 10_000;
+  while (!proc.output().includes("Try: curl") && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(proc.output()).toContain("Try: curl");
+  return proc;
+}
 
 /** Verifications of the API counted in [start, end), per outcome, once at least `atLeast` are (30 s at most). */
 async function counted(proc: Proc, rootKey: string, body: Record<string, unknown>, atLeast: number) {

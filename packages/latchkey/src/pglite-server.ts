@@ -46,6 +46,18 @@ export class PgliteServer {
   private readonly listeners = new Set<Conn>();
   private readonly output = new OutputFilter();
   private readonly maxMessageBytes: number;
+  /** The connection whose turn runs: one at a time, so the output callbacks below are made once. */
+  private current: Conn | undefined;
+  private readonly send = (part: Uint8Array) => {
+    const conn = this.current!;
+    if (!conn.closed) conn.socket.write(part);
+  };
+  private readonly heard = (notification: Buffer) => {
+    for (const listener of this.listeners) if (!listener.closed) listener.socket.write(notification);
+  };
+  private readonly raw = {
+    onRawData: (out: Uint8Array) => this.output.feed(out, this.send, this.heard),
+  };
 
   constructor(
     private readonly db: PGlite,
@@ -202,18 +214,9 @@ export class PgliteServer {
           conn.socket.end();
           continue;
         }
-        const send = (part: Uint8Array) => {
-          if (!conn.closed) conn.socket.write(part);
-        };
-        const heard = (notification: Buffer) => {
-          for (const listener of this.listeners) if (!listener.closed) listener.socket.write(notification);
-        };
+        this.current = conn;
         this.output.reset();
-        await this.db.runExclusive(() =>
-          this.db.execProtocolRawStream(unit.data, {
-            onRawData: (out) => this.output.feed(out, send, heard),
-          }),
-        );
+        await this.db.runExclusive(() => this.db.execProtocolRawStream(unit.data, this.raw));
         this.owner = unit.flush || this.db.isInTransaction() ? conn : undefined;
       }
     } finally {
