@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { connect } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { PgliteServer } from "./pglite-server.ts";
+import { OutputFilter, PgliteServer } from "./pglite-server.ts";
 import { startupPacket, untilClosed } from "./test-kit.ts";
 
 let db: PGlite;
@@ -133,6 +133,42 @@ describe("PgliteServer", { timeout: 30_000 }, () => {
     } finally {
       await small.close();
       rmSync(smallDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("OutputFilter", () => {
+  const message = (type: string, body: string) => {
+    const b = Buffer.alloc(5 + body.length);
+    b.write(type, 0, "latin1");
+    b.writeInt32BE(4 + body.length, 1);
+    b.write(body, 5, "latin1");
+    return b;
+  };
+  const notification = message("A", "\0\0\0\x07chan\0payload\0");
+  const others = [message("2", ""), message("D", "row one"), message("C", "SELECT 1\0")];
+  const ready = message("Z", "I");
+  const output = Buffer.concat([...others, notification, message("N", "notice"), notification, ready]);
+  const rest = Buffer.concat([...others, message("N", "notice"), ready]);
+
+  it("takes every NotificationResponse out, wherever PGlite's chunks split the output", () => {
+    const filter = new OutputFilter();
+    // Every split into three chunks: through headers, bodies and message boundaries.
+    for (let a = 0; a <= output.length; a++) {
+      for (let b = a; b <= output.length; b++) {
+        const sent: Buffer[] = [];
+        const heard: Buffer[] = [];
+        filter.reset();
+        for (const chunk of [output.subarray(0, a), output.subarray(a, b), output.subarray(b)]) {
+          filter.feed(
+            new Uint8Array(chunk),
+            (part) => sent.push(Buffer.from(part)),
+            (n) => heard.push(n),
+          );
+        }
+        expect(Buffer.concat(sent).equals(rest)).toBe(true);
+        expect(heard).toEqual([notification, notification]);
+      }
     }
   });
 });

@@ -288,7 +288,7 @@ class Incoming {
  * ('A') out of it for `heard`; everything else goes on to `send` as the slices
  * PGlite gave, so a turn without a notification costs no copy.
  */
-class OutputFilter {
+export class OutputFilter {
   /** Header bytes of the current message seen so far (0 to 5). */
   private head = 0;
   private length = 0;
@@ -314,6 +314,10 @@ class OutputFilter {
         const step = Math.min(this.remaining, n - i);
         i += step;
         this.remaining -= step;
+      } else if (this.head === 0 && i + 5 <= n && out[i] !== NOTIFICATION) {
+        // The common case: a whole header in this chunk, of a message that goes on.
+        this.remaining = ((out[i + 1]! << 24) | (out[i + 2]! << 16) | (out[i + 3]! << 8) | out[i + 4]!) - 4;
+        i += 5;
       } else {
         if (this.head === 0) {
           if (out[i] === NOTIFICATION) {
