@@ -229,7 +229,7 @@ async function bootstrapRootKey(sql: Sql): Promise<string[]> {
     const { rootKeyId, revoked } = await ensureRootKey(sql, readFileSync(file, "utf8").trim());
     if (revoked) return staysRevoked(rootKeyId, `the root key kept in ${file}`);
     return [
-      `The root key (holds *) is kept in ${file} (mode 0600) and not shown again: export ROOT_KEY=$(cat ${file})`,
+      `The root key (holds *) is kept in ${file} (mode 0600) and not shown again: export ROOT_KEY=$(cat "${file}")`,
     ];
   }
   const created = await createRootKey(sql, { permissions: ["*"], name: "bootstrap" });
