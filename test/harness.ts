@@ -50,7 +50,8 @@ export async function startProcess(
     output += d;
   });
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  // E2E_READY_TIMEOUT_MS: longer on a machine too loaded to boot PGlite in 30 s.
+  const deadline = Date.now() + Number(process.env["E2E_READY_TIMEOUT_MS"] || 30_000);
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output}`);
     const ok = await fetch(`${url}/healthz`).then(

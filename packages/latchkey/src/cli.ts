@@ -1,6 +1,8 @@
 import { parseArgs } from "node:util";
-import { applyDueRefills, createRootKey, createWorkspace, listRootKeys, revokeRootKey } from "@latchkey/keys";
+import { applyDueRefills, createRootKey, createWorkspace, listRootKeys } from "@latchkey/keys";
+import { createLogger, env } from "@latchkey/runtime";
 import { openDatabase } from "./database.ts";
+import { revokeAndAnnounce } from "./key-changes.ts";
 
 const USAGE = `Usage: pnpm latchkey <command>
 
@@ -8,11 +10,13 @@ const USAGE = `Usage: pnpm latchkey <command>
   root-key create [--workspace <id or name>] --permissions <p1,p2,...>
                                                 a root key (default workspace when omitted)
   root-key list                                 every root key (never the key itself)
-  root-key revoke <id>                          the root key stops working
+  root-key revoke <id>                          the root key stops working, on every gateway at once
   credits refill [--at <unix ms>]               applies every credit refill due at that instant (default now)
 
 Works against DATABASE_URL, or the embedded database under DATA_DIR (default ./.latchkey),
-also while \`pnpm start\` holds it open. A new key is printed once, alone on the last line.`;
+also while \`pnpm start\` holds it open. A new key is printed once, alone on the last line.
+A revocation reaches every \`pnpm start\` on the same database through it, and, with NATS_URL,
+the gateways on that NATS.`;
 
 class UsageError extends Error {}
 
@@ -96,7 +100,15 @@ async function main(argv: string[]): Promise<void> {
         break;
       }
       case "root-key revoke": {
-        await revokeRootKey(db.sql, arg!);
+        const { natsError } = await revokeAndAnnounce(db.sql, arg!, {
+          natsUrl: env.string("NATS_URL"),
+          log: createLogger("latchkey-cli", "silent"),
+        });
+        if (natsError) {
+          console.warn(
+            `could not announce the revocation on NATS (${natsError}): gateways there stop accepting the key when their root-key cache entry expires (ROOT_KEY_CACHE_TTL_MS)`,
+          );
+        }
         say(`root key ${arg} revoked`);
         break;
       }

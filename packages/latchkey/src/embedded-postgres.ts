@@ -1,15 +1,21 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { WorkerReply } from "./pglite-worker.ts";
 
 /**
  * Embedded PostgreSQL: PGlite (PostgreSQL compiled to WASM) kept under
- * DATA_DIR, served over the PostgreSQL wire protocol on a loopback port, so the
+ * DATA_DIR, served over the PostgreSQL wire protocol on a Unix socket, so the
  * same `postgres` client code runs against it and against a real server
  * (PgliteServer, not pglite-socket: see pglite-server.ts for why). Both run on
  * a worker thread of their own (pglite-worker.ts): the database's WASM work
  * then takes a second core instead of time from the event loop serving HTTP.
+ *
+ * PGlite takes every connection as its superuser, with no password, so the
+ * socket is the lock: DATA_DIR/.s.PGSQL.5432, mode 0600, in DATA_DIR made
+ * 0700. Only the user running Latchkey (and root) can connect; no TCP port
+ * is opened.
  *
  * Only one process can hold the data directory open; it records its URL in
  * DATA_DIR/embedded.json so the CLI can reach the running instance.
@@ -26,6 +32,26 @@ interface Lockfile {
 
 const lockfile = (dataDir: string) => join(dataDir, "embedded.json");
 
+/** The socket's name in its directory: the one libpq and the postgres client derive from port 5432. */
+export const SOCKET_NAME = ".s.PGSQL.5432";
+/** Longest Unix socket path that binds on Linux (107 bytes) and macOS (103). */
+const MAX_SOCKET_PATH = 103;
+
+/**
+ * Creates `dir` when missing and makes it 0700: it holds the database, its
+ * socket and the secrets (root key, encryption key), for this user only.
+ */
+export function privateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    chmodSync(dir, 0o700);
+  } catch (err) {
+    throw new Error(
+      `DATA_DIR ${dir} must be a directory this user owns, to make it private (0700): ${(err as Error).message}`,
+    );
+  }
+}
+
 export async function startEmbeddedPostgres(
   dataDir: string,
   onLost: (err: Error) => void,
@@ -36,26 +62,42 @@ export async function startEmbeddedPostgres(
       `Latchkey is already running on ${dataDir} (pid ${running.pid}); stop it or set DATA_DIR to another directory`,
     );
   }
-  mkdirSync(dataDir, { recursive: true });
-  const worker = startWorker(join(dataDir, "pgdata"));
+  privateDir(dataDir);
+  // A data directory too deep for a socket path gets a private directory of its own under the system's temp.
+  const socketDir =
+    Buffer.byteLength(join(dataDir, SOCKET_NAME)) <= MAX_SOCKET_PATH
+      ? dataDir
+      : mkdtempSync(join(tmpdir(), "latchkey-"));
+  const removeSocketDir = () => {
+    if (socketDir !== dataDir) rmSync(socketDir, { recursive: true, force: true });
+  };
+  const worker = startWorker(join(dataDir, "pgdata"), join(socketDir, SOCKET_NAME));
   let closing = false;
   const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
-  const port = await new Promise<number>((resolve, reject) => {
-    worker.once("message", (reply: WorkerReply) =>
-      "port" in reply ? resolve(reply.port) : reject(new Error(`embedded PostgreSQL: ${reply.error}`)),
-    );
-    worker.once("error", reject);
-    void exited.then((code) =>
-      reject(new Error(`embedded PostgreSQL stopped while starting (exit ${code})`)),
-    );
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      worker.once("message", (reply: WorkerReply) =>
+        "listening" in reply ? resolve() : reject(new Error(`embedded PostgreSQL: ${reply.error}`)),
+      );
+      worker.once("error", reject);
+      void exited.then((code) =>
+        reject(new Error(`embedded PostgreSQL stopped while starting (exit ${code})`)),
+      );
+    });
+  } catch (err) {
+    removeSocketDir();
+    throw err;
+  }
   // Past start-up, losing the database's thread leaves nothing to serve from.
   worker.on("error", (err) => onLost(err));
   void exited.then((code) => {
     if (!closing) onLost(new Error(`embedded PostgreSQL stopped (exit ${code})`));
   });
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  writeFileSync(lockfile(dataDir), JSON.stringify({ pid: process.pid, url } satisfies Lockfile));
+  // libpq's form for a Unix socket: the directory in `host`, the port naming the socket in it.
+  const url = `postgres://postgres@localhost:5432/postgres?host=${encodeURIComponent(socketDir)}`;
+  writeFileSync(lockfile(dataDir), JSON.stringify({ pid: process.pid, url } satisfies Lockfile), {
+    mode: 0o600,
+  });
   return {
     url,
     async close() {
@@ -63,6 +105,7 @@ export async function startEmbeddedPostgres(
       rmSync(lockfile(dataDir), { force: true });
       worker.postMessage("close");
       await exited;
+      removeSocketDir();
     },
   };
 }
@@ -72,12 +115,12 @@ export async function startEmbeddedPostgres(
  * loader, which runs this TypeScript, so the worker registers it before it
  * imports its module (a data: URL is an ES module whose imports are absolute).
  */
-function startWorker(pgdata: string): Worker {
+function startWorker(pgdata: string, socket: string): Worker {
   const entry = new URL("./pglite-worker.ts", import.meta.url).href;
   const tsx = import.meta.resolve("tsx/esm/api");
   const source = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(entry)});`;
   return new Worker(new URL(`data:text/javascript,${encodeURIComponent(source)}`), {
-    workerData: { pgdata },
+    workerData: { pgdata, socket },
   });
 }
 

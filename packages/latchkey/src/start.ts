@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   analyticsRoutes,
@@ -35,6 +35,8 @@ import {
   systemClock,
 } from "@latchkey/runtime";
 import { dataDir, openDatabase } from "./database.ts";
+import { privateDir } from "./embedded-postgres.ts";
+import { relayKeyChanges } from "./key-changes.ts";
 
 /**
  * `pnpm start`: the gateway and every service in one process. With no
@@ -61,12 +63,24 @@ function readSettings() {
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0"),
+    rootKeyCacheTtlMs: rootKeyCacheTtlMs(),
     encryptionKey: encryptionKey(),
   };
 }
 
+/** Longest ROOT_KEY_CACHE_TTL_MS: how long a root key revoked while a notice of it is lost can still work. */
+const MAX_ROOT_KEY_CACHE_TTL_MS = 60_000;
+
+function rootKeyCacheTtlMs(): number {
+  const ttl = env.int("ROOT_KEY_CACHE_TTL_MS", 5_000, 0);
+  if (ttl > MAX_ROOT_KEY_CACHE_TTL_MS) {
+    throw new Error(`ROOT_KEY_CACHE_TTL_MS must be at most ${MAX_ROOT_KEY_CACHE_TTL_MS}, got '${ttl}'`);
+  }
+  return ttl;
+}
+
 async function main() {
-  mkdirSync(dataDir(), { recursive: true });
+  privateDir(dataDir());
   const settings = readSettings();
   const db = await openDatabase({
     reuseRunning: false,
@@ -144,16 +158,20 @@ async function main() {
     log: log.child({ service: "gateway" }),
     clock: systemClock,
     bus,
+    rootKeyCacheTtlMs: settings.rootKeyCacheTtlMs,
     // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
     // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
     batchesInFlight: 8,
   });
 
-  const rootKey = await bootstrapRootKey(db.sql);
+  // Root-key revocations by the CLI, announced through the database, reach this process's gateway at once.
+  const stopRelay = await relayKeyChanges(db.sql, bus, log);
+  closers.unshift(stopRelay);
+  const bootstrap = await bootstrapRootKey(db.sql);
   const server = await listen(gateway, settings.port, settings.host);
 
   say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
-  if (rootKey) say(`Root key (holds *): ${rootKey}`);
+  for (const line of bootstrap) say(line);
   say(
     `Try: curl -s localhost:${server.port}/v2/apis.createApi -H "Authorization: Bearer $ROOT_KEY" -d '{"name":"my-api"}'`,
   );
@@ -191,25 +209,43 @@ function encryptionKey(): Buffer {
 }
 
 /**
- * A root key to start with. LATCHKEY_ROOT_KEY becomes one (idempotently); else
- * the key this data directory was first started with is shown again (kept in
- * DATA_DIR/root-key, mode 0600); else a new one is made and kept there.
+ * A root key to start with, and what the start says of it. LATCHKEY_ROOT_KEY
+ * becomes one (idempotently; the operator knows it, so it is never printed);
+ * else the key this data directory was first started with is kept in
+ * DATA_DIR/root-key (mode 0600): printed once, when it is made, and on later
+ * starts only where it is kept, so it does not pile up in container and
+ * journal logs. A revoked one stays revoked: the start says so in a log line,
+ * without the key, and serves without it.
  */
-async function bootstrapRootKey(sql: Sql): Promise<string> {
+async function bootstrapRootKey(sql: Sql): Promise<string[]> {
   const fromEnv = env.string("LATCHKEY_ROOT_KEY");
-  if (fromEnv) {
-    await ensureRootKey(sql, fromEnv);
-    return fromEnv;
-  }
   const file = join(dataDir(), "root-key");
+  if (fromEnv) {
+    const { rootKeyId, revoked } = await ensureRootKey(sql, fromEnv);
+    if (revoked) return staysRevoked(rootKeyId, "the root key in LATCHKEY_ROOT_KEY");
+    return [`The root key (holds *) is the one in LATCHKEY_ROOT_KEY (${rootKeyId}).`];
+  }
   if (existsSync(file)) {
-    const kept = readFileSync(file, "utf8").trim();
-    await ensureRootKey(sql, kept);
-    return kept;
+    const { rootKeyId, revoked } = await ensureRootKey(sql, readFileSync(file, "utf8").trim());
+    if (revoked) return staysRevoked(rootKeyId, `the root key kept in ${file}`);
+    return [
+      `The root key (holds *) is kept in ${file} (mode 0600) and not shown again: export ROOT_KEY=$(cat "${file}")`,
+    ];
   }
   const created = await createRootKey(sql, { permissions: ["*"], name: "bootstrap" });
   write(file, created.rootKey);
-  return created.rootKey;
+  return [
+    `Root key (holds *): ${created.rootKey}`,
+    `It is shown this once; it is kept in ${file} (mode 0600).`,
+  ];
+}
+
+function staysRevoked(rootKeyId: string, which: string): string[] {
+  log.warn(
+    { rootKeyId },
+    `${which} (${rootKeyId}) is revoked and stays revoked; starting without it (a new one: pnpm latchkey root-key create --permissions '*')`,
+  );
+  return [];
 }
 
 function readOrCreate(file: string, make: () => string): string {

@@ -16,7 +16,9 @@ export interface Migration {
  * (e.g. synchronous_commit), so they cost no statement.
  */
 export function connect(url: string, options: { max?: number; settings?: Record<string, string> } = {}): Sql {
-  return postgres(url, {
+  const socket = unixSocketOf(url);
+  return postgres(socket?.url ?? url, {
+    ...(socket ? { path: socket.path } : {}),
     max: options.max ?? 10,
     onnotice: () => {},
     // bigint columns come back as JS numbers: every value we store (credits, ms timestamps) fits in 2^53.
@@ -26,6 +28,21 @@ export function connect(url: string, options: { max?: number; settings?: Record<
     transform: { undefined: null },
     connection: { application_name: "latchkey", ...options.settings },
   });
+}
+
+/**
+ * libpq's spelling of a Unix-domain socket, `postgres://user@localhost/db?host=/dir`
+ * (`dir` holds `.s.PGSQL.<port>`; the embedded database listens so). The
+ * postgres client takes the socket as its `path` option, and would otherwise
+ * send `host` to the server as a run-time setting.
+ */
+function unixSocketOf(url: string): { url: string; path: string } | undefined {
+  if (!url.includes("host=")) return undefined;
+  const parsed = new URL(url);
+  const dir = parsed.searchParams.get("host");
+  if (!dir?.startsWith("/")) return undefined;
+  parsed.searchParams.delete("host");
+  return { url: parsed.toString(), path: `${dir}/.s.PGSQL.${parsed.port || 5432}` };
 }
 
 /**

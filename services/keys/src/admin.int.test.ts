@@ -91,20 +91,37 @@ describe("workspace and root-key administration", () => {
     await expect(revokeRootKey(db.sql, "rk_nope")).rejects.toThrow("root key 'rk_nope' does not exist");
   });
 
-  it("makes a given string a root key holding * idempotently, restoring it if revoked", async () => {
+  it("makes a given string a root key holding * idempotently, and leaves it revoked once revoked", async () => {
     const plaintext = "lk_root_from_env_0123456789";
     const first = await ensureRootKey(db.sql, plaintext);
     const again = await ensureRootKey(db.sql, plaintext);
     expect(first.created).toBe(true);
-    expect(again).toEqual({ rootKeyId: first.rootKeyId, created: false });
+    expect(again).toEqual({ rootKeyId: first.rootKeyId, created: false, revoked: false });
     expect((await listRootKeys(db.sql)).filter((k) => k.id === first.rootKeyId)).toHaveLength(1);
-    await revokeRootKey(db.sql, first.rootKeyId);
-    await ensureRootKey(db.sql, plaintext);
     const { caller } = await client().authenticateRootKey({ hash: hashKey(plaintext) });
     expect(caller).toMatchObject({
       workspaceId: "ws_default",
       rootKeyId: first.rootKeyId,
       permissions: ["*"],
     });
+
+    const revoked = await revokeRootKey(db.sql, first.rootKeyId);
+    expect(revoked).toEqual({
+      revokedAt: expect.any(Number),
+      hash: hashKey(plaintext),
+      workspaceId: "ws_default",
+    });
+    // A restart with the same LATCHKEY_ROOT_KEY: it stays revoked, and says so.
+    expect(await ensureRootKey(db.sql, plaintext)).toEqual({
+      rootKeyId: first.rootKeyId,
+      created: false,
+      revoked: true,
+    });
+    expect((await listRootKeys(db.sql)).find((k) => k.id === first.rootKeyId)?.revokedAt).toBe(
+      revoked.revokedAt,
+    );
+    expect((await rejection(client().authenticateRootKey({ hash: hashKey(plaintext) }))).reason).toBe(
+      ErrorReason.UNAUTHENTICATED,
+    );
   });
 });

@@ -4,9 +4,9 @@ import bs58 from "bs58";
 
 /**
  * Workspace and root-key administration, for the CLI and for start-up. Plain
- * functions over the database: no RPC, no cache to invalidate (the gateway's
- * root-key cache has a short TTL). Problems are thrown as plain Errors whose
- * message is meant for an operator.
+ * functions over the database, no RPC: the caller announces a revocation to
+ * the gateways' root-key caches (packages/latchkey/src/key-changes.ts).
+ * Problems are thrown as plain Errors whose message is meant for an operator.
  */
 
 export const DEFAULT_WORKSPACE_ID = "ws_default";
@@ -86,33 +86,42 @@ export async function listRootKeys(sql: Sql): Promise<RootKeyListing[]> {
   }));
 }
 
-/** Revokes a root key; revoking it again keeps the first revocation time. */
-export async function revokeRootKey(sql: Sql, id: string): Promise<{ revokedAt: number }> {
-  const [row] = await sql<{ revoked_at: number }[]>`UPDATE root_keys
-    SET revoked_at = COALESCE(revoked_at, ${Date.now()}) WHERE id = ${id} RETURNING revoked_at`;
+/**
+ * Revokes a root key; revoking it again keeps the first revocation time.
+ * Answers the key's hash and workspace, for the announcement of the change.
+ */
+export async function revokeRootKey(
+  sql: Sql,
+  id: string,
+): Promise<{ revokedAt: number; hash: string; workspaceId: string }> {
+  const [row] = await sql<{ revoked_at: number; hash: string; workspace_id: string }[]>`UPDATE root_keys
+    SET revoked_at = COALESCE(revoked_at, ${Date.now()}) WHERE id = ${id}
+    RETURNING revoked_at, hash, workspace_id`;
   if (!row) throw new Error(`root key '${id}' does not exist`);
-  return { revokedAt: row.revoked_at };
+  return { revokedAt: row.revoked_at, hash: row.hash, workspaceId: row.workspace_id };
 }
 
 /**
- * Makes exactly this string a working root key holding `*` (for env
- * LATCHKEY_ROOT_KEY): created when missing, restored to `*` and un-revoked
- * when present. Running it again changes nothing.
+ * Makes exactly this string a root key holding `*` (for env
+ * LATCHKEY_ROOT_KEY and the bootstrap key of `pnpm start`): created when
+ * missing, restored to `*` when present. A revoked one stays revoked
+ * (`revoked`): revoking the bootstrap key must outlast a restart. Running it
+ * again changes nothing.
  */
 export async function ensureRootKey(
   sql: Sql,
   plaintext: string,
   workspaceId = DEFAULT_WORKSPACE_ID,
-): Promise<{ rootKeyId: string; created: boolean }> {
+): Promise<{ rootKeyId: string; created: boolean; revoked: boolean }> {
   if (plaintext.length < 16) throw new Error("LATCHKEY_ROOT_KEY must be at least 16 characters");
   const id = newId("rk");
-  const [row] = await sql<{ id: string; created: boolean }[]>`INSERT INTO root_keys
+  const [row] = await sql<{ id: string; created: boolean; revoked: boolean }[]>`INSERT INTO root_keys
       (id, workspace_id, hash, start, name, permissions, created_at)
     VALUES (${id}, ${workspaceId}, ${hashKey(plaintext)}, ${startOf(plaintext)}, ${"LATCHKEY_ROOT_KEY"},
       ${["*"]}::text[], ${Date.now()})
-    ON CONFLICT (hash) DO UPDATE SET permissions = ARRAY['*'], revoked_at = NULL
-    RETURNING id, (id = ${id}) AS created`;
-  return { rootKeyId: row!.id, created: row!.created };
+    ON CONFLICT (hash) DO UPDATE SET permissions = ARRAY['*']
+    RETURNING id, (id = ${id}) AS created, (revoked_at IS NOT NULL) AS revoked`;
+  return { rootKeyId: row!.id, created: row!.created, revoked: row!.revoked };
 }
 
 async function insertRootKey(sql: Sql, workspaceId: string, permissions: string[], name: string | null) {
