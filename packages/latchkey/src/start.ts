@@ -21,6 +21,7 @@ import {
   startRefills,
 } from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
+import { counterBoundsFromEnv } from "@latchkey/ratelimit/settings";
 import {
   type Bus,
   createLogger,
@@ -62,6 +63,7 @@ function readSettings() {
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0"),
     encryptionKey: encryptionKey(),
+    counterBounds: counterBoundsFromEnv(),
   };
 }
 
@@ -118,6 +120,7 @@ async function main() {
     bus,
     events,
     log: log.child({ service: "ratelimit" }),
+    ...settings.counterBounds,
   });
   const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
   const transports = {
