@@ -83,8 +83,9 @@ const workspaceOf = (key: string) => {
  * counter is dropped only once both its windows have ended (dropping it
  * sooner would forgive usage). Each workspace holds at most
  * `maxCountersPerWorkspace` counters, and fewer than the room the table has
- * left (`maxCounters` minus all counters held), so no workspace can take the
- * room of another: one alone fills at most half the table. A check that
+ * left (`maxCounters` minus all counters held), so no workspace can fill the
+ * table: one alone takes at most half, several flooding at once share it and
+ * leave the rest to the others (README "Memory and bounds"). A check that
  * needs a new counter when its workspace has none to spare, even after its
  * ended counters are dropped, is denied (fail closed: only that workspace's
  * new identifiers are refused, its existing ones keep counting), counted in
