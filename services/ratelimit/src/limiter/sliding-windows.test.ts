@@ -182,6 +182,21 @@ describe("sliding windows: bounds per workspace", () => {
     );
   });
 
+  it("does not drop, to make room, an ended counter that the same group counts on", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 2 });
+    w.apply([check({ key: key("a", "second") })]);
+    w.apply([check({ key: key("a", "day"), duration: 86_400 * SECOND })]);
+    clock.set(start + 3 * SECOND); // "second" has ended but is still held
+    // "new" would take the room of "second", which this group counts on again: denied, nothing counted.
+    const group = [check({ key: key("a", "second") }), check({ key: key("a", "new") })];
+    expect(w.apply(group).map((o) => o.success)).toEqual([true, false]);
+    expect(w.size).toBe(2);
+    expect(w.apply([check({ key: key("a", "second") })])[0]!.remaining).toBe(9);
+    expect(w.apply([check({ key: key("a", "new") })])[0]!.success).toBe(false);
+    expect(w.size).toBe(2);
+  });
+
   it("keeps a counter that rolled into a new window past the end of the window it was created in", () => {
     const clock = new TestClock(start);
     const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 1 });
