@@ -62,6 +62,19 @@ describe("a service with a bad setting stops at start, before it connects or mig
     expect(await tables()).toBe(0);
   });
 
+  it("ratelimit: RATELIMIT_MAX_COUNTERS_PER_WORKSPACE=0 exits 1, says what to fix and leaves the database empty", async () => {
+    const { code, output } = await runService("services/ratelimit/src/main.ts", {
+      DATABASE_URL: db.url,
+      NATS_URL: "",
+      RATELIMIT_MAX_COUNTERS_PER_WORKSPACE: "0",
+    });
+    expect(code).toBe(1);
+    expect(output).toContain(
+      "RATELIMIT_MAX_COUNTERS_PER_WORKSPACE must be an integer of at least 1, got '0'",
+    );
+    expect(await tables()).toBe(0);
+  });
+
   it("analytics: ANALYTICS_START_AT other than all or new exits 1 before it reaches ClickHouse", async () => {
     // Nothing listens on port 1: had it tried to connect first, the error would be about ClickHouse.
     const { code, output } = await runService("services/analytics/src/main.ts", {
@@ -77,6 +90,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     ["KEY_CACHE_SIZE", "0", "KEY_CACHE_SIZE must be an integer of at least 1, got '0'"],
     ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
     ["PORT", "http", "PORT must be an integer, got 'http'"],
+    ["RATELIMIT_MAX_COUNTERS", "lots", "RATELIMIT_MAX_COUNTERS must be an integer, got 'lots'"],
   ])(
     "pnpm start: %s=%s exits 1, says what to fix and leaves the database empty",
     async (name, value, says) => {

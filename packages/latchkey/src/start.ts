@@ -21,6 +21,7 @@ import {
   startRefills,
 } from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
+import { counterBoundsFromEnv } from "@latchkey/ratelimit/settings";
 import {
   type Bus,
   createLogger,
@@ -65,6 +66,7 @@ function readSettings() {
     host: env.string("HOST", "0.0.0.0"),
     rootKeyCacheTtlMs: rootKeyCacheTtlMs(),
     encryptionKey: encryptionKey(),
+    counterBounds: counterBoundsFromEnv(),
   };
 }
 
@@ -132,6 +134,7 @@ async function main() {
     bus,
     events,
     log: log.child({ service: "ratelimit" }),
+    ...settings.counterBounds,
   });
   const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
   const transports = {

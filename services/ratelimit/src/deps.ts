@@ -39,8 +39,10 @@ export interface RatelimitDepsOptions {
   log?: Logger;
   /** Several replicas sharing one budget (RATELIMIT_PEERS / RATELIMIT_SELF); omitted, counters are local. */
   peers?: PeerConfig;
-  /** Bound on counters held in memory. */
+  /** Most counters held in memory, all workspaces together (env RATELIMIT_MAX_COUNTERS; see README Memory). */
   maxCounters?: number;
+  /** Most counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
+  maxCountersPerWorkspace?: number;
 }
 
 /** Production wiring on PostgreSQL; migrations are the caller's (main.ts runs them at start). */
@@ -62,7 +64,11 @@ export function createMemoryRatelimitDeps(
 function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "sql">): RatelimitDeps {
   const clock = options.clock ?? systemClock;
   const log = options.log ?? createLogger("ratelimit");
-  const windows = new SlidingWindows(clock, options.maxCounters);
+  const windows = new SlidingWindows(clock, {
+    maxCounters: options.maxCounters,
+    maxCountersPerWorkspace: options.maxCountersPerWorkspace,
+    log,
+  });
   const overrides = new OverrideCache(store, options.bus);
   const limiter = options.peers ? new PeerLimiter(options.peers, windows, log) : new LocalLimiter(windows);
   return {

@@ -15,6 +15,7 @@ import { createRatelimitDeps } from "./deps.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
+import { counterBoundsFromEnv } from "./settings.ts";
 
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
@@ -32,6 +33,7 @@ const peers: PeerConfig | undefined = peerList
         .filter(Boolean),
     }
   : undefined;
+const bounds = counterBoundsFromEnv();
 const sql = connect(databaseUrl);
 await migrate(sql, "ratelimit", ratelimitMigrations);
 
@@ -51,6 +53,7 @@ const deps = createRatelimitDeps({
   sql,
   bus,
   log,
+  ...bounds,
   ...(sink ? { events: sink } : {}),
   ...(peers ? { peers } : {}),
 });
@@ -58,7 +61,7 @@ const deps = createRatelimitDeps({
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
   codecs: ratelimitCodecs,
 });
-log.info({ port, replicas: peers?.peers.length ?? 1 }, "ratelimit service listening");
+log.info({ port, replicas: peers?.peers.length ?? 1, ...bounds }, "ratelimit service listening");
 
 let stopping = false;
 async function stop(signal: string) {

@@ -66,9 +66,12 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 export class OverrideCache {
   private readonly sets = new Map<string, OverrideSet>();
   private readonly oldest = new OldestFirst(this.sets);
+  /**
+   * Loads under way. A change drops the namespace's entry, so a load is kept
+   * only while it is still the one here: a load that a change overtook is not
+   * kept, and nothing is remembered per namespace once its load settles.
+   */
   private readonly loading = new Map<string, Promise<OverrideSet>>();
-  /** Bumped on every change: a load that started before a change must not be kept. */
-  private readonly generation = new Map<string, number>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -91,11 +94,10 @@ export class OverrideCache {
     if (cached) return Promise.resolve(cached);
     const inFlight = this.loading.get(namespaceId);
     if (inFlight) return inFlight;
-    const generation = this.generation.get(namespaceId) ?? 0;
-    const load = this.store.allOverrides(namespaceId).then(
+    const load: Promise<OverrideSet> = this.store.allOverrides(namespaceId).then(
       (overrides) => {
         const set = overrides.length === 0 ? OverrideSet.EMPTY : new OverrideSet(overrides);
-        if ((this.generation.get(namespaceId) ?? 0) === generation) {
+        if (this.loading.get(namespaceId) === load) {
           this.loading.delete(namespaceId);
           this.oldest.trim(this.maxNamespaces - 1);
           this.sets.set(namespaceId, set);
@@ -112,7 +114,6 @@ export class OverrideCache {
   }
 
   invalidate(namespaceId: string): void {
-    this.generation.set(namespaceId, (this.generation.get(namespaceId) ?? 0) + 1);
     this.sets.delete(namespaceId);
     this.loading.delete(namespaceId);
   }

@@ -54,6 +54,8 @@ beforeAll(async () => {
       clock,
       log: createLogger("ratelimit", "silent"),
       peers: { self: url, peers: urls },
+      // Far above what the other tests hold per workspace; the flood test below reaches it.
+      maxCountersPerWorkspace: 100,
     });
     const served = await serveRpc(ratelimitRoutes(deps), ports[i]!, undefined, "127.0.0.1");
     replicas.push({ url, deps, served, client: createClient(RatelimitService, internalTransport(url)) });
@@ -198,6 +200,86 @@ describe("named limits through two replicas (CheckNamedLimits)", () => {
       groups: [{ workspaceId: "ws_1", limits: [tokens(mine, 5n, 0n)] }],
     });
     expect(after.groups[0]!.results[0]!.remaining).toBe(3n);
+  });
+});
+
+describe("bounds per workspace with two replicas", () => {
+  it("leaves A's daily counters exact while B floods both replicas, B holding at most its bound on each", async () => {
+    const DAY = 86_400_000n;
+    const a = caller("ws_a", ...LIMITER);
+    const b = caller("ws_b", ...LIMITER);
+    const ring = new Rendezvous(replicas.map((r) => r.url));
+    await replicas[0]!.client.limit({
+      caller: a,
+      check: { namespace: "api", identifier: "setup", limit: 10n, duration: DAY },
+    });
+    const nsA = (await replicas[0]!.deps.store.namespaceByName("ws_a", "api"))!;
+    // One identifier of A owned by each replica, 7 of 10 used, asked through the other replica.
+    const mine = replicas.map((r) => {
+      for (let i = 0; ; i++)
+        if (ring.owner(counterKey("ws_a", nsA.id, `user_${i}`)) === r.url) return `user_${i}`;
+    });
+    const check = (identifier: string, cost = 1n) => ({
+      namespace: "api",
+      identifier,
+      limit: 10n,
+      duration: DAY,
+      cost,
+    });
+    for (const [i, identifier] of mine.entries()) {
+      for (let n = 0; n < 7; n++)
+        await replicas[1 - i]!.client.limit({ caller: a, check: check(identifier) });
+    }
+
+    // B: 300 new identifiers and 300 new named limits, half through each replica.
+    const answers = await Promise.all(
+      [0, 1].map((r) =>
+        replicas[r]!.client.limitBatch({
+          callers: [b],
+          items: Array.from({ length: 150 }, (_, i) => ({
+            callerIndex: 0,
+            request: { check: { namespace: "api", identifier: `flood_${r}_${i}`, limit: 5n, duration: DAY } },
+          })),
+        }),
+      ),
+    );
+    const named = await Promise.all(
+      [0, 1].map((r) =>
+        replicas[r]!.client.checkNamedLimits({
+          groups: Array.from({ length: 150 }, (_, i) => ({
+            workspaceId: "ws_b",
+            limits: [{ owner: `key_${r}_${i}`, name: "requests", limit: 5n, duration: DAY }],
+          })),
+        }),
+      ),
+    );
+    // Each replica admits B's new counters up to its bound of 100 and denies the rest.
+    const nsB = (await replicas[0]!.deps.store.namespaceByName("ws_b", "api"))!;
+    const owned = replicas.map(() => 0);
+    for (const r of [0, 1]) {
+      for (let i = 0; i < 150; i++) {
+        owned[
+          replicas.findIndex((x) => x.url === ring.owner(counterKey("ws_b", nsB.id, `flood_${r}_${i}`)))
+        ]!++;
+        owned[
+          replicas.findIndex(
+            (x) => x.url === ring.owner(namedCounterKey("ws_b", `key_${r}_${i}`, "requests")),
+          )
+        ]!++;
+      }
+    }
+    const passed =
+      answers
+        .flatMap((x) => x.results)
+        .filter((x) => x.result.case === "response" && x.result.value.result?.success).length +
+      named.flatMap((x) => x.groups).filter((g) => g.passed).length;
+    expect(owned.every((o) => o > 100)).toBe(true);
+    expect(passed).toBe(200);
+
+    for (const [i, identifier] of mine.entries()) {
+      const left = await replicas[i]!.client.limit({ caller: a, check: check(identifier, 0n) });
+      expect(left.result?.remaining, identifier).toBe(3n);
+    }
   });
 });
 

@@ -2,7 +2,14 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { type Bus, type EventSink, errorDetailOf, TestClock } from "@latchkey/runtime";
+import {
+  type Bus,
+  createLogger,
+  type EventSink,
+  errorDetailOf,
+  type Logger,
+  TestClock,
+} from "@latchkey/runtime";
 import { expect } from "vitest";
 import { createMemoryRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { ratelimitRoutes } from "./routes.ts";
@@ -10,7 +17,15 @@ import type { RatelimitStore } from "./store/ratelimit-store.ts";
 
 /** A ratelimit service in memory behind the router transport, with a clock the test moves. */
 export function harness(
-  options: { store?: RatelimitStore; bus?: Bus; clock?: TestClock; events?: EventSink } = {},
+  options: {
+    store?: RatelimitStore;
+    bus?: Bus;
+    clock?: TestClock;
+    events?: EventSink;
+    log?: Logger;
+    maxCounters?: number;
+    maxCountersPerWorkspace?: number;
+  } = {},
 ) {
   // Mid-window by default, so the previous window's weight is exactly one half for 1 s windows.
   const clock = options.clock ?? new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
@@ -50,3 +65,13 @@ export function recordingSink(): EventSink & { events: { subject: string; id: st
 
 /** Lets the events queued by the last answers reach the sink (they are handed over after the answer). */
 export const eventsSettled = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A silent logger that keeps its warnings, for tests of what is logged. */
+export function recordingLog(): { log: Logger; warnings: { obj: Record<string, unknown>; msg?: string }[] } {
+  const warnings: { obj: Record<string, unknown>; msg?: string }[] = [];
+  const log = createLogger("ratelimit", "silent");
+  log.warn = ((obj: Record<string, unknown>, msg?: string) => {
+    warnings.push({ obj, ...(msg === undefined ? {} : { msg }) });
+  }) as Logger["warn"];
+  return { log, warnings };
+}

@@ -1,5 +1,6 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { recordingLog } from "../test-kit.ts";
 import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
 
 const SECOND = 1000;
@@ -109,13 +110,118 @@ describe("sliding windows", () => {
     expect(w.apply([check({ cost: 0 })])[0]!.remaining).toBe(9);
   });
 
-  it("stays within its bound and sweeps counters whose windows have passed", () => {
+  it("sweeps counters whose windows have passed as checks arrive", () => {
     const clock = new TestClock(start);
-    const w = new SlidingWindows(clock, 100);
-    for (let i = 0; i < 500; i++) w.apply([check({ key: `k${i}` })]);
-    expect(w.size).toBe(100);
+    const w = new SlidingWindows(clock, { maxCounters: 1000, maxCountersPerWorkspace: 1000 });
+    for (let i = 0; i < 500; i++) w.apply([check({ key: `ws_${i % 7}\u001fns\u001fk${i}` })]);
+    expect(w.size).toBe(500);
     clock.set(start + 10 * SECOND);
-    for (let i = 0; i < 640; i++) w.apply([check({ key: `fresh${i % 10}` })]);
-    expect(w.size).toBeLessThan(100);
+    // A sweep every 64 checks looks at 32 entries or workspaces: 1280 checks get through them all.
+    for (let i = 0; i < 1280; i++) w.apply([check({ key: `ws_0\u001fns\u001ffresh${i % 10}` })]);
+    expect(w.size).toBe(10);
+  });
+});
+
+const key = (ws: string, identifier: string) => `${ws}\u001fns\u001f${identifier}`;
+
+describe("sliding windows: bounds per workspace", () => {
+  it("denies a new counter of a workspace at its bound, keeps its other counters exact, and leaves other workspaces alone", () => {
+    const clock = new TestClock(start);
+    const { log, warnings } = recordingLog();
+    const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 3, log });
+    for (let i = 0; i < 3; i++) expect(w.apply([check({ key: key("a", `u${i}`) })])[0]!.success).toBe(true);
+    expect(w.apply([check({ key: key("a", "u3") })])[0]).toEqual({
+      success: false,
+      limit: 10,
+      remaining: 0,
+      reset: start + SECOND,
+    });
+    expect(warnings.map((l) => l.obj)).toEqual([
+      { workspaceId: "a", reason: "workspace", counters: 3, bound: 3, table: 3, tableBound: 100, refused: 1 },
+    ]);
+    // Cost 0 makes no counter, so it is answered.
+    expect(w.apply([check({ key: key("a", "u3"), cost: 0 })])[0]).toMatchObject({
+      success: true,
+      remaining: 10,
+    });
+    expect(w.apply([check({ key: key("a", "u0") })])[0]!.remaining).toBe(8);
+    expect(w.apply([check({ key: key("b", "u3") })])[0]!.success).toBe(true);
+    expect(w.size).toBe(4);
+  });
+
+  it("counts a group nothing when one of its checks finds no room, each check reporting its own outcome", () => {
+    const w = new SlidingWindows(new TestClock(start), { maxCounters: 100, maxCountersPerWorkspace: 2 });
+    w.apply([check({ key: key("a", "u0") })]);
+    // Two new counters for a workspace with room for one more.
+    const group = [
+      check({ key: key("a", "u0") }),
+      check({ key: key("a", "u1") }),
+      check({ key: key("a", "u2") }),
+    ];
+    expect(w.apply(group).map((o) => o.success)).toEqual([true, true, false]);
+    expect(w.apply([check({ key: key("a", "u0"), cost: 0 })])[0]!.remaining).toBe(9);
+    expect(w.size).toBe(1);
+    // A group naming one new counter twice needs room for one.
+    const twice = [check({ key: key("a", "u1") }), check({ key: key("a", "u1") })];
+    expect(w.apply(twice).map((o) => o.remaining)).toEqual([9, 8]);
+    expect(w.size).toBe(2);
+  });
+
+  it("never drops a counter whose current or previous window is in force; drops it once both ended and reuses the room", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 2 });
+    w.apply([check({ key: key("a", "day"), duration: 86_400 * SECOND, cost: 5 })]);
+    w.apply([check({ key: key("a", "second") })]);
+    clock.set(start + SECOND + 999); // the second's window is the previous one, nearly out
+    expect(w.apply([check({ key: key("a", "new") })])[0]!.success).toBe(false);
+    clock.set(start + 2 * SECOND);
+    expect(w.apply([check({ key: key("a", "new") })])[0]!.success).toBe(true);
+    expect(w.apply([check({ key: key("a", "newer") })])[0]!.success).toBe(false);
+    expect(w.apply([check({ key: key("a", "day"), duration: 86_400 * SECOND, cost: 0 })])[0]!.remaining).toBe(
+      5,
+    );
+  });
+
+  it("does not drop, to make room, an ended counter that the same group counts on", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 2 });
+    w.apply([check({ key: key("a", "second") })]);
+    w.apply([check({ key: key("a", "day"), duration: 86_400 * SECOND })]);
+    clock.set(start + 3 * SECOND); // "second" has ended but is still held
+    // "new" would take the room of "second", which this group counts on again: denied, nothing counted.
+    const group = [check({ key: key("a", "second") }), check({ key: key("a", "new") })];
+    expect(w.apply(group).map((o) => o.success)).toEqual([true, false]);
+    expect(w.size).toBe(2);
+    expect(w.apply([check({ key: key("a", "second") })])[0]!.remaining).toBe(9);
+    expect(w.apply([check({ key: key("a", "new") })])[0]!.success).toBe(false);
+    expect(w.size).toBe(2);
+  });
+
+  it("keeps a counter that rolled into a new window past the end of the window it was created in", () => {
+    const clock = new TestClock(start);
+    const w = new SlidingWindows(clock, { maxCounters: 100, maxCountersPerWorkspace: 1 });
+    w.apply([check({ key: key("a", "u") })]);
+    for (let s = 1; s <= 5; s++) {
+      clock.set(start + s * SECOND);
+      w.apply([check({ key: key("a", "u") })]);
+    }
+    clock.set(start + 6 * SECOND + 500);
+    // Created in window 0, last counted in window 5: still weighed, so still held.
+    expect(w.apply([check({ key: key("a", "other") })])[0]!.success).toBe(false);
+    expect(w.apply([check({ key: key("a", "u"), cost: 0 })])[0]!.remaining).toBe(10 - Math.floor(1 * 0.5));
+  });
+
+  it("never holds more than maxCounters, and one workspace never more than the room the others leave", () => {
+    const w = new SlidingWindows(new TestClock(start), { maxCounters: 100, maxCountersPerWorkspace: 100 });
+    const fill = (ws: string, n: number) => {
+      let passed = 0;
+      for (let i = 0; i < n; i++) if (w.apply([check({ key: key(ws, `u${i}`) })])[0]!.success) passed++;
+      return passed;
+    };
+    expect(fill("b", 1000)).toBe(50);
+    expect(fill("a", 1000)).toBe(25);
+    for (let ws = 0; ws < 50; ws++) fill(`w${ws}`, 10);
+    expect(w.size).toBeLessThanOrEqual(100);
+    expect(w.apply([check({ key: key("b", "u0"), cost: 0 })])[0]!.remaining).toBe(9);
   });
 });
