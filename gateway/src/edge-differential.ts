@@ -157,7 +157,7 @@ export class ServerPair {
     return new ServerPair(edge, node, edgeRecorder, nodeRecorder);
   }
 
-  async run(bytes: Buffer, timeoutMs = 3_000): Promise<{ edge: Observation; node: Observation }> {
+  async run(bytes: Buffer, timeoutMs = 10_000): Promise<{ edge: Observation; node: Observation }> {
     this.edgeRecorder.seen = [];
     this.edgeRecorder.views = [];
     this.nodeRecorder.seen = [];

@@ -97,7 +97,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     c.socket.write("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: ");
     const drip = setInterval(() => c.socket.write("a"), 100);
     try {
-      const took = await within(2_000, c.closed);
+      const took = await within(4_000, c.closed);
       expect(statuses(c.state.data)).toEqual([408]);
       expect(took).toBeGreaterThanOrEqual(350);
     } finally {
@@ -109,7 +109,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     const port = await start({ headersTimeoutMs: 300, requestTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000 });
     const c = connect(port);
     await c.connected;
-    const took = await within(1_500, c.closed);
+    const took = await within(3_000, c.closed);
     expect(statuses(c.state.data)).toEqual([408]);
     expect(took).toBeGreaterThanOrEqual(250);
   });
@@ -119,7 +119,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     const c = connect(port);
     await c.connected;
     c.socket.write(HEALTH);
-    const took = await within(1_500, c.closed);
+    const took = await within(3_000, c.closed);
     expect(statuses(c.state.data)).toEqual([200]);
     expect(took).toBeGreaterThanOrEqual(250);
   });
@@ -132,7 +132,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     // 500 bytes a second: fast enough for the rate, too slow for the deadline.
     const drip = setInterval(() => c.socket.write("a".repeat(50)), 100);
     try {
-      const took = await within(2_500, c.closed);
+      const took = await within(4_000, c.closed);
       expect(statuses(c.state.data)).toEqual([408]);
       expect(took).toBeGreaterThanOrEqual(700);
     } finally {
@@ -159,7 +159,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     await sleep(50);
     const over = connect(port);
     over.socket.write(HEALTH);
-    await within(1_000, over.closed);
+    await within(3_000, over.closed);
     expect(over.state.data).toBe("");
     expect(handled).toBe(0);
 
@@ -168,7 +168,7 @@ describe.each(SERVERS)("%s, against slow, idle and greedy clients", (_name, list
     await sleep(50);
     const again = connect(port);
     again.socket.write(HEALTH);
-    await within(1_000, new Promise<void>((r) => again.socket.once("data", () => r())));
+    await within(3_000, new Promise<void>((r) => again.socket.once("data", () => r())));
     expect(statuses(again.state.data)).toEqual([200]);
     for (const c of [...open, again]) c.socket.destroy();
   });
@@ -240,7 +240,7 @@ describe("the edge, against slow clients node:http lets through", () => {
     // 100 bytes a second, a tenth of the least allowed.
     const drip = setInterval(() => c.socket.write("a".repeat(10)), 100);
     try {
-      const took = await within(2_000, c.closed);
+      const took = await within(4_000, c.closed);
       expect(statuses(c.state.data)).toEqual([408]);
       expect(took).toBeGreaterThanOrEqual(300);
     } finally {
@@ -252,18 +252,18 @@ describe("the edge, against slow clients node:http lets through", () => {
     server = await listenEdge(harness().gateway, 0, "127.0.0.1", {
       headersTimeoutMs: 200,
       requestTimeoutMs: 10_000,
-      minBodyRate: 100,
+      minBodyRate: 20,
     });
     const c = connect(server.port);
     await c.connected;
     const body = JSON.stringify({ namespace: "n", identifier: "slow", limit: 1, duration: 1000 });
     c.socket.write(`POST /v2/ratelimits.limit HTTP/1.1\r\nHost: t\r\nContent-Length: ${body.length}\r\n\r\n`);
-    // 200 bytes a second, twice the least allowed, over about a second.
+    // 200 bytes a second, ten times the least allowed (room for a busy machine's late timers), over a second.
     for (let i = 0; i < body.length; i += 20) {
       c.socket.write(body.slice(i, i + 20));
       await sleep(100);
     }
-    if (c.state.data === "") await within(1_000, new Promise<void>((r) => c.socket.once("data", () => r())));
+    if (c.state.data === "") await within(3_000, new Promise<void>((r) => c.socket.once("data", () => r())));
     // Answered by the gateway (no root key: 401), not cut off by the server.
     expect(statuses(c.state.data)).toEqual([401]);
     c.socket.destroy();
