@@ -225,6 +225,50 @@ describe("the edge HTTP server", () => {
       431,
     ],
     [
+      "Content-Length twice, even with the same value",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+      400,
+    ],
+    ["a tab after a Content-Length", "POST /v2/x HTTP/1.1\r\nHost: t\r\nContent-Length: 2\t\r\n\r\n{}", 400],
+    [
+      "a tab after chunked",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\n\r\n",
+      400,
+    ],
+    [
+      "a space before a chunk extension",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n2 ;a=b\r\n{}\r\n0\r\n\r\n",
+      400,
+    ],
+    [
+      "a control character in a chunk extension",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n2;a=\x01\r\n{}\r\n0\r\n\r\n",
+      400,
+    ],
+    [
+      "a space before the colon of a trailer",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T : v\r\n\r\n",
+      400,
+    ],
+    [
+      "a control character in a trailer",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: \x01\r\n\r\n",
+      400,
+    ],
+    [
+      "a folded trailer",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: v\r\n w\r\n\r\n",
+      400,
+    ],
+    [
+      "a Content-Length among the trailers",
+      "POST /v2/x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n",
+      400,
+    ],
+    ["a lower-case method", "get /healthz HTTP/1.1\r\nHost: t\r\n\r\n", 400],
+    ["a method llhttp does not know", "FOO /healthz HTTP/1.1\r\nHost: t\r\n\r\n", 400],
+    ["CONNECT", "CONNECT /healthz HTTP/1.1\r\nHost: t\r\n\r\n", 400],
+    [
       "a header block over maxHeaderBytes",
       `GET /healthz HTTP/1.1\r\nHost: t\r\nX-Big: ${"a".repeat(17_000)}\r\n\r\n`,
       431,
@@ -235,6 +279,40 @@ describe("the edge HTTP server", () => {
     expect(answers.map((a) => a.status)).toEqual([status]);
     expect(answers[0]!.headers["connection"]).toBe("close");
     expect(closed).toBe(true);
+  });
+
+  it("answers every request a client sent before it ended its side, in order, then closes", async () => {
+    const { port, key } = await start();
+    const three = [1, 2, 3].map((n) => post("/v2/ratelimits.limit", limitBody(`e${n}`, n), key)).join("");
+    const { answers, closed } = await exchange(port, [three], 3, { end: true, pauseMs: 0 });
+    expect(answers.map((a) => [a.status, JSON.parse(a.body).data.limit])).toEqual([
+      [200, 1],
+      [200, 2],
+      [200, 3],
+    ]);
+    expect(closed).toBe(true);
+  });
+
+  it("answers a request that asks for an Upgrade, then closes without reading what follows", async () => {
+    const { port } = await start();
+    const upgrade = "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+    const { answers, closed } = await exchange(
+      port,
+      [`${upgrade}GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n`],
+      2,
+    );
+    expect(answers.map((a) => [a.status, a.headers["connection"]])).toEqual([[200, "close"]]);
+    expect(closed).toBe(true);
+  });
+
+  it("skips empty lines before a request line, as node:http does", async () => {
+    const { port } = await start();
+    const { answers } = await exchange(
+      port,
+      ["\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"],
+      2,
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
   });
 
   it("answers 413 in the error shape to a body over maxBodyBytes, unread, and closes", async () => {

@@ -1,6 +1,5 @@
 import { randomFillSync } from "node:crypto";
-import http, { type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
@@ -31,6 +30,8 @@ import {
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { listenEdge } from "./edge.ts";
+import { httpLimits } from "./http-limits.ts";
+import { listenNode } from "./node-server.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -323,21 +324,10 @@ export async function listen(
   host = "0.0.0.0",
 ): Promise<{ port: number; close(): Promise<void> }> {
   const kind = env.string("HTTP_SERVER", "edge");
-  if (kind === "edge") return listenEdge(gateway, port, host);
-  if (kind !== "node") throw new Error(`HTTP_SERVER must be edge or node, got '${kind}'`);
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, resolve);
-  });
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      }).then(() => gateway.close()),
-  };
+  if (kind !== "edge" && kind !== "node") throw new Error(`HTTP_SERVER must be edge or node, got '${kind}'`);
+  // Timeouts and the connection cap, the same for both (http-limits.ts).
+  const limits = httpLimits();
+  return kind === "edge" ? listenEdge(gateway, port, host, limits) : listenNode(gateway, port, host, limits);
 }
 
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
