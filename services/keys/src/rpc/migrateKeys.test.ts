@@ -6,6 +6,13 @@ import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
 const importer = callerOf("ws_1", "api.*.create_key");
+/** Imports keys with roles and permissions (rbac-changes.test.ts). */
+const grantingImporter = callerOf(
+  "ws_1",
+  "api.*.create_key",
+  "rbac.*.add_role_to_key",
+  "rbac.*.add_permission_to_key",
+);
 const hex = (plaintext: string) => createHash("sha256").update(plaintext).digest("hex");
 
 describe("migrateKeys", () => {
@@ -120,7 +127,7 @@ describe("migrateKeys", () => {
     const apiId = await m.seed.api();
     await m.rbac.role("reader", ["docs.read"]);
     const res = await m.client.migrateKeys({
-      caller: importer,
+      caller: grantingImporter,
       migrationId: "m1",
       apiId,
       keys: [
@@ -142,7 +149,7 @@ describe("migrateKeys", () => {
     const apiId = await m.seed.api();
     const failure = await rejection(
       m.client.migrateKeys({
-        caller: importer,
+        caller: grantingImporter,
         migrationId: "m1",
         apiId,
         keys: [{ hash: hashKey("one"), roles: ["ghost"] }],
