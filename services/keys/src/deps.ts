@@ -34,7 +34,7 @@ export interface KeysDeps {
   events: EventSink;
   /** Every credit spend of verifications, few statements for many (group commit). */
   spends: SpendQueue;
-  /** Keys by hash for verification, invalidated through the bus. */
+  /** Keys by workspace and hash for verification, invalidated through the bus. */
   keyCache: KeyCache;
   /** Time for expiry and timestamps, injected so tests control it. */
   clock: Clock;
@@ -165,7 +165,7 @@ function assemble(
   const clock = options.clock ?? systemClock;
   // A batch's cache misses are looked up in one query.
   const keyCache = new KeyCache(
-    lookupTogether((hashes) => store.findKeysByHash(hashes)),
+    lookupTogether((lookups) => store.findKeysByHash(lookups)),
     clock,
     {
       ...(options.cacheSize ? { max: options.cacheSize } : {}),

@@ -1,19 +1,32 @@
 import { Batcher, type Clock } from "@latchkey/runtime";
 import { LRUCache } from "lru-cache";
-import type { CachedKey } from "./store/keys-store.ts";
+import type { CachedKey, KeyLookup } from "./store/keys-store.ts";
 
 interface Entry {
-  /** null: the store has no key with this hash (a negative entry). */
+  workspaceId: string;
+  /** null: the workspace has no key with this hash (a negative entry). */
   key: CachedKey | null;
   loadedAt: number;
+  /**
+   * The same hash in another workspace: a hash is unique per workspace only.
+   * Rare (a key string imported into two workspaces, or the same wrong string
+   * tried in several), so an entry is looked up by hash and its workspace
+   * compared: no key string is built per verification.
+   */
+  next: Entry | undefined;
 }
 
+/** Most workspaces kept for one hash; beyond, the one cached longest ago goes. */
+const MAX_WORKSPACES_PER_HASH = 8;
+
 /**
- * Keys by hash, in process: a bounded LRU with negative entries, so repeated
- * verification of the same key, or of the same wrong key, costs no query.
- * Freshness comes from invalidation (every change publishes KeyChanged, see
- * events.ts), not from expiry; the TTL only bounds staleness should an
- * invalidation message be lost while the bus reconnects.
+ * Keys by workspace and hash, in process: a bounded LRU with negative entries,
+ * so repeated verification of the same key, or of the same wrong key, costs no
+ * query. A verification finds only its own workspace's key, whatever other
+ * workspaces hold under the same hash. Freshness comes from invalidation (every
+ * change publishes KeyChanged, see events.ts), not from expiry; the TTL only
+ * bounds staleness should an invalidation message be lost while the bus
+ * reconnects.
  *
  * The order of use is lru-cache's linked list, so a hit writes nothing to the
  * hash table. Kept as a Map's insertion order (a hit deleted and re-inserted
@@ -27,13 +40,14 @@ interface Entry {
  * callers read balances from the store.
  */
 export class KeyCache {
+  /** By hash: the entry of the workspace that cached it last, then the others (Entry.next). */
   private readonly entries: LRUCache<string, Entry>;
   private readonly loading = new Map<string, Promise<CachedKey | null>>();
   // Bumped by every invalidation: a load that started before one must not be cached after it.
   private generation = 0;
 
   constructor(
-    private readonly load: (hash: string) => Promise<CachedKey | undefined>,
+    private readonly load: (workspaceId: string, hash: string) => Promise<CachedKey | undefined>,
     private readonly clock: Clock,
     private readonly options: { max?: number; ttlMs?: number } = {},
   ) {
@@ -41,76 +55,107 @@ export class KeyCache {
   }
 
   /** The cached answer without any I/O: a key, null for a known miss, undefined when not cached. */
-  peek(hash: string): CachedKey | null | undefined {
-    const entry = this.entries.get(hash);
+  peek(workspaceId: string, hash: string): CachedKey | null | undefined {
+    let entry = this.entries.get(hash);
+    while (entry !== undefined && entry.workspaceId !== workspaceId) entry = entry.next;
     if (entry === undefined) return undefined;
     if (this.clock.now() - entry.loadedAt > (this.options.ttlMs ?? 300_000)) {
-      this.entries.delete(hash);
+      this.drop(workspaceId, hash);
       return undefined;
     }
     return entry.key;
   }
 
-  /** Loads from the store (once for concurrent callers of the same hash) and caches the answer. */
-  fetch(hash: string): Promise<CachedKey | null> {
-    const pending = this.loading.get(hash);
+  /** Loads from the store (once for concurrent callers of the same key) and caches the answer. */
+  fetch(workspaceId: string, hash: string): Promise<CachedKey | null> {
+    // Only on a miss: the hit path builds no string.
+    const id = `${workspaceId}\n${hash}`;
+    const pending = this.loading.get(id);
     if (pending) return pending;
     const generation = this.generation;
-    const promise = this.load(hash)
+    const promise = this.load(workspaceId, hash)
       .then((key) => {
         const found = key ?? null;
-        if (generation === this.generation) this.put(hash, found);
+        if (generation === this.generation) this.put(workspaceId, hash, found);
         return found;
       })
       .finally(() => {
-        if (this.loading.get(hash) === promise) this.loading.delete(hash);
+        if (this.loading.get(id) === promise) this.loading.delete(id);
       });
-    this.loading.set(hash, promise);
+    this.loading.set(id, promise);
     return promise;
   }
 
-  async get(hash: string): Promise<CachedKey | null> {
-    const hit = this.peek(hash);
-    return hit !== undefined ? hit : this.fetch(hash);
+  async get(workspaceId: string, hash: string): Promise<CachedKey | null> {
+    const hit = this.peek(workspaceId, hash);
+    return hit !== undefined ? hit : this.fetch(workspaceId, hash);
   }
 
-  /** Drops one key by hash, or everything when only ids are known. */
-  invalidate(hash?: string): void {
+  /** Drops one workspace's key by hash, or everything when only ids are known. */
+  invalidate(key?: { workspaceId: string; hash: string }): void {
     this.generation++;
     this.loading.clear();
-    if (hash) this.entries.delete(hash);
+    if (key) this.drop(key.workspaceId, key.hash);
     else this.entries.clear();
   }
 
+  /** Hashes cached (each with one or more workspaces' entries). */
   get size(): number {
     return this.entries.size;
   }
 
-  private put(hash: string, key: CachedKey | null): void {
-    // Beyond max, lru-cache drops the least recently used entry.
-    this.entries.set(hash, { key, loadedAt: this.clock.now() });
+  private put(workspaceId: string, hash: string, key: CachedKey | null): void {
+    const others = without(this.entries.peek(hash), workspaceId, MAX_WORKSPACES_PER_HASH - 1);
+    // Beyond max, lru-cache drops the least recently used hash.
+    this.entries.set(hash, { workspaceId, key, loadedAt: this.clock.now(), next: others });
+  }
+
+  private drop(workspaceId: string, hash: string): void {
+    const head = this.entries.peek(hash);
+    if (head === undefined) return;
+    const rest = without(head, workspaceId, MAX_WORKSPACES_PER_HASH);
+    if (rest === undefined) this.entries.delete(hash);
+    else if (rest !== head) this.entries.set(hash, rest);
   }
 }
 
 /**
- * One lookup function for KeyCache out of a store's many-hash query: the
+ * The chain from `entry` without `workspaceId`'s entry, at most `max` long
+ * (the oldest cut); `entry` itself when nothing changes. Entries are never
+ * changed once cached: a changed chain is made of new ones.
+ */
+function without(entry: Entry | undefined, workspaceId: string, max: number): Entry | undefined {
+  const kept: Entry[] = [];
+  let changed = false;
+  for (let e = entry; e !== undefined; e = e.next) {
+    if (e.workspaceId === workspaceId || kept.length === max) changed = true;
+    else kept.push(e);
+  }
+  if (!changed) return entry;
+  let next: Entry | undefined;
+  for (let i = kept.length - 1; i >= 0; i--) next = { ...kept[i]!, next };
+  return next;
+}
+
+/**
+ * One lookup function for KeyCache out of a store's many-key query: the
  * misses that arrive together (a verification batch's, whose items all look
  * up their key in the same turn) are looked up in one query, at most
- * `maxBatch` hashes each and `maxInFlight` queries at once (the rest wait and
- * go together). Concurrent misses of one hash are one lookup already
+ * `maxBatch` keys each and `maxInFlight` queries at once (the rest wait and
+ * go together). Concurrent misses of one key are one lookup already
  * (KeyCache.fetch).
  */
 export function lookupTogether(
-  findMany: (hashes: readonly string[]) => Promise<readonly CachedKey[]>,
+  findMany: (lookups: readonly KeyLookup[]) => Promise<readonly CachedKey[]>,
   options: { maxBatch?: number; maxInFlight?: number } = {},
-): (hash: string) => Promise<CachedKey | undefined> {
-  const batcher = new Batcher<string, CachedKey | null>(
-    async (hashes) => {
+): (workspaceId: string, hash: string) => Promise<CachedKey | undefined> {
+  const batcher = new Batcher<KeyLookup, CachedKey | null>(
+    async (lookups) => {
       const found = new Map<string, CachedKey>();
-      for (const key of await findMany(hashes)) found.set(key.hash, key);
-      return hashes.map((hash) => found.get(hash) ?? null);
+      for (const key of await findMany(lookups)) found.set(`${key.workspaceId}\n${key.hash}`, key);
+      return lookups.map((l) => found.get(`${l.workspaceId}\n${l.hash}`) ?? null);
     },
     { maxBatch: options.maxBatch ?? 1_000, maxInFlight: options.maxInFlight ?? 4 },
   );
-  return async (hash) => (await batcher.call(hash)) ?? undefined;
+  return async (workspaceId, hash) => (await batcher.call({ workspaceId, hash })) ?? undefined;
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { hashIsolationSuite } from "../hash-isolation.suite.ts";
 import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
@@ -156,6 +157,10 @@ describe("migrateKeys", () => {
       }),
     );
     expect(failure).toEqual({ reason: ErrorReason.ROLE_NOT_FOUND, message: "Role 'ghost' was not found." });
-    expect(await m.deps.store.findKeyByHash(hashKey("one"))).toBeUndefined();
+    expect(await m.deps.store.findKeyByHash("ws_1", hashKey("one"))).toBeUndefined();
   });
+});
+
+describe("migrateKeys across workspaces (in memory)", () => {
+  hashIsolationSuite(async () => ({ client: memoryKeys().client, workspaces: ["ws_1", "ws_2"] }));
 });

@@ -133,8 +133,9 @@ async function judge(
   steps: VerifySteps,
 ): Promise<Judgement> {
   const hash = hashKey(input.key);
-  const cached = deps.keyCache.peek(hash);
-  const key = cached !== undefined ? cached : await deps.keyCache.fetch(hash);
+  // Only the caller's workspace's key: a hash is unique per workspace, not across them.
+  const cached = deps.keyCache.peek(caller.workspaceId, hash);
+  const key = cached !== undefined ? cached : await deps.keyCache.fetch(caller.workspaceId, hash);
   // Missing, deleted, under a deleted API, of another workspace, or not verifiable by this root key:
   // one answer, so the response never tells which.
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
@@ -164,7 +165,7 @@ async function judge(
   const spend = await steps.spend(key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
-    deps.keyCache.invalidate(hash);
+    deps.keyCache.invalidate({ workspaceId: caller.workspaceId, hash });
     return { result: notFound(), key: null, spent: 0 };
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
