@@ -1,13 +1,29 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { KeyCache, lookupTogether } from "./key-cache.ts";
-import type { VerifiableKey } from "./store/keys-store.ts";
+import type { CachedKey } from "./store/keys-store.ts";
 
 const WS = "ws_1";
-const keyWithHash = (hash: string, workspaceId = WS) =>
-  ({ id: `key_${hash}`, hash, workspaceId }) as VerifiableKey;
+const keyWithHash = (hash: string, workspaceId = WS): CachedKey => ({
+  id: `key_${hash}`,
+  workspaceId,
+  apiId: "api_1",
+  hash,
+  name: null,
+  metaJson: null,
+  externalId: null,
+  identityId: null,
+  permissions: [],
+  roles: [],
+  expires: null,
+  enabled: true,
+  remaining: null,
+  deletedAt: null,
+  ratelimits: [],
+  apiDeleted: false,
+});
 
-function counting(found: (hash: string, workspaceId: string) => VerifiableKey | undefined) {
+function counting(found: (hash: string, workspaceId: string) => CachedKey | undefined) {
   const calls: string[] = [];
   let release: () => void = () => {};
   let gate: Promise<void> | undefined;
@@ -125,6 +141,60 @@ describe("KeyCache", () => {
     expect(cache.peek("ws_0", "h")).toBeUndefined();
     for (let i = 1; i < 9; i++) expect(cache.peek(`ws_${i}`, "h")?.workspaceId).toBe(`ws_${i}`);
     expect(cache.size).toBe(1);
+  });
+
+  it("bounds its entries by bytes: keys with 1 MiB of meta each stay under maxBytes, least recently used evicted", async () => {
+    const MiB = 1024 * 1024;
+    const meta = `{"blob":"${"x".repeat(MiB)}"}`;
+    const cache = new KeyCache(
+      async (ws, h) => ({ ...keyWithHash(h, ws), metaJson: meta }),
+      new TestClock(),
+      { max: 100_000, maxBytes: 16 * MiB },
+    );
+    for (let i = 0; i < 100; i++) {
+      await cache.fetch(WS, `h${i}`);
+      // h0 is verified all along: the least recently used are the others.
+      expect(cache.peek(WS, "h0")?.metaJson).toBe(meta);
+      expect(cache.bytes).toBeLessThanOrEqual(16 * MiB);
+    }
+    // Each counts at least its meta's bytes: at most 16 such keys in 16 MiB, whatever their count bound.
+    expect(cache.bytes).toBeGreaterThan(8 * MiB);
+    expect(cache.size).toBeLessThanOrEqual(16);
+    expect(cache.size).toBeGreaterThanOrEqual(2);
+    expect(cache.peek(WS, "h99")?.metaJson).toBe(meta);
+    expect(cache.peek(WS, "h1")).toBeUndefined();
+    expect(cache.peek(WS, "h50")).toBeUndefined();
+  });
+
+  it("counts what is worked out later from a cached key (charge), and evicts to stay under maxBytes", async () => {
+    const cache = new KeyCache(async (ws, h) => keyWithHash(h, ws), new TestClock(), {
+      max: 100_000,
+      maxBytes: 100_000,
+    });
+    const a = (await cache.fetch(WS, "a"))!;
+    await cache.fetch(WS, "b");
+    const before = cache.bytes;
+    cache.charge(a, "segments", 10_000);
+    expect(cache.bytes).toBe(before + 10_000);
+    // A new answer for the same key replaces what was counted for it, it does not add to it.
+    cache.charge(a, "segments", 4_000);
+    expect(cache.bytes).toBe(before + 4_000);
+    cache.charge(a, "grants", 1_000);
+    expect(cache.bytes).toBe(before + 5_000);
+    // Charged beyond the bound, the least recently used go first: b (a was charged, so used, since).
+    const c = (await cache.fetch(WS, "c"))!;
+    cache.charge(c, "segments", 100_000 - cache.bytes + 1);
+    expect(cache.bytes).toBeLessThanOrEqual(100_000);
+    expect(cache.peek(WS, "b")).toBeUndefined();
+    expect(cache.peek(WS, "a")).toBe(a);
+    expect(cache.peek(WS, "c")).toBe(c);
+    // One entry larger than the whole bound is not kept at all.
+    cache.charge(c, "segments", 100_000);
+    expect(cache.peek(WS, "c")).toBeUndefined();
+    // A key no longer cached is charged nothing.
+    cache.invalidate();
+    cache.charge(a, "segments", 1);
+    expect(cache.bytes).toBe(0);
   });
 });
 

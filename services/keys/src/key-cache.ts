@@ -1,5 +1,6 @@
 import { Batcher, type Clock } from "@latchkey/runtime";
 import { LRUCache } from "lru-cache";
+import { textBytes as text } from "./byte-sizes.ts";
 import type { CachedKey, KeyLookup } from "./store/keys-store.ts";
 
 interface Entry {
@@ -14,10 +15,50 @@ interface Entry {
    * compared: no key string is built per verification.
    */
   next: Entry | undefined;
+  /** Bytes counted for the record itself (recordBytes). */
+  bytes: number;
+  /** Bytes counted for what verification works out from the record and keeps while it lives (charge). */
+  derived: { grants: number; verdicts: number; segments: number };
 }
+
+/**
+ * What verification keeps per cached key besides the record: its grants, the
+ * verdicts of permission queries remembered for them, its answer's encoded fields.
+ */
+export type Derived = keyof Entry["derived"];
 
 /** Most workspaces kept for one hash; beyond, the one cached longest ago goes. */
 const MAX_WORKSPACES_PER_HASH = 8;
+
+/**
+ * Default bound of the bytes counted for every entry (KEY_CACHE_MAX_BYTES):
+ * 100,000 keys of a typical size (KEY_CACHE_SIZE's default) count about 150
+ * MiB, so the bound on bytes takes over only from keys larger than that.
+ */
+export const KEY_CACHE_MAX_BYTES = 160 * 1024 * 1024;
+
+/**
+ * The fixed part of an entry: the Entry, the record, its arrays, an lru-cache
+ * slot and the hash table's share (measured: README, Memory).
+ */
+const ENTRY_BYTES = 640;
+/**
+ * The bytes an entry holds for its record, counted from its strings' lengths
+ * (no scan of their characters: meta can be large). An upper bound rather than
+ * a guess, so the cache stays under its bound whatever the keys hold.
+ */
+export function recordBytes(workspaceId: string, hash: string, key: CachedKey | null): number {
+  let bytes = ENTRY_BYTES + text(workspaceId) + text(hash);
+  if (key === null) return bytes;
+  bytes += text(key.id) + text(key.apiId) + text(key.name) + text(key.metaJson);
+  bytes += text(key.externalId) + text(key.identityId);
+  for (const p of key.permissions) bytes += 8 + text(p);
+  for (const r of key.roles) bytes += 8 + text(r);
+  for (const r of key.ratelimits) bytes += 96 + text(r.id) + text(r.name);
+  return bytes;
+}
+
+const entryBytes = (e: Entry) => e.bytes + e.derived.grants + e.derived.verdicts + e.derived.segments;
 
 /**
  * Keys by workspace and hash, in process: a bounded LRU with negative entries,
@@ -49,9 +90,18 @@ export class KeyCache {
   constructor(
     private readonly load: (workspaceId: string, hash: string) => Promise<CachedKey | undefined>,
     private readonly clock: Clock,
-    private readonly options: { max?: number; ttlMs?: number } = {},
+    private readonly options: { max?: number; maxBytes?: number; ttlMs?: number } = {},
   ) {
-    this.entries = new LRUCache({ max: options.max ?? 100_000 });
+    this.entries = new LRUCache({
+      max: options.max ?? 100_000,
+      // Bytes as well as entries: a count alone lets keys with large meta take any amount of memory.
+      maxSize: options.maxBytes ?? KEY_CACHE_MAX_BYTES,
+      sizeCalculation: (head) => {
+        let bytes = 0;
+        for (let e: Entry | undefined = head; e !== undefined; e = e.next) bytes += entryBytes(e);
+        return bytes;
+      },
+    });
   }
 
   /** The cached answer without any I/O: a key, null for a known miss, undefined when not cached. */
@@ -99,15 +149,45 @@ export class KeyCache {
     else this.entries.clear();
   }
 
+  /**
+   * Counts `bytes` that verification keeps for a cached key besides its record
+   * (its grants, its answer's encoded fields; kept while the record is), in
+   * place of what was counted for that before. Evicts the least recently used
+   * to stay under the bound; a key no longer cached is counted nothing. Called
+   * when such a thing is worked out, once per record, not per verification.
+   */
+  charge(key: CachedKey, kind: Derived, bytes: number): void {
+    const head = this.entries.peek(key.hash);
+    let found: Entry | undefined = head;
+    while (found !== undefined && found.key !== key) found = found.next;
+    if (found === undefined || found.derived[kind] === bytes) return;
+    const charged: Entry = { ...found, derived: { ...found.derived, [kind]: bytes } };
+    // lru-cache counts a value's size when it is set: a changed entry is set as a new chain.
+    this.entries.set(key.hash, replaced(head!, found, charged));
+  }
+
   /** Hashes cached (each with one or more workspaces' entries). */
   get size(): number {
     return this.entries.size;
   }
 
+  /** Bytes counted for every entry, at most maxBytes. */
+  get bytes(): number {
+    return this.entries.calculatedSize;
+  }
+
   private put(workspaceId: string, hash: string, key: CachedKey | null): void {
     const others = without(this.entries.peek(hash), workspaceId, MAX_WORKSPACES_PER_HASH - 1);
-    // Beyond max, lru-cache drops the least recently used hash.
-    this.entries.set(hash, { workspaceId, key, loadedAt: this.clock.now(), next: others });
+    // Beyond max entries or maxBytes, lru-cache drops the least recently used hashes; an entry
+    // larger than maxBytes by itself is not kept.
+    this.entries.set(hash, {
+      workspaceId,
+      key,
+      loadedAt: this.clock.now(),
+      next: others,
+      bytes: recordBytes(workspaceId, hash, key),
+      derived: { grants: 0, verdicts: 0, segments: 0 },
+    });
   }
 
   private drop(workspaceId: string, hash: string): void {
@@ -117,6 +197,12 @@ export class KeyCache {
     if (rest === undefined) this.entries.delete(hash);
     else if (rest !== head) this.entries.set(hash, rest);
   }
+}
+
+/** The chain from `head` with `old` replaced by `updated`. */
+function replaced(head: Entry, old: Entry, updated: Entry): Entry {
+  if (head === old) return updated;
+  return { ...head, next: replaced(head.next!, old, updated) };
 }
 
 /**
