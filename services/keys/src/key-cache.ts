@@ -42,12 +42,14 @@ export const KEY_CACHE_MAX_BYTES = 160 * 1024 * 1024;
  * slot and the hash table's share (measured: README, Memory).
  */
 const ENTRY_BYTES = 640;
+
 /**
  * The bytes an entry holds for its record, counted from its strings' lengths
  * (no scan of their characters: meta can be large). An upper bound rather than
  * a guess, so the cache stays under its bound whatever the keys hold.
  */
 export function recordBytes(workspaceId: string, hash: string, key: CachedKey | null): number {
+  // A found key's workspace and hash are its record's strings (KeyCache.put), a miss's the lookup's.
   let bytes = ENTRY_BYTES + text(workspaceId) + text(hash);
   if (key === null) return bytes;
   bytes += text(key.id) + text(key.apiId) + text(key.name) + text(key.metaJson);
@@ -177,15 +179,18 @@ export class KeyCache {
   }
 
   private put(workspaceId: string, hash: string, key: CachedKey | null): void {
-    const others = without(this.entries.peek(hash), workspaceId, MAX_WORKSPACES_PER_HASH - 1);
+    // A found key's own workspace and hash (the same text) are kept rather than the lookup's copies.
+    const ws = key?.workspaceId ?? workspaceId;
+    const at = key?.hash ?? hash;
+    const others = without(this.entries.peek(at), ws, MAX_WORKSPACES_PER_HASH - 1);
     // Beyond max entries or maxBytes, lru-cache drops the least recently used hashes; an entry
     // larger than maxBytes by itself is not kept.
-    this.entries.set(hash, {
-      workspaceId,
+    this.entries.set(at, {
+      workspaceId: ws,
       key,
       loadedAt: this.clock.now(),
       next: others,
-      bytes: recordBytes(workspaceId, hash, key),
+      bytes: recordBytes(ws, at, key),
       derived: { grants: 0, verdicts: 0, segments: 0 },
     });
   }
