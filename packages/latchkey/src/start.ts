@@ -17,7 +17,9 @@ import {
   createRootKey,
   creditSpendsSql,
   ensureRootKey,
+  KEY_CACHE_MAX_BYTES,
   keysRoutes,
+  MIN_CACHE_BYTES,
   startRefills,
 } from "@latchkey/keys";
 import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
@@ -62,6 +64,7 @@ function readSettings() {
     clickhouseUrl: env.string("CLICKHOUSE_URL"),
     asyncCommit: Boolean(env.string("DATABASE_URL")) && asyncCommit,
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
+    cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", KEY_CACHE_MAX_BYTES, MIN_CACHE_BYTES),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0"),
     rootKeyCacheTtlMs: rootKeyCacheTtlMs(),
@@ -150,6 +153,7 @@ async function main() {
     events,
     encryptionKey: settings.encryptionKey,
     cacheSize: settings.cacheSize,
+    cacheMaxBytes: settings.cacheMaxBytes,
     log: log.child({ service: "keys" }),
     ...transports,
   });

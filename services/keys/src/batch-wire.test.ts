@@ -95,7 +95,12 @@ describe("encodedAnswer", () => {
     expect(answer).toEqual(create(VerifyKeyBatchResponseSchema, plain(answer) as never));
     // With the segments kept per cached key, and made from the fields alone.
     expect(
-      Buffer.from(toBinary(VerifyKeyBatchResponseSchema, encodedAnswer(results, answerSegments))),
+      Buffer.from(
+        toBinary(
+          VerifyKeyBatchResponseSchema,
+          encodedAnswer(results, (r) => answerSegments(r, kit.deps.keyCache)),
+        ),
+      ),
     ).toEqual(Buffer.from(expected));
     expect(
       Buffer.from(
@@ -121,8 +126,23 @@ describe("encodedAnswer", () => {
       if (r.result.case !== "response") throw new Error(`a response, not ${r.result.case}`);
       return r.result.value;
     };
-    expect(answerSegments(value(again.results[0]!))).toBe(answerSegments(value(first.results[0]!)));
-    expect(answerSegments(value(first.results[0]!))).toEqual(segmentsOf(value(first.results[0]!)));
+    const segments = (r: VerifyKeyBatchResult) => answerSegments(value(r), kit.deps.keyCache);
+    expect(segments(again.results[0]!)).toBe(segments(first.results[0]!));
+    expect(segments(first.results[0]!)).toEqual(segmentsOf(value(first.results[0]!)));
+  });
+
+  it("counts a cached key's segments in the key cache's bytes, once", async () => {
+    const { kit, req } = await mixedBatch();
+    const handler = verifyKeyBatch(kit.deps);
+    const { results } = await handler(create(VerifyKeyBatchRequestSchema, req));
+    const before = kit.deps.keyCache.bytes;
+    const rich = results[0]!.result;
+    if (rich.case !== "response") throw new Error("the first item verifies");
+    const made = answerSegments(rich.value, kit.deps.keyCache)!;
+    const counted = kit.deps.keyCache.bytes - before;
+    expect(counted).toBeGreaterThan(made.before.byteLength + made.after.byteLength);
+    answerSegments(rich.value, kit.deps.keyCache);
+    expect(kit.deps.keyCache.bytes - before).toBe(counted);
   });
 });
 

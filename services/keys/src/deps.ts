@@ -16,11 +16,11 @@ import {
 } from "@latchkey/runtime";
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
-import { IdentityCache } from "./identity-cache.ts";
+import { grantsBytes, IdentityCache } from "./identity-cache.ts";
 import { KeyCache, lookupTogether } from "./key-cache.ts";
 import { LastUsed } from "./last-used.ts";
 import { SpendQueue } from "./spend-collector.ts";
-import type { KeysStore } from "./store/keys-store.ts";
+import type { CachedKey, KeysStore } from "./store/keys-store.ts";
 import { MemoryKeysStore } from "./store/memory-keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
 import { KeyVault } from "./vault.ts";
@@ -34,7 +34,7 @@ export interface KeysDeps {
   events: EventSink;
   /** Every credit spend of verifications, few statements for many (group commit). */
   spends: SpendQueue;
-  /** Keys by hash for verification, invalidated through the bus. */
+  /** Keys by workspace and hash for verification, invalidated through the bus. */
   keyCache: KeyCache;
   /** Time for expiry and timestamps, injected so tests control it. */
   clock: Clock;
@@ -73,8 +73,12 @@ export interface KeysDepsOptions {
   events?: EventSink;
   clock?: Clock;
   log?: Logger;
-  /** Most keys held in the verification cache. */
+  /** Most keys held in the verification cache (env KEY_CACHE_SIZE, default 100,000). */
   cacheSize?: number;
+  /** Most bytes counted for the verification cache's keys (env KEY_CACHE_MAX_BYTES, default 160 MiB). */
+  cacheMaxBytes?: number;
+  /** Most bytes counted for cached roles, permissions and identities (default IDENTITY_CACHE_MAX_BYTES, 64 MiB). */
+  identityCacheMaxBytes?: number;
   /** 32 bytes (env LATCHKEY_ENCRYPTION_KEY, base64). Without it keys cannot be created recoverable. */
   encryptionKey?: Buffer;
   /**
@@ -97,6 +101,9 @@ export interface KeysDepsOptions {
    */
   ratelimitFailOpen?: boolean;
 }
+
+/** The least KEY_CACHE_MAX_BYTES accepts: less would hold next to nothing. */
+export const MIN_CACHE_BYTES = 1024 * 1024;
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
 export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
@@ -126,6 +133,8 @@ export function createMemoryKeysDeps(
     ratelimit?: Transport;
     lastUsedFlushMs?: number;
     ratelimitFailOpen?: boolean;
+    cacheMaxBytes?: number;
+    identityCacheMaxBytes?: number;
   } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();
@@ -151,6 +160,8 @@ function assemble(
     clock?: Clock;
     log?: Logger;
     cacheSize?: number;
+    cacheMaxBytes?: number;
+    identityCacheMaxBytes?: number;
     encryptionKey?: Buffer;
     identity: Transport;
     ratelimit?: Transport;
@@ -165,15 +176,22 @@ function assemble(
   const clock = options.clock ?? systemClock;
   // A batch's cache misses are looked up in one query.
   const keyCache = new KeyCache(
-    lookupTogether((hashes) => store.findKeysByHash(hashes)),
+    lookupTogether((lookups) => store.findKeysByHash(lookups)),
     clock,
     {
       ...(options.cacheSize ? { max: options.cacheSize } : {}),
+      ...(options.cacheMaxBytes ? { maxBytes: options.cacheMaxBytes } : {}),
     },
   );
   const unsubscribe = invalidateOnKeyChanges(options.bus, keyCache);
   const identity = createClient(IdentityService, options.identity);
-  const identityCache = new IdentityCache(identity, options.bus, { clock });
+  const identityCache = new IdentityCache(identity, options.bus, {
+    clock,
+    ...(options.identityCacheMaxBytes ? { maxBytes: options.identityCacheMaxBytes } : {}),
+    // A key's grants live as long as its cached record: counted with it. Verification resolves
+    // grants only for the records the key cache hands it.
+    onGrants: (key, grants) => keyCache.charge(key as CachedKey, "grants", grantsBytes(grants)),
+  });
   const log = options.log ?? createLogger("keys");
   const deletedGrants = new DeletedGrants({ store, bus: options.bus, keyCache, clock, log });
   const lastUsed = new LastUsed(store, log, options.lastUsedFlushMs);

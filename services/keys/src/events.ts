@@ -117,7 +117,7 @@ function writeString(out: Out, field: number, text: string): void {
 
 export interface KeyChange {
   workspaceId: string;
-  /** The changed key's hash; without it every instance drops its whole cache. */
+  /** The changed key's hash (in workspaceId); without it every instance drops its whole cache. */
   hash?: string;
   keyId?: string;
   apiId?: string;
@@ -128,7 +128,7 @@ export interface KeyChange {
  * instance does when the message arrives, before its next verification.
  */
 export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: KeyChange): void {
-  deps.keyCache.invalidate(change.hash);
+  deps.keyCache.invalidate(change.hash ? { workspaceId: change.workspaceId, hash: change.hash } : undefined);
   deps.bus.publish(
     KEY_CHANGED,
     toBinary(
@@ -146,13 +146,14 @@ export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: Key
 /** Applies every instance's KeyChanged to this instance's cache; returns the unsubscribe function. */
 export function invalidateOnKeyChanges(bus: Bus, cache: KeyCache): () => void {
   return bus.subscribe(KEY_CHANGED, (data) => {
-    let hash: string | undefined;
+    let key: { workspaceId: string; hash: string } | undefined;
     try {
-      hash = fromBinary(KeyChangedSchema, data).hash || undefined;
+      const { workspaceId, hash } = fromBinary(KeyChangedSchema, data);
+      key = hash !== "" && workspaceId !== "" ? { workspaceId, hash } : undefined;
     } catch {
       // An unreadable message still means something changed.
-      hash = undefined;
+      key = undefined;
     }
-    cache.invalidate(hash);
+    cache.invalidate(key);
   });
 }

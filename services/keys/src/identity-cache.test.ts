@@ -9,7 +9,7 @@ import { callerOf } from "./test-kit.ts";
 const admin = callerOf("ws_1", "*");
 
 /** An identity service whose events reach the cache only when `connected`. */
-function setup(connected: boolean, maxPerWorkspace?: number) {
+function setup(connected: boolean, maxPerWorkspace?: number, maxBytes?: number) {
   const clock = new TestClock();
   const identityBus = new MemoryBus();
   const identity = createClient(
@@ -24,6 +24,7 @@ function setup(connected: boolean, maxPerWorkspace?: number) {
     clock,
     ttlMs: 60_000,
     ...(maxPerWorkspace ? { maxPerWorkspace } : {}),
+    ...(maxBytes ? { maxBytes } : {}),
   });
   return { clock, identity, cache };
 }
@@ -134,5 +135,44 @@ describe("IdentityCache", () => {
       expect(none).toEqual({ roles: [], roleNames: [], permissions: [], held: new Set() });
       expect(cache.grants(key([], []))).toBe(none);
     });
+  });
+
+  it("bounds what it holds by bytes across workspaces: the workspace loaded longest ago goes first", async () => {
+    const KiB = 1024;
+    // Announcements lost: what is still cached answers an identity deleted since, what was dropped does not.
+    const { identity, cache } = setup(false, undefined, 1024 * KiB);
+    // About 57 KiB counted each (two bytes a character), under the 64 KiB an entry may count here.
+    const meta = JSON.stringify({ blob: "x".repeat(28 * KiB) });
+    const ids = new Map<string, string[]>();
+    for (const ws of ["ws_a", "ws_b", "ws_c", "ws_d", "ws_e"]) {
+      const caller = callerOf(ws, "*");
+      const made: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        made.push(
+          (await identity.createIdentity({ caller, externalId: `user_${i}`, metaJson: meta })).identityId,
+        );
+      }
+      ids.set(ws, made);
+      for (const id of made) expect((await cache.identity(ws, id))?.metaJson).toBe(meta);
+      expect(cache.bytes).toBeLessThanOrEqual(1024 * KiB);
+    }
+    // 20 of them count more than the bound: the first workspace's went.
+    expect(cache.bytes).toBeGreaterThan(512 * KiB);
+    for (const [ws, made] of ids) {
+      for (const id of made) await identity.deleteIdentity({ caller: callerOf(ws, "*"), identity: id });
+    }
+    expect(await cache.identity("ws_a", ids.get("ws_a")![0]!)).toBeNull();
+    for (const id of ids.get("ws_e")!) expect((await cache.identity("ws_e", id))?.metaJson).toBe(meta);
+  });
+
+  it("does not keep an entry larger than a sixteenth of its bound, and answers it all the same", async () => {
+    const { identity, cache } = setup(false, undefined, 1024 * 1024);
+    const caller = callerOf("ws_1", "*");
+    const meta = JSON.stringify({ blob: "x".repeat(40 * 1024) });
+    const { identityId } = await identity.createIdentity({ caller, externalId: "big", metaJson: meta });
+    expect((await cache.identity("ws_1", identityId))?.metaJson).toBe(meta);
+    expect(cache.bytes).toBe(0);
+    await identity.deleteIdentity({ caller, identity: identityId });
+    expect(await cache.identity("ws_1", identityId)).toBeNull();
   });
 });

@@ -4,6 +4,7 @@ import { onIdentityChanged } from "@latchkey/identity";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { Batcher, type Bus, type Clock, OldestFirst, systemClock } from "@latchkey/runtime";
+import { textBytes } from "./byte-sizes.ts";
 import type { KeyRatelimitRecord } from "./store/keys-store.ts";
 
 /** A role as verification needs it: its name and its permission slugs. */
@@ -73,6 +74,9 @@ export class IdentityCache {
   private readonly grantsOfKey = new WeakMap<GrantedKey, { generation: number; grants: Grants }>();
   /** Each workspace's entries of one kind, oldest first, for the eviction beyond maxPerWorkspace. */
   private readonly oldest = new WeakMap<Map<string, unknown>, OldestFirst<string>>();
+  /** Bytes counted for every entry (entryBytes), and for each workspace's. */
+  private total = 0;
+  private readonly bytesOf = new Map<string, number>();
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
   private readonly permissionLoader: Batcher<Lookup, string | null>;
@@ -81,7 +85,15 @@ export class IdentityCache {
   constructor(
     client: Client<typeof IdentityService>,
     bus: Bus,
-    private readonly options: { maxPerWorkspace?: number; ttlMs?: number; clock?: Clock } = {},
+    private readonly options: {
+      maxPerWorkspace?: number;
+      /** Most bytes counted for all workspaces' entries together (default IDENTITY_CACHE_MAX_BYTES). */
+      maxBytes?: number;
+      ttlMs?: number;
+      clock?: Clock;
+      /** Told of each key's grants as they are worked out and kept (the key cache counts their bytes). */
+      onGrants?: (key: GrantedKey, grants: Grants) => void;
+    } = {},
   ) {
     this.roleLoader = new Batcher<Lookup, ResolvedRole | null>((lookups) =>
       perWorkspace<ResolvedRole>(lookups, async (workspaceId, names) => {
@@ -143,7 +155,10 @@ export class IdentityCache {
     const roles = this.existingRoles(key.workspaceId, key.roles);
     const remember = (direct: readonly string[], existing: readonly ResolvedRole[]): Grants => {
       const grants = grantsOf(key, direct, existing);
-      if (generation === this.generation) this.grantsOfKey.set(key, { generation, grants });
+      if (generation === this.generation) {
+        this.grantsOfKey.set(key, { generation, grants });
+        this.options.onGrants?.(key, grants);
+      }
       return grants;
     };
     if (permissions instanceof Promise || roles instanceof Promise) {
@@ -205,12 +220,14 @@ export class IdentityCache {
       this.identities.clear();
       this.permissions.clear();
       this.since.clear();
-    } else {
-      this.roles.delete(workspaceId);
-      this.identities.delete(workspaceId);
-      this.permissions.delete(workspaceId);
-      this.since.delete(workspaceId);
-    }
+      this.bytesOf.clear();
+      this.total = 0;
+    } else this.evict(workspaceId);
+  }
+
+  /** Bytes counted for what is cached, at most maxBytes. */
+  get bytes(): number {
+    return this.total;
   }
 
   close(): void {
@@ -221,7 +238,7 @@ export class IdentityCache {
     return (this.options.clock ?? systemClock).now();
   }
 
-  private cached<T>(
+  private cached<T extends Cached>(
     cache: Map<string, Map<string, T | null>>,
     loader: Batcher<Lookup, T | null>,
     workspaceId: string,
@@ -244,7 +261,16 @@ export class IdentityCache {
       this.invalidate(workspaceId);
   }
 
-  private put<T>(cache: Map<string, Map<string, T>>, workspaceId: string, name: string, value: T): void {
+  private put<T extends Cached>(
+    cache: Map<string, Map<string, T | null>>,
+    workspaceId: string,
+    name: string,
+    value: T | null,
+  ): void {
+    const maxBytes = this.options.maxBytes ?? IDENTITY_CACHE_MAX_BYTES;
+    const bytes = entryBytes(name, value);
+    // One entry may not take a large share of what every workspace shares: it is asked for each time.
+    if (bytes > maxBytes / 16) return;
     let entries = cache.get(workspaceId);
     if (!entries) {
       entries = new Map();
@@ -252,9 +278,78 @@ export class IdentityCache {
       this.oldest.set(entries, new OldestFirst(entries));
     }
     if (!this.since.has(workspaceId)) this.since.set(workspaceId, this.now());
+    const replaced = entries.get(name);
+    if (replaced !== undefined) this.count(workspaceId, -entryBytes(name, replaced));
     entries.set(name, value);
-    this.oldest.get(entries)?.trim(this.options.maxPerWorkspace ?? 100_000);
+    this.count(workspaceId, bytes);
+    this.dropOldest(workspaceId, entries, () => entries.size > (this.options.maxPerWorkspace ?? 100_000));
+    // Over the bound, the workspaces loaded longest ago go first (their entries expire soonest
+    // anyway); then this workspace's oldest entries.
+    for (const other of this.since.keys()) {
+      if (this.total <= maxBytes) return;
+      if (other !== workspaceId) this.evict(other);
+    }
+    for (const kind of [this.identities, this.roles, this.permissions]) {
+      const own = kind.get(workspaceId) as Map<string, Cached> | undefined;
+      if (own) this.dropOldest(workspaceId, own, () => this.total > maxBytes);
+    }
   }
+
+  /** Drops a workspace's oldest entries of one kind while `over()`. */
+  private dropOldest(workspaceId: string, entries: Map<string, Cached>, over: () => boolean): void {
+    const oldest = this.oldest.get(entries);
+    while (over()) {
+      const name = oldest?.next();
+      if (name === undefined) return;
+      this.count(workspaceId, -entryBytes(name, entries.get(name) ?? null));
+      entries.delete(name);
+    }
+  }
+
+  /** Drops a workspace's entries without bumping the generation: nothing changed, memory is freed. */
+  private evict(workspaceId: string): void {
+    this.roles.delete(workspaceId);
+    this.identities.delete(workspaceId);
+    this.permissions.delete(workspaceId);
+    this.since.delete(workspaceId);
+    this.total -= this.bytesOf.get(workspaceId) ?? 0;
+    this.bytesOf.delete(workspaceId);
+  }
+
+  private count(workspaceId: string, bytes: number): void {
+    this.total += bytes;
+    this.bytesOf.set(workspaceId, (this.bytesOf.get(workspaceId) ?? 0) + bytes);
+  }
+}
+
+/** Default bound of the bytes counted for the identity cache (IDENTITY_CACHE_MAX_BYTES). */
+export const IDENTITY_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+type Cached = ResolvedRole | ResolvedIdentity | string | null;
+
+/**
+ * The bytes one cached entry holds, from its strings' lengths (byte-sizes.ts):
+ * the Map's entry and its name, and a role, an identity (with the answer
+ * message verification makes of it once), a permission's slug or nothing.
+ */
+function entryBytes(name: string, value: Cached): number {
+  let bytes = 64 + textBytes(name);
+  if (value === null) return bytes;
+  if (typeof value === "string") return bytes + textBytes(value);
+  if ("permissions" in value) {
+    bytes += 64 + textBytes(value.name);
+    for (const p of value.permissions) bytes += 8 + textBytes(p);
+    return bytes;
+  }
+  bytes += 320 + textBytes(value.id) + textBytes(value.externalId) + textBytes(value.metaJson);
+  for (const r of value.ratelimits) bytes += 96 + textBytes(r.id) + textBytes(r.name);
+  return bytes;
+}
+
+/** The bytes a key's grants keep besides the strings they share with the cache: their arrays and set. */
+export function grantsBytes(grants: Grants): number {
+  const arrays = grants.roles.length + grants.roleNames.length + grants.permissions.length;
+  return 256 + 8 * arrays + 48 * grants.held.size;
 }
 
 /** The grants of a key without roles or direct permissions. */

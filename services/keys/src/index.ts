@@ -5,8 +5,11 @@ export {
   creditSpendsSql,
   type KeysDeps,
   type KeysDepsOptions,
+  MIN_CACHE_BYTES,
 } from "./deps.ts";
 export { KEY_CHANGED } from "./events.ts";
+export { IDENTITY_CACHE_MAX_BYTES } from "./identity-cache.ts";
+export { KEY_CACHE_MAX_BYTES } from "./key-cache.ts";
 export { keysMigrations } from "./migrations.ts";
 export { applyDueRefills, latestRefillAt, startRefills } from "./refills.ts";
 export { keysRoutes } from "./routes.ts";

@@ -14,7 +14,7 @@ import {
 import { keysCodecs } from "@latchkey/runtime/wire/keys-codecs";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { ensureRootKey } from "./admin.ts";
-import { createKeysDeps, creditSpendsSql } from "./deps.ts";
+import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
@@ -42,8 +42,11 @@ const identityUrl = env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? "";
 const ratelimitUrl = env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "";
 // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
 const lastUsedFlushMs = env.int("LAST_USED_FLUSH_MS", 1_000);
-// Keys held in memory (about 0.5 KB each); a key not held costs a PostgreSQL lookup when verified.
+// Keys held in memory; a key not held costs a PostgreSQL lookup when verified. Bounded by count and by
+// the bytes counted for them, so keys with large meta cannot take the process's memory (README: Memory).
 const cacheSize = env.int("KEY_CACHE_SIZE", 100_000, 1);
+// A literal default (160 MiB, KEY_CACHE_MAX_BYTES), so that deploy/README.md's table can be checked against it.
+const cacheMaxBytes = env.int("KEY_CACHE_MAX_BYTES", 167_772_160, MIN_CACHE_BYTES);
 
 const sql = connect(databaseUrl);
 await migrate(sql, "keys", keysMigrations);
@@ -74,6 +77,7 @@ const deps = createKeysDeps({
   ratelimitFailOpen,
   lastUsedFlushMs,
   cacheSize,
+  cacheMaxBytes,
   ...(events ? { events: events as EventSink } : {}),
   ...(encryptionKey ? { encryptionKey } : {}),
   spendSql,

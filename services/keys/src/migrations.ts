@@ -187,4 +187,19 @@ INSERT INTO key_last_used (key_id, at) SELECT id, last_used_at FROM keys WHERE l
 ALTER TABLE keys DROP COLUMN last_used_at;
 `,
   },
+  {
+    version: 7,
+    name: "a key's hash unique per workspace",
+    sql: `
+-- A key's hash was unique across every workspace, so importing a hash another
+-- workspace held failed, which told the importer that the key string exists
+-- elsewhere, and let the first tenant to import a known hash keep others from
+-- it. Verification knows the caller's workspace and looks a key up by
+-- (workspace, hash), so a hash need only be unique within its workspace: the
+-- same string in two workspaces is two keys that never meet. Root keys keep
+-- their globally unique hash (README: What is unique where).
+CREATE UNIQUE INDEX keys_workspace_hash ON keys (workspace_id, hash);
+ALTER TABLE keys DROP CONSTRAINT keys_hash_key;
+`,
+  },
 ];

@@ -79,8 +79,8 @@ export async function ensurePermissions(
 
 /**
  * createKey, updateKey and migrateKeys create the permission slugs they name
- * with no rbac permission of their own, as the reference does (notes a.2, d.3):
- * the key operation is what the caller was authorized for.
+ * without rbac.*.create_permission, as the reference does: the caller was
+ * authorized for giving the key those permissions (rbac-changes.ts).
  */
 export async function ensureInlinePermissions(
   deps: KeysDeps,

@@ -23,7 +23,9 @@ export { callerOf };
 export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7);
 
 /** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
-export function memoryKeys(options: { bus?: Bus; events?: EventSink; encryptionKey?: Buffer } = {}) {
+export function memoryKeys(
+  options: { bus?: Bus; events?: EventSink; encryptionKey?: Buffer; cacheMaxBytes?: number } = {},
+) {
   const clock = new TestClock();
   const bus = options.bus ?? new MemoryBus();
   // The real identity service in memory, on the same bus and clock, reachable for seeding roles and permissions.
@@ -37,6 +39,7 @@ export function memoryKeys(options: { bus?: Bus; events?: EventSink; encryptionK
     identity: identityTransport,
     ...(options.events ? { events: options.events } : {}),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+    ...(options.cacheMaxBytes ? { cacheMaxBytes: options.cacheMaxBytes } : {}),
   });
   const client: Client<typeof KeysService> = createClient(
     KeysService,

@@ -5,6 +5,7 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensurePermissions, permissionsView } from "../rbac.ts";
+import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { validKeyId, validSlugs } from "./validation.ts";
 
 /**
@@ -20,7 +21,10 @@ export function addPermissions(deps: KeysDeps) {
     const keyId = validKeyId(req.keyId);
     const slugs = validSlugs(req.permissions, 1);
     const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key"), "rbac.*.add_permission_to_key"]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ permissions: adding(slugs) }),
+    ]);
     await ensurePermissions(deps, caller, slugs);
     const updated = await deps.store.changeKeyList(
       key.id,

@@ -5,6 +5,7 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
+import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { validKeyId, validRoleNames } from "./validation.ts";
 
 /**
@@ -18,7 +19,10 @@ export function addRoles(deps: KeysDeps) {
     const keyId = validKeyId(req.keyId);
     const names = validRoleNames(req.roles, 1);
     const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key"), "rbac.*.add_role_to_key"]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ roles: adding(names) }),
+    ]);
     const roles = await requireRoles(deps, caller, names);
     const add = roles.map((r) => r.name);
     const updated = await deps.store.changeKeyList(key.id, "roles", { add, remove: [] }, deps.clock.now());

@@ -233,12 +233,13 @@ describe("createKey", () => {
     ]);
   });
 
-  it("keeps existing roles by name, and creates the permission slugs it names without rbac permissions", async () => {
+  it("keeps existing roles by name, and creates the permission slugs it names without rbac.*.create_permission", async () => {
     const m = memoryKeys();
     const apiId = await m.seed.api();
     await m.rbac.role("reader", ["docs.read"]);
     const res = await m.client.createKey({
-      caller: callerOf("ws_1", "api.*.create_key"),
+      // Giving a key roles and permissions needs what adding them needs (rbac-changes.test.ts).
+      caller: callerOf("ws_1", "api.*.create_key", "rbac.*.add_role_to_key", "rbac.*.add_permission_to_key"),
       apiId,
       roles: ["reader"],
       permissions: ["billing.read"],

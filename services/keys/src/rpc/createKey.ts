@@ -1,11 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId } from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
+import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
 import type { KeyRatelimitRecord, RefillRecord } from "../store/keys-store.ts";
 import { metaObject, validCredits, validExpires, validPermissions, validRatelimits } from "./validation.ts";
@@ -20,6 +21,11 @@ export function createKey(deps: KeysDeps) {
     requireOrMask(caller, [need("api", input.apiId, "create_key")], apiNotFound);
     const api = await visibleApi(deps, caller, input.apiId);
     if (input.recoverable) requireOrMask(caller, [need("api", api.id, "encrypt_key")], apiNotFound);
+    // Giving the new key roles or permissions needs what adding them to a key needs.
+    requirePermissions(
+      caller,
+      grantChangePermissions({ roles: adding(input.roles), permissions: adding(input.permissions) }),
+    );
     const vault = input.recoverable ? requireVault(deps) : undefined;
     const roles = (await requireRoles(deps, caller, input.roles)).map((r) => r.name);
     // As the reference: the key's permission slugs exist from now on, created with no rbac permission asked.

@@ -2,10 +2,18 @@ import { createHash } from "node:crypto";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { hashIsolationSuite } from "../hash-isolation.suite.ts";
 import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
 const importer = callerOf("ws_1", "api.*.create_key");
+/** Imports keys with roles and permissions (rbac-changes.test.ts). */
+const grantingImporter = callerOf(
+  "ws_1",
+  "api.*.create_key",
+  "rbac.*.add_role_to_key",
+  "rbac.*.add_permission_to_key",
+);
 const hex = (plaintext: string) => createHash("sha256").update(plaintext).digest("hex");
 
 describe("migrateKeys", () => {
@@ -120,7 +128,7 @@ describe("migrateKeys", () => {
     const apiId = await m.seed.api();
     await m.rbac.role("reader", ["docs.read"]);
     const res = await m.client.migrateKeys({
-      caller: importer,
+      caller: grantingImporter,
       migrationId: "m1",
       apiId,
       keys: [
@@ -142,13 +150,17 @@ describe("migrateKeys", () => {
     const apiId = await m.seed.api();
     const failure = await rejection(
       m.client.migrateKeys({
-        caller: importer,
+        caller: grantingImporter,
         migrationId: "m1",
         apiId,
         keys: [{ hash: hashKey("one"), roles: ["ghost"] }],
       }),
     );
     expect(failure).toEqual({ reason: ErrorReason.ROLE_NOT_FOUND, message: "Role 'ghost' was not found." });
-    expect(await m.deps.store.findKeyByHash(hashKey("one"))).toBeUndefined();
+    expect(await m.deps.store.findKeyByHash("ws_1", hashKey("one"))).toBeUndefined();
   });
+});
+
+describe("migrateKeys across workspaces (in memory)", () => {
+  hashIsolationSuite(async () => ({ client: memoryKeys().client, workspaces: ["ws_1", "ws_2"] }));
 });

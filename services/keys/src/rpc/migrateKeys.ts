@@ -1,10 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MigrateKeysRequest, MigrateKeysResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId } from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
+import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import type { NewKey } from "../store/keys-store.ts";
 import { metaObject, validCredits, validExpires, validPermissions, validRatelimits } from "./validation.ts";
 
@@ -28,6 +29,14 @@ export function migrateKeys(deps: KeysDeps) {
     // As createKey: a root key that may not create keys here learns nothing about the API.
     requireOrMask(caller, [need("api", req.apiId, "create_key")], apiNotFound);
     const api = await visibleApi(deps, caller, req.apiId);
+    // Keys imported with roles or permissions are given them: what adding them to a key needs.
+    requirePermissions(
+      caller,
+      grantChangePermissions({
+        roles: adding(req.keys.flatMap((k) => k.roles)),
+        permissions: adding(req.keys.flatMap((k) => k.permissions)),
+      }),
+    );
     const now = deps.clock.now();
     const seen = new Set<string>();
     const failed: string[] = [];

@@ -8,6 +8,7 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { permissionsView } from "../rbac.ts";
+import { grantChangePermissions, removing } from "../rbac-changes.ts";
 import { validKeyId, validSlugs } from "./validation.ts";
 
 /**
@@ -23,7 +24,10 @@ export function removePermissions(deps: KeysDeps) {
     const keyId = validKeyId(req.keyId);
     const slugs = validSlugs(req.permissions, 1);
     const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key"), "rbac.*.remove_permission_from_key"]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ permissions: removing(slugs) }),
+    ]);
     const updated = await deps.store.changeKeyList(
       key.id,
       "permissions",

@@ -3,7 +3,7 @@ import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { callerOf, invalidAt, memoryKeys, rejection } from "../test-kit.ts";
 
-const updater = callerOf("ws_1", "api.*.update_key");
+const updater = callerOf("ws_1", "api.*.update_key", "rbac.*.remove_role_from_key");
 const verifier = callerOf("ws_1", "api.*.verify_key");
 
 async function keyWith(m: ReturnType<typeof memoryKeys>, roles: string[]) {
@@ -13,7 +13,7 @@ async function keyWith(m: ReturnType<typeof memoryKeys>, roles: string[]) {
 
 describe("removeRoles", () => {
   describe("200", () => {
-    it("removes roles with update_key alone and answers the remaining roles", async () => {
+    it("removes roles and answers the remaining roles", async () => {
       const m = memoryKeys();
       await m.rbac.role("reader", ["docs.read"]);
       await m.rbac.role("writer", ["docs.write"]);
@@ -62,6 +62,21 @@ describe("removeRoles", () => {
         reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
         message: `The root key lacks the permission 'api.${apiId}.update_key'.`,
       });
+    });
+
+    it("names rbac.*.remove_role_from_key, as addRoles names adding, and changes nothing", async () => {
+      const m = memoryKeys();
+      await m.rbac.role("reader");
+      const { keyId } = await keyWith(m, ["reader"]);
+      expect(
+        await rejection(
+          m.client.removeRoles({ caller: callerOf("ws_1", "api.*.update_key"), keyId, roles: ["reader"] }),
+        ),
+      ).toEqual({
+        reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
+        message: "The root key lacks the permission 'rbac.*.remove_role_from_key'.",
+      });
+      expect((await m.deps.store.findKeyById(keyId))?.roles).toEqual(["reader"]);
     });
   });
 

@@ -5,12 +5,13 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
+import { grantChangePermissions, removing } from "../rbac-changes.ts";
 import { validKeyId, validRoleNames } from "./validation.ts";
 
 /**
  * keys.removeRoles: removes roles by name; a role the key does not have is a
- * no-op, a name that names no role is ROLE_NOT_FOUND. Needs update_key only
- * (notes d.3). Answers the key's remaining roles.
+ * no-op, a name that names no role is ROLE_NOT_FOUND. Needs update_key and
+ * rbac.*.remove_role_from_key (rbac-changes.ts). Answers the key's remaining roles.
  */
 export function removeRoles(deps: KeysDeps) {
   return async (req: RemoveRolesRequest): Promise<MessageInitShape<typeof RemoveRolesResponseSchema>> => {
@@ -18,7 +19,10 @@ export function removeRoles(deps: KeysDeps) {
     const keyId = validKeyId(req.keyId);
     const names = validRoleNames(req.roles, 1);
     const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key")]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ roles: removing(names) }),
+    ]);
     await requireRoles(deps, caller, names);
     const updated = await deps.store.changeKeyList(
       key.id,

@@ -25,7 +25,8 @@ describe("rerollKey", () => {
     });
     await client.verifyKey({ caller: verifier, key: original.key, cost: 4n });
     const res = await client.rerollKey({
-      caller: callerOf("ws_1", "api.*.create_key"),
+      // The new key is given the original's permissions (rbac-changes.test.ts).
+      caller: callerOf("ws_1", "api.*.create_key", "rbac.*.add_permission_to_key"),
       keyId: original.keyId,
       expiration: 60_000n,
     });

@@ -6,6 +6,7 @@ import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
 import { existingRoles } from "../rbac.ts";
+import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
 import { validExpires } from "./validation.ts";
 
@@ -35,6 +36,9 @@ export function rerollKey(deps: KeysDeps) {
     requirePermissions(caller, [
       need("api", original.apiId, "create_key"),
       ...(original.recoverable ? [need("api", original.apiId, "encrypt_key")] : []),
+      // The new key is given the original's roles and permissions: a credential holding them that the
+      // caller could not otherwise create.
+      ...grantChangePermissions({ roles: adding(original.roles), permissions: adding(original.permissions) }),
     ]);
     const vault = original.recoverable ? requireVault(deps) : undefined;
     // The roles that still exist: one deleted since is not carried over.

@@ -5,12 +5,15 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensurePermissions, permissionsView } from "../rbac.ts";
+import { grantChangePermissions, replacing } from "../rbac-changes.ts";
 import { validKeyId, validSlugs } from "./validation.ts";
 
 /**
  * keys.setPermissions: the key's direct permissions become exactly these slugs
- * in one write (an empty list clears them). A missing slug is created only
- * when the root key holds rbac.*.create_permission, and then nothing changes
+ * in one write (an empty list clears them). Needs update_key,
+ * rbac.*.remove_permission_from_key and, unless the list is empty,
+ * rbac.*.add_permission_to_key (rbac-changes.ts). A missing slug is created
+ * only when the root key holds rbac.*.create_permission, and nothing changes
  * if it does not. Answers the key's direct permissions.
  */
 export function setPermissions(deps: KeysDeps) {
@@ -23,8 +26,7 @@ export function setPermissions(deps: KeysDeps) {
     const key = await visibleKey(deps, caller, keyId);
     requirePermissions(caller, [
       need("api", key.apiId, "update_key"),
-      "rbac.*.add_permission_to_key",
-      "rbac.*.remove_permission_from_key",
+      ...grantChangePermissions({ permissions: replacing(slugs) }),
     ]);
     await ensurePermissions(deps, caller, slugs);
     const updated = await deps.store.updateKey(key.id, { permissions: slugs, updatedAt: deps.clock.now() });

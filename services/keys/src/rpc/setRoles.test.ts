@@ -3,7 +3,7 @@ import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { callerOf, invalidAt, memoryKeys, rejection } from "../test-kit.ts";
 
-const updater = callerOf("ws_1", "api.*.update_key");
+const updater = callerOf("ws_1", "api.*.update_key", "rbac.*.add_role_to_key", "rbac.*.remove_role_from_key");
 const verifier = callerOf("ws_1", "api.*.verify_key");
 
 async function keyWith(m: ReturnType<typeof memoryKeys>, roles: string[]) {
@@ -53,12 +53,31 @@ describe("setRoles", () => {
     it("answers INSUFFICIENT_PERMISSIONS without update_key", async () => {
       const m = memoryKeys();
       const { keyId, apiId } = await keyWith(m, []);
-      expect(
-        await rejection(m.client.setRoles({ caller: callerOf("ws_1", "api.*.read_key"), keyId, roles: [] })),
-      ).toEqual({
+      const caller = callerOf("ws_1", "api.*.read_key", "rbac.*.remove_role_from_key");
+      expect(await rejection(m.client.setRoles({ caller, keyId, roles: [] }))).toEqual({
         reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
         message: `The root key lacks the permission 'api.${apiId}.update_key'.`,
       });
+    });
+
+    it("needs what adding and removing roles need, as it may do both, and changes nothing", async () => {
+      const m = memoryKeys();
+      await m.rbac.role("a");
+      await m.rbac.role("b");
+      const { keyId } = await keyWith(m, ["a"]);
+      const adder = callerOf("ws_1", "api.*.update_key", "rbac.*.add_role_to_key");
+      expect(await rejection(m.client.setRoles({ caller: adder, keyId, roles: ["a", "b"] }))).toEqual({
+        reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
+        message: "The root key lacks the permission 'rbac.*.remove_role_from_key'.",
+      });
+      const remover = callerOf("ws_1", "api.*.update_key", "rbac.*.remove_role_from_key");
+      expect(await rejection(m.client.setRoles({ caller: remover, keyId, roles: ["b"] }))).toEqual({
+        reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
+        message: "The root key lacks the permission 'rbac.*.add_role_to_key'.",
+      });
+      expect((await m.deps.store.findKeyById(keyId))?.roles).toEqual(["a"]);
+      // Naming none only removes.
+      expect((await m.client.setRoles({ caller: remover, keyId, roles: [] })).roles).toEqual([]);
     });
   });
 

@@ -5,12 +5,14 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
+import { grantChangePermissions, replacing } from "../rbac-changes.ts";
 import { validKeyId, validRoleNames } from "./validation.ts";
 
 /**
  * keys.setRoles: the key's roles become exactly these, in one write (an empty
  * list clears them); a name that names no role is ROLE_NOT_FOUND and nothing
- * changes. Needs update_key only (notes d.3). Answers the key's roles.
+ * changes. Needs update_key, rbac.*.remove_role_from_key and, unless the list
+ * is empty, rbac.*.add_role_to_key (rbac-changes.ts). Answers the key's roles.
  */
 export function setRoles(deps: KeysDeps) {
   return async (req: SetRolesRequest): Promise<MessageInitShape<typeof SetRolesResponseSchema>> => {
@@ -18,7 +20,10 @@ export function setRoles(deps: KeysDeps) {
     const keyId = validKeyId(req.keyId);
     const names = validRoleNames(req.roles, 0);
     const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key")]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ roles: replacing(names) }),
+    ]);
     const roles = (await requireRoles(deps, caller, names)).map((r) => r.name);
     const updated = await deps.store.updateKey(key.id, { roles, updatedAt: deps.clock.now() });
     if (!updated) throw keyNotFound();

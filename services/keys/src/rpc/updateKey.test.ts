@@ -4,6 +4,15 @@ import { describe, expect, it } from "vitest";
 import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const updater = callerOf("ws_1", "api.*.update_key");
+/** Replaces roles and permissions too (rbac-changes.test.ts). */
+const grantsEditor = callerOf(
+  "ws_1",
+  "api.*.update_key",
+  "rbac.*.add_role_to_key",
+  "rbac.*.remove_role_from_key",
+  "rbac.*.add_permission_to_key",
+  "rbac.*.remove_permission_from_key",
+);
 const verifier = callerOf("ws_1", "api.*.verify_key");
 const admin = callerOf("ws_1", "*");
 
@@ -41,7 +50,7 @@ describe("updateKey", () => {
     const m = memoryKeys();
     const { keyId } = await fullKey(m);
     await m.client.updateKey({
-      caller: updater,
+      caller: grantsEditor,
       keyId,
       name: "after",
       metaJson: '{"b":2}',
@@ -139,7 +148,7 @@ describe("updateKey", () => {
     const { keyId } = await fullKey(m);
     expect(
       await rejection(
-        m.client.updateKey({ caller: updater, keyId, name: "x", roles: { values: ["admin"] } }),
+        m.client.updateKey({ caller: grantsEditor, keyId, name: "x", roles: { values: ["admin"] } }),
       ),
     ).toEqual({ reason: ErrorReason.ROLE_NOT_FOUND, message: "Role 'admin' was not found." });
     expect((await m.client.getKey({ caller: admin, keyId })).key?.name).toBe("before");
@@ -212,7 +221,7 @@ describe("updateKey", () => {
     const { keyId } = await fullKey(m);
     await m.rbac.role("reader", ["docs.read"]);
     await m.client.updateKey({
-      caller: updater,
+      caller: grantsEditor,
       keyId,
       roles: { values: ["reader", "reader"] },
       permissions: { values: ["p.fresh"] },

@@ -5,6 +5,7 @@ import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
+import { grantChangePermissions, replacing } from "../rbac-changes.ts";
 import { dueRefill } from "../refills.ts";
 import type { KeyPatch, KeyRatelimitRecord, VerifiableKey } from "../store/keys-store.ts";
 import {
@@ -24,7 +25,14 @@ export function updateKey(deps: KeysDeps) {
   return async (req: UpdateKeyRequest): Promise<MessageInitShape<typeof UpdateKeyResponseSchema>> => {
     const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
-    requirePermissions(caller, [need("api", key.apiId, "update_key")]);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      // roles and permissions replace the key's lists, as setRoles and setPermissions do.
+      ...grantChangePermissions({
+        roles: req.roles && replacing(req.roles.values),
+        permissions: req.permissions && replacing(req.permissions.values),
+      }),
+    ]);
     const patch = validUpdateKey(req, key, deps.clock.now());
     if (patch.roles) patch.roles = (await requireRoles(deps, caller, patch.roles)).map((r) => r.name);
     if (patch.permissions) await ensureInlinePermissions(deps, caller, patch.permissions);

@@ -254,7 +254,7 @@ describe("verifyKey", () => {
       const apiId = await a.seed.api();
       const { keyId, key, hash } = await a.seed.key({ apiId });
       expect((await a.client.verifyKey({ caller: verifier(), key })).code).toBe(VerifyCode.VALID);
-      expect(a.deps.keyCache.peek(hash)?.id).toBe(keyId);
+      expect(a.deps.keyCache.peek("ws_1", hash)?.id).toBe(keyId);
 
       // Another instance changes the key in the shared store and says so on the bus.
       a.deps.store.patchKey(keyId, { enabled: false });
@@ -269,9 +269,9 @@ describe("verifyKey", () => {
       const { key } = await seed.key({ apiId });
       let lookups = 0;
       const find = deps.store.findKeysByHash.bind(deps.store);
-      deps.store.findKeysByHash = (hashes) => {
+      deps.store.findKeysByHash = (wanted) => {
         lookups++;
-        return find(hashes);
+        return find(wanted);
       };
       for (let i = 0; i < 3; i++) await client.verifyKey({ caller: verifier(), key });
       await client.verifyKey({ caller: verifier(), key: "wrong" });

@@ -15,6 +15,7 @@ import { type Segments, segmentsOf } from "../batch-wire.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
 import type { Grants, ResolvedIdentity } from "../identity-cache.ts";
+import type { KeyCache } from "../key-cache.ts";
 import {
   type AppliedLimit,
   checkEach,
@@ -133,8 +134,9 @@ async function judge(
   steps: VerifySteps,
 ): Promise<Judgement> {
   const hash = hashKey(input.key);
-  const cached = deps.keyCache.peek(hash);
-  const key = cached !== undefined ? cached : await deps.keyCache.fetch(hash);
+  // Only the caller's workspace's key: a hash is unique per workspace, not across them.
+  const cached = deps.keyCache.peek(caller.workspaceId, hash);
+  const key = cached !== undefined ? cached : await deps.keyCache.fetch(caller.workspaceId, hash);
   // Missing, deleted, under a deleted API, of another workspace, or not verifiable by this root key:
   // one answer, so the response never tells which.
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
@@ -151,7 +153,7 @@ async function judge(
   const facts: Facts = { key, grants, identity, limits: [], verdict: undefined };
   if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
   if (key.expires !== null && deps.clock.now() > key.expires) return outcome(facts, VerifyCode.EXPIRED);
-  if (input.query !== undefined && !granted(input.query, grants)) {
+  if (input.query !== undefined && !granted(deps, key, input.query, grants)) {
     return outcome(facts, VerifyCode.INSUFFICIENT_PERMISSIONS);
   }
   facts.limits = limitsToCheck(key, identity, input.ratelimits);
@@ -164,7 +166,7 @@ async function judge(
   const spend = await steps.spend(key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
-    deps.keyCache.invalidate(hash);
+    deps.keyCache.invalidate({ workspaceId: caller.workspaceId, hash });
     return { result: notFound(), key: null, spent: 0 };
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
@@ -172,13 +174,13 @@ async function judge(
   return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);
 }
 
-/** Most verdicts remembered per key's grants: a key is asked few distinct queries. */
-const MAX_VERDICTS = 32;
-
 /** Verdicts of queries (parsed once, so each text is one object) against each grants, shared while both are. */
 const verdicts = new WeakMap<Grants, Map<PermissionQuery, boolean>>();
 
-function granted(query: PermissionQuery, grants: Grants): boolean {
+/** Most verdicts remembered per key's grants: a key is asked few distinct queries. */
+const MAX_VERDICTS = 32;
+
+function granted(deps: KeysDeps, key: CachedKey, query: PermissionQuery, grants: Grants): boolean {
   let known = verdicts.get(grants);
   const hit = known?.get(query);
   if (hit !== undefined) return hit;
@@ -187,7 +189,11 @@ function granted(query: PermissionQuery, grants: Grants): boolean {
     known = new Map();
     verdicts.set(grants, known);
   }
-  if (known.size < MAX_VERDICTS) known.set(query, verdict);
+  if (known.size < MAX_VERDICTS) {
+    known.set(query, verdict);
+    // They live as long as the key's grants: counted with its cached record (once per new verdict).
+    deps.keyCache.charge(key, "verdicts", 96 + 64 * known.size);
+  }
   return verdict;
 }
 
@@ -206,9 +212,10 @@ const segmentsOfKey = new WeakMap<
 /**
  * The segments of an answer of verify() that come from its key, grants and
  * identity, encoded once per cached key and identity (batch-wire.ts);
- * undefined for an answer without a key.
+ * undefined for an answer without a key. They live as long as the cached key,
+ * so `cache` counts their bytes with it.
  */
-export function answerSegments(result: VerifyKeyResult): Segments | undefined {
+export function answerSegments(result: VerifyKeyResult, cache: KeyCache): Segments | undefined {
   const facts = answeredFrom.get(result);
   if (facts === undefined) return undefined;
   const memo = segmentsOfKey.get(facts.key);
@@ -217,8 +224,16 @@ export function answerSegments(result: VerifyKeyResult): Segments | undefined {
   }
   const segments = segmentsOf(result);
   segmentsOfKey.set(facts.key, { grants: facts.grants, identity: facts.identity, segments });
+  cache.charge(
+    facts.key,
+    "segments",
+    SEGMENTS_BYTES + segments.before.byteLength + segments.after.byteLength,
+  );
   return segments;
 }
+
+/** A memo of segments besides their bytes: the memo, two arrays and their buffers. */
+const SEGMENTS_BYTES = 320;
 
 function response(facts: Facts, code: VerifyCode, credits: number | undefined): VerifyKeyResult {
   const result = answer(facts, code, credits);

@@ -125,9 +125,9 @@ describe("verifyKeyBatch", () => {
     deps.keyCache.invalidate();
     const queries: string[][] = [];
     const find = deps.store.findKeysByHash.bind(deps.store);
-    deps.store.findKeysByHash = (hashes) => {
-      queries.push([...hashes]);
-      return find(hashes);
+    deps.store.findKeysByHash = (wanted) => {
+      queries.push(wanted.map((l) => l.hash));
+      return find(wanted);
     };
     const presented = [...keys.map((k) => k.key), keys[0]!.key, "not a key", keys[1]!.key];
     const res = await client.verifyKeyBatch({

@@ -38,7 +38,7 @@ export function verifyKeyBatch(deps: KeysDeps) {
     );
     // Serialised to binary: the results go pre-encoded, the same bytes at a fraction of the cost.
     return answersInBinary(ctx)
-      ? encodedAnswer(results, answerSegments)
+      ? encodedAnswer(results, (r) => answerSegments(r, deps.keyCache))
       : { $typeName: "keys.v1.VerifyKeyBatchResponse", results };
   };
 }

@@ -12,7 +12,7 @@ export function whoami(deps: KeysDeps) {
     const caller = authenticatedCaller(req);
     if (req.key === "") throw invalidInput("/key", "key is required");
     // From the store, not the verification cache: a read should show the latest record.
-    const key = await deps.store.findKeyByHash(hashKey(req.key));
+    const key = await deps.store.findKeyByHash(caller.workspaceId, hashKey(req.key));
     if (!keyIsVisible(caller, key)) throw keyNotFound();
     // As the reference: without read_key the key is not found, so a plaintext reveals nothing.
     requireOrMask(caller, [need("api", key.apiId, "read_key")], keyNotFound);

@@ -112,7 +112,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         ratelimits[1],
         ratelimits[0],
       ]);
-      expect(await store.findKeyByHash(key.hash)).toEqual(byId);
+      expect(await store.findKeyByHash(workspaces[0], key.hash)).toEqual(byId);
     });
 
     it("finds the keys of many hashes at once, skipping unknown ones", async () => {
@@ -132,11 +132,17 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       ];
       for (const key of keys) await store.createKey(key);
       await store.deleteKey(keys[2]!.id, false, 42);
-      const found = await store.findKeysByHash([keys[2]!.hash, "no such hash", keys[0]!.hash, keys[0]!.hash]);
+      const ws = workspaces[0];
+      const found = await store.findKeysByHash(
+        [keys[2]!.hash, "no such hash", keys[0]!.hash, keys[0]!.hash].map((hash) => ({
+          workspaceId: ws,
+          hash,
+        })),
+      );
       const byHash = new Map(found.map((k) => [k.hash, k]));
       expect(found).toHaveLength(2);
       // What verification reads, as findKeyByHash answers it (a store may answer more).
-      const full = (await store.findKeyByHash(keys[0]!.hash))!;
+      const full = (await store.findKeyByHash(ws, keys[0]!.hash))!;
       expect(byHash.get(keys[0]!.hash)).toMatchObject({
         id: full.id,
         workspaceId: full.workspaceId,
@@ -161,16 +167,47 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
     });
 
     it("answers undefined for an unknown hash or id", async () => {
-      const { store } = await setup();
-      expect(await store.findKeyByHash("no such hash")).toBeUndefined();
+      const { store, workspaces } = await setup();
+      expect(await store.findKeyByHash(workspaces[0], "no such hash")).toBeUndefined();
       expect(await store.findKeyById("key_unknown")).toBeUndefined();
     });
 
-    it("refuses a second key with the same hash", async () => {
+    it("refuses a second key with the same hash in one workspace", async () => {
       const { store, apiId, workspaces } = await withApi();
       const first = newKey(workspaces[0], apiId);
       await store.createKey(first);
       await expect(store.createKey(newKey(workspaces[0], apiId, { hash: first.hash }))).rejects.toThrow();
+    });
+
+    it("keeps a hash unique per workspace: another workspace's key with it is a key of its own", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const [a, b] = workspaces;
+      const otherApi = unique("api");
+      await store.createApi({ id: otherApi, workspaceId: b, name: "other", createdAt: 1_000 });
+      const mine = newKey(a, apiId, { name: "a" });
+      await store.createKey(mine);
+      const theirs = newKey(b, otherApi, { hash: mine.hash, name: "b" });
+      expect(await store.importKeys([theirs])).toEqual([true]);
+      await expect(store.createKey(newKey(b, otherApi, { hash: mine.hash }))).rejects.toThrow();
+      expect(await store.importKeys([newKey(b, otherApi, { hash: mine.hash })])).toEqual([false]);
+      expect((await store.findKeyByHash(a, mine.hash))?.id).toBe(mine.id);
+      expect((await store.findKeyByHash(b, mine.hash))?.id).toBe(theirs.id);
+      const both = await store.findKeysByHash([
+        { workspaceId: b, hash: mine.hash },
+        { workspaceId: a, hash: mine.hash },
+        { workspaceId: a, hash: "no such hash" },
+      ]);
+      expect(both.map((k) => [k.workspaceId, k.id]).sort()).toEqual(
+        [
+          [a, mine.id],
+          [b, theirs.id],
+        ].sort(),
+      );
+      // Only the workspace asked: a lookup in a workspace holding no key with the hash finds none.
+      expect(await store.findKeysByHash([{ workspaceId: b, hash: unique("hash") }])).toEqual([]);
+      await store.deleteKey(theirs.id, true, 43);
+      expect(await store.findKeyByHash(b, mine.hash)).toBeUndefined();
+      expect((await store.findKeyByHash(a, mine.hash))?.id).toBe(mine.id);
     });
 
     it("tells that a key's API is deleted", async () => {
@@ -178,7 +215,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       const key = newKey(s.workspaces[0], s.apiId);
       await s.store.createKey(key);
       await s.deleteApi(s.apiId);
-      expect((await s.store.findKeyByHash(key.hash))?.apiDeleted).toBe(true);
+      expect((await s.store.findKeyByHash(s.workspaces[0], key.hash))?.apiDeleted).toBe(true);
     });
 
     it("spends credits only while the balance covers the cost", async () => {
@@ -459,7 +496,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       const soft = newKey(workspaces[0], apiId, { remaining: 3 });
       await store.createKey(soft);
       await store.deleteKey(soft.id, false, 42);
-      expect((await store.findKeyByHash(soft.hash))?.deletedAt).toBe(42);
+      expect((await store.findKeyByHash(workspaces[0], soft.hash))?.deletedAt).toBe(42);
       expect(await store.spendCredits(soft.id, 1, NOW)).toBeUndefined();
       const hard = newKey(workspaces[0], apiId, {
         ratelimits: [{ id: unique("rl"), name: "r", limit: 1, duration: 1_000, autoApply: false }],
@@ -476,7 +513,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect(await store.findKeyById(hard.id)).toBeUndefined();
       expect(await store.findEncryptedKey(hard.id)).toBeUndefined();
       await store.createKey(newKey(workspaces[0], apiId, { hash: hard.hash }));
-      expect(await store.findKeyByHash(hard.hash)).toBeDefined();
+      expect(await store.findKeyByHash(workspaces[0], hard.hash)).toBeDefined();
     });
 
     it("keeps a recoverable key's sealed plaintext apart and says the key is recoverable", async () => {
@@ -508,7 +545,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         true,
         false,
       ]);
-      expect((await store.findKeyByHash(fresh.hash))?.remaining).toBe(4);
+      expect((await store.findKeyByHash(workspaces[0], fresh.hash))?.remaining).toBe(4);
     });
 
     it("rerolls: the new key takes the balance and refill state, the original gets its expiry", async () => {

@@ -197,6 +197,12 @@ export interface Spend {
   remaining: number | null;
 }
 
+/** A key as verification looks it up: by its hash, within the caller's workspace. */
+export interface KeyLookup {
+  workspaceId: string;
+  hash: string;
+}
+
 export interface KeysStore {
   createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void>;
   findApi(id: string): Promise<ApiRecord | undefined>;
@@ -204,7 +210,11 @@ export interface KeysStore {
   deleteApi(id: string, at: number): Promise<boolean>;
   /** Inserts the key, its rate limits and, for a recoverable key, its encrypted plaintext together. */
   createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void>;
-  /** Inserts each key whose hash is new; true where it was inserted, false where the hash exists. */
+  /**
+   * Inserts each key whose hash is new in its workspace; true where it was
+   * inserted, false where the workspace holds the hash already. Another
+   * workspace's keys never make it fail: a hash is unique per workspace.
+   */
   importKeys(keys: NewKey[]): Promise<boolean[]>;
   /**
    * Live keys of an API ordered by id, after the id `after`, at most `limit`,
@@ -260,12 +270,14 @@ export interface KeysStore {
   ): Promise<void>;
   findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined>;
   findKeyById(id: string): Promise<VerifiableKey | undefined>;
-  findKeyByHash(hash: string): Promise<VerifiableKey | undefined>;
+  /** The workspace's key with this hash (a hash is unique per workspace, not across them). */
+  findKeyByHash(workspaceId: string, hash: string): Promise<VerifiableKey | undefined>;
   /**
-   * The keys with any of these hashes, in any order, with the fields verification reads (one query: a
-   * verification batch's cache misses). Deleted keys and keys of deleted APIs too, as findKeyByHash.
+   * The keys of these lookups (each a workspace and a hash), in any order, with the fields verification
+   * reads (one query: a verification batch's cache misses). Deleted keys and keys of deleted APIs too, as
+   * findKeyByHash.
    */
-  findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]>;
+  findKeysByHash(lookups: readonly KeyLookup[]): Promise<CachedKey[]>;
   /**
    * Spends `cost` credits of a limited key atomically: either the balance was
    * at least `cost` and is now lower by exactly `cost`, or nothing was spent.

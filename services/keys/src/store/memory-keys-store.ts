@@ -8,6 +8,7 @@ import type {
   EncryptedKeyRecord,
   GroupSpend,
   KeyList,
+  KeyLookup,
   KeyPage,
   KeyPatch,
   KeyRecord,
@@ -28,6 +29,7 @@ import type {
 export class MemoryKeysStore implements KeysStore {
   private readonly apis = new Map<string, ApiRecord>();
   private readonly keys = new Map<string, KeyRecord>();
+  /** Key ids by workspace and hash (byHash): a hash is unique per workspace. */
   private readonly keyIdByHash = new Map<string, string>();
   private readonly rootKeys = new Map<string, RootKeyRecord & { hash: string }>();
   private readonly encrypted = new Map<string, EncryptedKeyRecord>();
@@ -50,7 +52,7 @@ export class MemoryKeysStore implements KeysStore {
   }
 
   async createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void> {
-    if (this.keyIdByHash.has(key.hash)) throw new Error("duplicate key hash");
+    if (this.keyIdByHash.has(byHash(key))) throw new Error("duplicate key hash");
     const names = new Set(key.ratelimits.map((r) => r.name));
     if (names.size !== key.ratelimits.length) throw new Error("duplicate ratelimit name");
     this.keys.set(key.id, {
@@ -61,14 +63,14 @@ export class MemoryKeysStore implements KeysStore {
       deletedAt: null,
       recoverable: encrypted !== undefined,
     });
-    this.keyIdByHash.set(key.hash, key.id);
+    this.keyIdByHash.set(byHash(key), key.id);
     if (encrypted) this.encrypted.set(key.id, { ...encrypted });
   }
 
   async importKeys(keys: NewKey[]): Promise<boolean[]> {
     const inserted: boolean[] = [];
     for (const key of keys) {
-      if (this.keyIdByHash.has(key.hash)) {
+      if (this.keyIdByHash.has(byHash(key))) {
         inserted.push(false);
         continue;
       }
@@ -167,7 +169,7 @@ export class MemoryKeysStore implements KeysStore {
       return;
     }
     this.keys.delete(id);
-    this.keyIdByHash.delete(key.hash);
+    this.keyIdByHash.delete(byHash(key));
     this.encrypted.delete(id);
   }
 
@@ -198,15 +200,16 @@ export class MemoryKeysStore implements KeysStore {
     return { ...structuredClone(key), apiDeleted: !api || api.deletedAt !== null };
   }
 
-  async findKeyByHash(hash: string): Promise<VerifiableKey | undefined> {
-    const id = this.keyIdByHash.get(hash);
+  async findKeyByHash(workspaceId: string, hash: string): Promise<VerifiableKey | undefined> {
+    const id = this.keyIdByHash.get(byHash({ workspaceId, hash }));
     return id === undefined ? undefined : this.findKeyById(id);
   }
 
-  async findKeysByHash(hashes: readonly string[]): Promise<CachedKey[]> {
+  async findKeysByHash(lookups: readonly KeyLookup[]): Promise<CachedKey[]> {
     const found: VerifiableKey[] = [];
-    for (const hash of new Set(hashes)) {
-      const key = await this.findKeyByHash(hash);
+    for (const id of new Set(lookups.map(byHash))) {
+      const [workspaceId, hash] = id.split("\n") as [string, string];
+      const key = await this.findKeyByHash(workspaceId, hash);
       if (key) found.push(key);
     }
     return found;
@@ -289,3 +292,6 @@ export class MemoryKeysStore implements KeysStore {
     Object.assign(api, patch);
   }
 }
+
+/** Where keyIdByHash keeps a key: its workspace and its hash. */
+const byHash = (k: KeyLookup) => `${k.workspaceId}\n${k.hash}`;

@@ -1,0 +1,37 @@
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { identityMigrations } from "@latchkey/identity";
+import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { createLogger, MemoryBus, migrate } from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { afterAll, beforeAll, describe } from "vitest";
+import { createWorkspace } from "./admin.ts";
+import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import { hashIsolationSuite } from "./hash-isolation.suite.ts";
+import { keysMigrations } from "./migrations.ts";
+import { keysRoutes } from "./routes.ts";
+
+let db: TestDatabase;
+let workspaces: [string, string];
+const started: KeysDeps[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "keys", keysMigrations);
+  await migrate(db.sql, "identity", identityMigrations);
+  workspaces = [
+    (await createWorkspace(db.sql, "a")).workspaceId,
+    (await createWorkspace(db.sql, "b")).workspaceId,
+  ];
+});
+afterAll(async () => {
+  for (const deps of started) await deps.close();
+  await db?.drop();
+});
+
+describe("migrateKeys across workspaces (PostgreSQL)", () => {
+  hashIsolationSuite(async () => {
+    const deps = createKeysDeps({ sql: db.sql, bus: new MemoryBus(), log: createLogger("keys", "silent") });
+    started.push(deps);
+    return { client: createClient(KeysService, createRouterTransport(keysRoutes(deps))), workspaces };
+  });
+});
