@@ -31,6 +31,7 @@ import {
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { listenEdge } from "./edge.ts";
+import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -353,6 +354,16 @@ function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) {
     return problems.invalidInput("The request body is empty.", [
       { location: "/body", message: "The body is required.", fix: "Send a JSON body." },
+    ]);
+  }
+  const deep = tooDeepAt(raw);
+  if (deep !== undefined) {
+    return problems.invalidInput(`The request body is nested deeper than ${MAX_DEPTH} levels at ${deep}.`, [
+      {
+        location: deep,
+        message: `Objects and arrays may be nested at most ${MAX_DEPTH} levels deep, the body counting as one.`,
+        fix: "Flatten the value, for example by joining nested keys into one.",
+      },
     ]);
   }
   let body: unknown;
