@@ -344,8 +344,9 @@ export async function listen(
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
 function answer(x: Exchange, requestId: string, reply: Reply) {
   let out = `{"meta":{"requestId":"${requestId}"}`;
+  // A route's `data` of undefined would drop the field: every success carries data.
   if (reply.json !== undefined) out += `,"data":${reply.json}`;
-  else if (reply.data !== undefined) out += `,"data":${JSON.stringify(reply.data)}`;
+  else out += `,"data":${JSON.stringify(reply.data) ?? "{}"}`;
   if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
   send(x, 200, JSON_TYPE, `${out}}`);
 }
