@@ -24,7 +24,6 @@ import {
   env,
   httpDuration,
   type Logger,
-  metricsText,
   type Probe,
   requirePermissions,
 } from "@latchkey/runtime";
@@ -52,7 +51,7 @@ export interface GatewayDeps {
   clock: Clock;
   /** events.keys.changed: drops a cached root key the moment it changes. */
   bus?: Bus;
-  /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000). */
+  /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000, at most 60000). */
   rootKeyCacheTtlMs?: number;
   /** Largest request body accepted; larger answers 413. Default 1 MiB. */
   maxBodyBytes?: number;
@@ -130,6 +129,9 @@ interface Served {
 
 const JSON_TYPE = "application/json";
 
+/** The longest a resolved root key may be trusted without asking again (ROOT_KEY_CACHE_TTL_MS). */
+export const MAX_ROOT_KEY_CACHE_TTL_MS = 60_000;
+
 const verifyItem = (callerIndex: number, request: VerifyKeyRequest): VerifyKeyBatchItem => ({
   $typeName: "keys.v1.VerifyKeyBatchItem",
   callerIndex,
@@ -145,7 +147,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
   collectProcessMetrics();
   const keys = createClient(KeysService, deps.keys);
   const ratelimit = createClient(RatelimitService, deps.ratelimit);
-  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs: deps.rootKeyCacheTtlMs ?? 5_000 }, deps.bus);
+  const ttlMs = deps.rootKeyCacheTtlMs ?? 5_000;
+  // Without the bus (or when it misses a change) a revoked root key works until its entry expires.
+  if (!(Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_ROOT_KEY_CACHE_TTL_MS)) {
+    throw new Error(
+      `ROOT_KEY_CACHE_TTL_MS must be 0 to ${MAX_ROOT_KEY_CACHE_TTL_MS} ms: a revoked root key keeps working until its cache entry expires; got ${ttlMs}`,
+    );
+  }
+  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -233,7 +242,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   /**
    * The operation `x` asks for, timed from here, when it is a POST to one; anything else (a
-   * probe, /metrics, an unknown path, another method) is answered here and gives undefined.
+   * probe, an unknown path, another method) is answered here and gives undefined.
    */
   function route(x: Exchange, requestId: string): Served | undefined {
     const url = x.url;
@@ -279,10 +288,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   function probe(x: Exchange, requestId: string, path: string) {
     const isGet = x.method === "GET" || x.method === "HEAD";
-    if (path === "/metrics" && isGet) {
-      metricsText().then(({ contentType, body }) => send(x, 200, contentType, body));
-      return;
-    }
+    // /metrics is not among these: it is served on a port of its own (metrics-server.ts).
     if (path === "/v2/liveness" || path === "/healthz" || path === "/readyz") {
       if (!isGet) return sendProblem(x, requestId, problems.methodNotAllowed(x.method, path), ALLOW_GET);
       if (path === "/v2/liveness") {
