@@ -215,3 +215,25 @@ describe("meta larger than MAX_META_BYTES", () => {
     expect(stored).toEqual([]);
   });
 });
+
+describe("fields named after Object's own properties", () => {
+  const h = harness();
+
+  it.each(["__proto__", "constructor", "toString", "hasOwnProperty", "__defineGetter__"])(
+    "answers an unknown top-level field %s like any other, naming it",
+    async (name) => {
+      const res = await h.post("apis.createApi", undefined, {
+        raw: `{"name":"payments",${JSON.stringify(name)}:{"polluted":true}}`,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.error.errors).toEqual([
+        {
+          location: `/body/${name}`,
+          message: `${name} is not a field of this operation.`,
+          fix: `Remove '${name}' or check its spelling.`,
+        },
+      ]);
+      expect(({} as Record<string, unknown>)["polluted"]).toBeUndefined();
+    },
+  );
+});

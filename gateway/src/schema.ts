@@ -17,6 +17,7 @@ const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
  */
 const maxJsonBytes: FuncKeywordDefinition = {
   keyword: "maxJsonBytes",
+  type: "object",
   schemaType: "number",
   errors: true,
   validate: function check(limit: number, data: unknown) {
@@ -117,7 +118,8 @@ function violationOf(e: ErrorObject, refused: Record<string, Omit<Violation, "lo
     case "additionalProperties": {
       const name = String(p["additionalProperty"]);
       const location = `${at}/${name}`;
-      const special = e.instancePath === "" ? refused[name] : undefined;
+      // Own keys only: a field named __proto__ or constructor would otherwise find Object's.
+      const special = e.instancePath === "" && Object.hasOwn(refused, name) ? refused[name] : undefined;
       if (special) return { location, ...special };
       return {
         location,
