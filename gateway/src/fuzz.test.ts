@@ -27,7 +27,6 @@ import { answeringEverything, harness } from "./testing.ts";
 const SEED = 20_261_127;
 
 /** A failure, or undefined when the answer has the shape its status calls for. */
-// biome-ignore lint/suspicious/noExplicitAny: answers are arbitrary JSON
 function shapeProblem(status: number, body: any): string | undefined {
   if (status >= 500) return `answered ${status}`;
   if (body === null || typeof body !== "object") return "the answer is not a JSON object";

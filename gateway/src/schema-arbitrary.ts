@@ -116,8 +116,9 @@ type Path = (string | number)[];
 /** Every place in a JSON value, the value itself first. */
 function pathsOf(value: unknown, at: Path = [], out: Path[] = []): Path[] {
   out.push(at);
-  if (Array.isArray(value)) value.forEach((v, i) => pathsOf(v, [...at, i], out));
-  else if (value !== null && typeof value === "object") {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) pathsOf(value[i], [...at, i], out);
+  } else if (value !== null && typeof value === "object") {
     for (const [k, v] of Object.entries(value)) pathsOf(v, [...at, k], out);
   }
   return out;
