@@ -34,7 +34,7 @@ import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
-import { compile, type Validate } from "./schema.ts";
+import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
   /** KeysService: APIs, keys, verification and root keys. */
@@ -125,6 +125,8 @@ interface Served {
   operation: Operation;
   route: Route;
   validate: Validate<unknown>;
+  /** Whether its body may hold JSON of any depth (meta), so the depth is checked before parsing. */
+  freeJson: boolean;
 }
 
 const JSON_TYPE = "application/json";
@@ -181,13 +183,18 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const table = new Map<string, Served>();
   for (const operation of OPERATIONS) {
     const route: Route = routes[operation];
-    table.set(`/v2/${operation}`, { operation, route, validate: compile(route.schema, route.refused) });
+    table.set(`/v2/${operation}`, {
+      operation,
+      route,
+      validate: compile(route.schema, route.refused),
+      freeJson: holdsFreeJson(route.schema),
+    });
   }
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
-    const body = parseJson(raw);
+    const body = parseJson(raw, served.freeJson);
     if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
     const input = served.validate(body);
     if (!input.ok) {
@@ -357,13 +364,18 @@ function answer(x: Exchange, requestId: string, reply: Reply) {
   send(x, 200, JSON_TYPE, `${out}}`);
 }
 
-function parseJson(raw: Buffer): unknown {
+/**
+ * The body parsed, or the Problem with it. Its depth is checked first where the schema takes
+ * JSON of any shape (`freeJson`); a closed schema refuses a deeper body where it stops fitting,
+ * without recursion, so keys.verifyKey and ratelimits.limit pay nothing for it.
+ */
+function parseJson(raw: Buffer, freeJson: boolean): unknown {
   if (raw.length === 0) {
     return problems.invalidInput("The request body is empty.", [
       { location: "/body", message: "The body is required.", fix: "Send a JSON body." },
     ]);
   }
-  const deep = tooDeepAt(raw);
+  const deep = freeJson ? tooDeepAt(raw) : undefined;
   if (deep !== undefined) {
     return problems.invalidInput(`The request body is nested deeper than ${MAX_DEPTH} levels at ${deep}.`, [
       {

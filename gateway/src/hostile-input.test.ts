@@ -105,12 +105,29 @@ describe("bodies nested deeper than MAX_DEPTH", () => {
   });
 
   it("answers 400 for a bare array nested 100,000 levels deep, before authentication", async () => {
-    const res = await h.post("ratelimits.multiLimit", undefined, {
+    const res = await h.post("identities.createIdentity", undefined, {
       raw: nestedArrays(100_000),
       authorization: null,
     });
     expect(res.status).toBe(400);
     expect(res.body.error.errors[0].location).toBe(`/body${"/0".repeat(MAX_DEPTH)}`);
+  });
+
+  it("lets a closed schema refuse a deep body where it stops fitting (keys.verifyKey, ratelimits.multiLimit)", async () => {
+    const verify = await h.post("keys.verifyKey", undefined, {
+      raw: `{"key":"sk_1","tags":[${nestedArrays(100_000)}]}`,
+      authorization: null,
+    });
+    expect(verify.status).toBe(400);
+    expect(verify.body.error.errors).toEqual([
+      { location: "/body/tags/0", message: "tags[0] must be a string." },
+    ]);
+    const multi = await h.post("ratelimits.multiLimit", undefined, {
+      raw: nestedArrays(100_000),
+      authorization: null,
+    });
+    expect(multi.status).toBe(400);
+    expect(multi.body.error.errors).toEqual([{ location: "/body/0", message: "[0] must be an object." }]);
   });
 
   it("does not count brackets inside strings, escaped quotes included", async () => {

@@ -3,7 +3,10 @@
  * gateway/README.md (Limits).
  */
 
-/** Objects and arrays may nest at most this deep in a request body, the body itself counting as one level. */
+/**
+ * Objects and arrays may nest at most this deep in a request body that may hold JSON of any shape
+ * (meta), the body itself counting as one level.
+ */
 export const MAX_DEPTH = 32;
 
 /** The largest `meta` stored, in bytes of its JSON; it is returned by every verification of its key. */

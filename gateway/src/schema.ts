@@ -63,6 +63,27 @@ export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
 export const SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
 export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
 
+/**
+ * Whether a body valid for `schema` may hold JSON of any shape, and so of any depth: a record
+ * (meta), an object open to fields it does not name, or a value of any type. A closed schema
+ * bounds the depth itself: a deeper body fails validation at the first place that does not fit.
+ */
+export function holdsFreeJson(schema: TSchema): boolean {
+  const pending: unknown[] = [schema];
+  for (let s = pending.pop(); s !== undefined; s = pending.pop()) {
+    const node = s as Record<string, unknown>;
+    const type = node["type"];
+    if (type === undefined && node["enum"] === undefined && node["const"] === undefined) return true;
+    const types = Array.isArray(type) ? type : [type];
+    if (types.includes("object")) {
+      if (node["patternProperties"] !== undefined || node["additionalProperties"] !== false) return true;
+      pending.push(...Object.values((node["properties"] ?? {}) as Record<string, unknown>));
+    }
+    if (types.includes("array")) pending.push(node["items"] ?? {});
+  }
+  return false;
+}
+
 export type Validate<T> = (body: unknown) => { ok: true; value: T } | { ok: false; violations: Violation[] };
 
 /** At most this many violations are reported, so a huge bad array cannot make a huge answer. */
