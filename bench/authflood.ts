@@ -10,9 +10,13 @@ import { startAllInOne } from "./throughput.ts";
 
 /** Distinct bogus root keys per second that the other client sends (FLOOD_RATE). */
 const FLOOD_RATE = Number(process.env["FLOOD_RATE"] ?? 10_000);
+/** Another checkout to run `pnpm start` from (CHECKOUT; its dependencies installed), e.g. a copy from before a change. */
+const CHECKOUT = process.env["CHECKOUT"] || undefined;
 
 interface FloodStats {
   sent: number;
+  /** Requests not sent because their connection had too many unanswered. */
+  skipped: number;
   seconds: number;
   statuses: Record<string, number>;
 }
@@ -45,7 +49,7 @@ async function flood(url: string, mode: "distinct" | "same") {
           try {
             resolve(JSON.parse(out.trim().split("\n").at(-1) ?? "") as FloodStats);
           } catch {
-            resolve({ sent: 0, seconds: 1, statuses: {} });
+            resolve({ sent: 0, skipped: 0, seconds: 1, statuses: {} });
           }
         });
         child.kill("SIGTERM");
@@ -62,11 +66,12 @@ const rateOf = (s: FloodStats) => Math.round(s.sent / Math.max(1, s.seconds));
  * one a lookup the gateway must make), RUNS pairs in alternating order; and, as the control that
  * shows what the flood's requests cost by themselves, the same rate with one repeated bogus key
  * (remembered as unknown, no lookups). Prints each pair and the geometric mean of flooded/alone.
+ * CHECKOUT runs `pnpm start` from another checkout, to compare with the code before a change.
  */
 export async function authflood(): Promise<void> {
   const db = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), "latchkey-authflood-"));
-  const started = await startAllInOne({ DATABASE_URL: db.url, DATA_DIR: dataDir });
+  const started = await startAllInOne({ DATABASE_URL: db.url, DATA_DIR: dataDir }, CHECKOUT);
   try {
     await fillTable(started.call, db.sql);
     const url = `${started.proc.url}/v2/keys.verifyKey`;
@@ -105,7 +110,7 @@ export async function authflood(): Promise<void> {
       ratios.push(distinct.rps / alone.rps);
       controls.push(same.rps / alone.rps);
       rows.push(
-        `| ${i + 1} | ${Math.round(alone.rps)} | ${Math.round(distinct.rps)} | ${(distinct.rps / alone.rps).toFixed(2)} | ${rateOf(distinctStats!)} ${JSON.stringify(distinctStats!.statuses)} | ${Math.round(same.rps)} | ${(same.rps / alone.rps).toFixed(2)} | ${rateOf(sameStats!)} | ${alone.non2xx + distinct.non2xx + same.non2xx} |`,
+        `| ${i + 1} | ${Math.round(alone.rps)} | ${Math.round(distinct.rps)} | ${(distinct.rps / alone.rps).toFixed(2)} | ${rateOf(distinctStats!)} ${JSON.stringify(distinctStats!.statuses)}${distinctStats!.skipped > 0 ? ` (${distinctStats!.skipped} not sent)` : ""} | ${Math.round(same.rps)} | ${(same.rps / alone.rps).toFixed(2)} | ${rateOf(sameStats!)} | ${alone.non2xx + distinct.non2xx + same.non2xx} |`,
       );
       process.stderr.write(`  pair ${i + 1}: ${rows.at(-1)}\n`);
     }

@@ -102,13 +102,14 @@ describe("RootKeyAuth", () => {
     expect(stats.calls).toBe(2);
   });
 
-  it("keeps a cached root key cached through a flood of 100,000 distinct bogus tokens, asking once per plausible one", async () => {
-    const { auth, stats, add } = fixture({ maxEntries: 1_000, maxUnknown: 10_000 });
+  it("keeps a cached root key cached through a flood of 100,000 distinct bogus tokens, looking up at most lookupsPerSecond a second", async () => {
+    const { auth, stats, add, clock } = fixture({ maxEntries: 1_000, maxUnknown: 10_000 });
     const valid = rootKeyLike();
     add(valid, "ws_valid");
     const header = `Bearer ${valid}`;
     expect((await auth.authenticate(header)).workspaceId).toBe("ws_valid");
     expect(stats.calls).toBe(1);
+    clock.advance(1_000);
 
     // Four shapes no root key has, and one every generated root key has.
     const shapes = [
@@ -121,7 +122,6 @@ describe("RootKeyAuth", () => {
     const perShape = 20_000;
     const answers = new Map<string, number>();
     for (const shape of shapes) {
-      // In waves well under the waiting bound, so every plausible token is asked about.
       for (let wave = 0; wave < perShape; wave += 500) {
         const outcomes = await Promise.all(
           Array.from({ length: 500 }, (_, i) => outcome(auth, `Bearer ${shape(wave + i)}`)),
@@ -129,19 +129,45 @@ describe("RootKeyAuth", () => {
         for (const o of outcomes) answers.set(o, (answers.get(o) ?? 0) + 1);
       }
     }
-    expect(Object.fromEntries(answers)).toEqual({ "401 key_not_found": 100_000 });
-    // Only the plausible shape cost a lookup, one each.
-    expect(stats.calls).toBe(1 + perShape);
+    // Only the plausible shape cost lookups: a second's worth (100), the rest answered 503 unasked.
+    expect(Object.fromEntries(answers)).toEqual({
+      "401 key_not_found": 4 * perShape + 100,
+      "503 service_unavailable": perShape - 100,
+    });
+    expect(stats.calls).toBe(1 + 100);
 
     // The valid root key is still cached: no promise, no call.
     expect(auth.cached(header)?.workspaceId).toBe("ws_valid");
     expect((await auth.authenticate(header)).workspaceId).toBe("ws_valid");
-    expect(stats.calls).toBe(1 + perShape);
+    expect(stats.calls).toBe(1 + 100);
     auth.close();
   }, 120_000);
 
+  it("starts at most lookupsPerSecond lookups of new tokens a second, a second's worth at once", async () => {
+    const { auth, stats, clock } = fixture({ lookupsPerSecond: 10 });
+    const burst = await Promise.all(
+      Array.from({ length: 15 }, () => outcome(auth, `Bearer ${rootKeyLike()}`)),
+    );
+    expect(burst.filter((o) => o === "401 key_not_found")).toHaveLength(10);
+    expect(burst.filter((o) => o === "503 service_unavailable")).toHaveLength(5);
+    expect(stats.calls).toBe(10);
+    clock.advance(100);
+    expect(await outcome(auth, `Bearer ${rootKeyLike()}`)).toBe("401 key_not_found");
+    expect(await outcome(auth, `Bearer ${rootKeyLike()}`)).toBe("503 service_unavailable");
+    // A long quiet spell refills a second's worth, no more.
+    clock.advance(60_000);
+    const later = await Promise.all(
+      Array.from({ length: 15 }, () => outcome(auth, `Bearer ${rootKeyLike()}`)),
+    );
+    expect(later.filter((o) => o === "401 key_not_found")).toHaveLength(10);
+    expect(stats.calls).toBe(21);
+  });
+
   it("keeps at most maxLookups lookups of new tokens out and maxWaiting waiting; beyond, answers 503 at once", async () => {
-    const { auth, stats, release, held } = fixture({ maxLookups: 4, maxWaiting: 10 }, true);
+    const { auth, stats, release, held } = fixture(
+      { maxLookups: 4, maxWaiting: 10, lookupsPerSecond: 1_000 },
+      true,
+    );
     const settled = Array.from({ length: 100 }, () => outcome(auth, `Bearer ${rootKeyLike()}`));
     // The 86 that find no room are answered while the rest wait.
     const early = await Promise.race([
@@ -161,7 +187,7 @@ describe("RootKeyAuth", () => {
 
   it("refreshes a known root key whose TTL ran out even while new tokens fill every lookup", async () => {
     const { auth, stats, clock, add, release, held } = fixture(
-      { ttlMs: 5_000, maxLookups: 2, maxWaiting: 2 },
+      { ttlMs: 5_000, maxLookups: 2, maxWaiting: 2, lookupsPerSecond: 1_000 },
       true,
     );
     const valid = rootKeyLike();

@@ -31,6 +31,13 @@ export interface RootKeyAuthOptions {
   maxLookups?: number;
   /** Lookups waiting for one of those; a token finding no room answers 503 at once. Default 1,000. */
   maxWaiting?: number;
+  /**
+   * Lookups of tokens not known to be root keys started per second, a second's worth at once at
+   * most; past it a new token answers 503 at once. Default 100: new root keys are rare, and a
+   * flood of distinct bogus ones would otherwise cost the keys service and its database one
+   * lookup each.
+   */
+  lookupsPerSecond?: number;
 }
 
 interface Known {
@@ -47,8 +54,9 @@ interface Known {
  *
  * Bogus tokens cannot crowd valid ones out: a token no root key can be is
  * refused without a lookup; an unknown one is remembered in a bounded map of
- * its own; and lookups of tokens not known before are bounded in number, out
- * and waiting, so a flood cannot queue unbounded RPCs. A known root key whose
+ * its own; and lookups of tokens not known before are bounded per second, out
+ * and waiting, so a flood can neither queue unbounded RPCs nor load the keys
+ * service with more than a hundred a second. A known root key whose
  * TTL ran out is asked about again beside those bounds (known keys are bounded
  * by maxEntries).
  */
@@ -68,12 +76,16 @@ export class RootKeyAuth {
   /** Lookups of new tokens out, and those waiting for one to return (FIFO). */
   private lookupsOut = 0;
   private readonly waiting: (() => void)[] = [];
+  /** The lookups that may start now (a token bucket refilled at lookupsPerSecond), and when it was last filled. */
+  private lookupBudget: number;
+  private budgetAt: number;
   private readonly ttlMs: number;
   private readonly unknownTtlMs: number;
   private readonly maxEntries: number;
   private readonly maxUnknown: number;
   private readonly maxLookups: number;
   private readonly maxWaiting: number;
+  private readonly lookupsPerSecond: number;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -88,6 +100,9 @@ export class RootKeyAuth {
     this.maxUnknown = options.maxUnknown ?? 100_000;
     this.maxLookups = options.maxLookups ?? 16;
     this.maxWaiting = options.maxWaiting ?? 1_000;
+    this.lookupsPerSecond = options.lookupsPerSecond ?? 100;
+    this.lookupBudget = this.lookupsPerSecond;
+    this.budgetAt = clock.now();
     this.unsubscribe = bus?.subscribe(KEYS_CHANGED_SUBJECT, (data) => this.onKeyChanged(data)) ?? (() => {});
   }
 
@@ -145,8 +160,16 @@ export class RootKeyAuth {
     return p;
   }
 
-  /** A lookup of a token not known before, within maxLookups out and maxWaiting waiting. */
+  /** A lookup of a token not known before, within lookupsPerSecond, maxLookups out and maxWaiting waiting. */
   private async boundedLookup(hash: string): Promise<Caller | null> {
+    const now = this.clock.now();
+    this.lookupBudget = Math.min(
+      this.lookupsPerSecond,
+      this.lookupBudget + ((now - this.budgetAt) * this.lookupsPerSecond) / 1_000,
+    );
+    this.budgetAt = now;
+    if (this.lookupBudget < 1) throw problems.authBusy();
+    this.lookupBudget--;
     if (this.lookupsOut < this.maxLookups) this.lookupsOut++;
     else if (this.waiting.length < this.maxWaiting) await new Promise<void>((r) => this.waiting.push(r));
     else throw problems.authBusy();
