@@ -120,10 +120,13 @@ export class RootKeyAuth {
   }
 
   /**
-   * The caller behind an Authorization header; throws a 401 Problem for a missing, malformed or
-   * unknown key, and a 503 one when too many new tokens are being looked up to wait for another.
+   * The caller behind an Authorization header. Throws a Problem at once when no lookup is needed
+   * to refuse it: 401 for a missing, malformed or impossible key or one remembered as unknown, 503
+   * when new tokens are being looked up faster than the bounds allow. Else a promise, rejected
+   * with a 401 when the lookup does not know the key. Throwing rather than rejecting keeps a flood
+   * of bogus keys off the promise machinery.
    */
-  async authenticate(header: string | undefined): Promise<Caller> {
+  authenticate(header: string | undefined): Promise<Caller> {
     let hash = header === undefined ? undefined : this.hashes.get(header);
     if (hash === undefined) {
       const token = bearerOf(header);
@@ -132,16 +135,26 @@ export class RootKeyAuth {
     }
     const now = this.clock.now();
     const entry = this.known.get(hash);
-    if (entry !== undefined && entry.expiresAt > now) return entry.caller;
+    if (entry !== undefined && entry.expiresAt > now) return Promise.resolve(entry.caller);
     const unknownUntil = this.unknown.get(hash);
     if (unknownUntil !== undefined && unknownUntil > now) throw problems.unknownRootKey();
-    const caller = await this.resolve(hash, entry !== undefined);
-    if (caller === null) throw problems.unknownRootKey();
-    if (header !== undefined && !this.hashes.has(header)) {
-      this.oldestHeader.trim(this.maxEntries - 1);
-      this.hashes.set(header, hash);
+    let p = this.pending.get(hash);
+    if (p === undefined) {
+      // A known key whose TTL ran out is asked about beside the bounds for new tokens.
+      const key = hash;
+      p = (entry !== undefined ? this.lookup(key) : this.boundedLookup(key, this.admit(now))).finally(() =>
+        this.pending.delete(key),
+      );
+      this.pending.set(key, p);
     }
-    return caller;
+    return p.then((caller) => {
+      if (caller === null) throw problems.unknownRootKey();
+      if (header !== undefined && !this.hashes.has(header)) {
+        this.oldestHeader.trim(this.maxEntries - 1);
+        this.hashes.set(header, hash);
+      }
+      return caller;
+    });
   }
 
   close(): void {
@@ -151,28 +164,30 @@ export class RootKeyAuth {
     this.unknown.clear();
   }
 
-  private resolve(hash: string, known: boolean): Promise<Caller | null> {
-    let p = this.pending.get(hash);
-    if (p === undefined) {
-      p = (known ? this.lookup(hash) : this.boundedLookup(hash)).finally(() => this.pending.delete(hash));
-      this.pending.set(hash, p);
-    }
-    return p;
-  }
-
-  /** A lookup of a token not known before, within lookupsPerSecond, maxLookups out and maxWaiting waiting. */
-  private async boundedLookup(hash: string): Promise<Caller | null> {
-    const now = this.clock.now();
+  /**
+   * Whether a new token may be looked up now: throws authBusy past lookupsPerSecond, or when
+   * maxLookups are out and maxWaiting wait; answers whether it must wait for a slot.
+   */
+  private admit(now: number): boolean {
     this.lookupBudget = Math.min(
       this.lookupsPerSecond,
       this.lookupBudget + ((now - this.budgetAt) * this.lookupsPerSecond) / 1_000,
     );
     this.budgetAt = now;
     if (this.lookupBudget < 1) throw problems.authBusy();
+    if (this.lookupsOut < this.maxLookups) {
+      this.lookupsOut++;
+      this.lookupBudget--;
+      return false;
+    }
+    if (this.waiting.length >= this.maxWaiting) throw problems.authBusy();
     this.lookupBudget--;
-    if (this.lookupsOut < this.maxLookups) this.lookupsOut++;
-    else if (this.waiting.length < this.maxWaiting) await new Promise<void>((r) => this.waiting.push(r));
-    else throw problems.authBusy();
+    return true;
+  }
+
+  /** A lookup of a new token that `admit` let in, holding its slot (or waiting for one) until it returns. */
+  private async boundedLookup(hash: string, wait: boolean): Promise<Caller | null> {
+    if (wait) await new Promise<void>((r) => this.waiting.push(r));
     try {
       return await this.lookup(hash);
     } finally {
