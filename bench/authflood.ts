@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 import { DURATION, type Figures, load, RUNS, type Target, WARMUP } from "./load.ts";
-import { pidsMatching, treeOf } from "./procfs.ts";
+import { cpuOf, pidsMatching, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 import { startAllInOne } from "./throughput.ts";
 
@@ -114,6 +114,30 @@ export async function authflood(): Promise<void> {
       );
       process.stderr.write(`  pair ${i + 1}: ${rows.at(-1)}\n`);
     }
+    // What one request of each kind costs the server, measured apart: the flood alone, then verifications alone.
+    const perRequest: string[] = [];
+    const groups = target.processes!;
+    for (const mode of ["distinct", "same"] as const) {
+      const f = await flood(url, mode);
+      const before = cpuOf(groups);
+      await new Promise((r) => setTimeout(r, DURATION * 1_000));
+      const after = cpuOf(groups);
+      const stats = await f.stop();
+      const answered = Object.values(stats.statuses).reduce((a, b) => a + b, 0);
+      perRequest.push(
+        `${mode === "distinct" ? "a distinct bogus root key" : "one repeated bogus root key"}: ${Object.keys(
+          groups,
+        )
+          .map((g) => `${g} ${((after[g]! - before[g]!) / Math.max(1, answered)).toFixed(1)} µs`)
+          .join(", ")} (${answered} answered)`,
+      );
+    }
+    const quiet = await load(target, DURATION);
+    perRequest.push(
+      `a verification: ${Object.entries(quiet.cpu ?? {})
+        .map(([g, v]) => `${g} ${v.toFixed(1)} µs`)
+        .join(", ")}`,
+    );
     const geomean = (xs: number[]) => Math.exp(xs.reduce((a, x) => a + Math.log(x), 0) / xs.length);
     process.stdout.write(
       [
@@ -123,6 +147,9 @@ export async function authflood(): Promise<void> {
         ...rows,
         "",
         `verification throughput under ${FLOOD_RATE} distinct bogus root keys/s: ${geomean(ratios).toFixed(2)} of alone (geometric mean of ${RUNS}); under the same rate of one repeated bogus key: ${geomean(controls).toFixed(2)}`,
+        "",
+        "CPU per request, each kind measured alone:",
+        ...perRequest.map((line) => `- ${line}`),
         "",
       ].join("\n"),
     );
