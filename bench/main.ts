@@ -1,3 +1,4 @@
+import { authflood } from "./authflood.ts";
 import { propagation } from "./propagation.ts";
 import { scale } from "./scale.ts";
 import { throughput } from "./throughput.ts";
@@ -5,14 +6,16 @@ import { throughput } from "./throughput.ts";
 /**
  * `pnpm bench`: the measurements of issue 8, as tables printed to stdout
  * (progress goes to stderr). BENCH picks them: all (default), throughput,
- * propagation, scale, or a comma-separated list. A benchmark, not a test: it
+ * propagation, scale, authflood (verification beside a flood of bogus root keys), or a
+ * comma-separated list. A benchmark, not a test: it
  * prints figures and asserts nothing.
  *
  * Settings (env): CONNECTIONS (64), DURATION (10 s), RUNS (3), WARMUP (3 s) for
  * every autocannon load; NATS_URL (default nats://127.0.0.1:4222) for throughput and propagation; CHANGES (200) for propagation; SCALE_MAX
- * (1000000) for scale; TABLE_KEYS (100000) other keys in the table for throughput and bench:ab.
+ * (1000000) for scale; TABLE_KEYS (100000) other keys in the table for throughput and bench:ab;
+ * FLOOD_RATE (10000) bogus root keys per second for authflood.
  */
-const all = ["throughput", "propagation", "scale"] as const;
+const all = ["throughput", "propagation", "scale", "authflood"] as const;
 type Bench = (typeof all)[number];
 
 function selected(): Bench[] {
@@ -31,6 +34,7 @@ async function main() {
     if (bench === "throughput") await throughput();
     if (bench === "propagation") await propagation();
     if (bench === "scale") await scale();
+    if (bench === "authflood") await authflood();
   }
   process.stderr.write(
     `pnpm bench (${benches.join(", ")}) took ${Math.round((Date.now() - started) / 1000)} s\n`,

@@ -53,13 +53,20 @@ describe.each(components.map((c) => [c.name, c] as const))("dist/%s.mjs", (name,
   );
 
   it.skipIf(!built || required.length > 0)(
-    "starts with nothing configured, answers /healthz and /metrics on its port and exits 0 on SIGTERM",
+    "starts with nothing configured, answers /healthz on its port and /metrics on its metrics port and exits 0 on SIGTERM",
     async () => {
       const port = await freePort();
-      const { child, exited } = startBundle(outdir, name, { PORT: String(port), LOG_LEVEL: "warn" });
+      // The gateway serves /metrics on a port of its own and answers it 404 on the public one.
+      const metricsPort = component.metricsPort === undefined ? port : await freePort();
+      const { child, exited } = startBundle(outdir, name, {
+        PORT: String(port),
+        LOG_LEVEL: "warn",
+        ...(component.metricsPort === undefined ? {} : { METRICS_PORT: String(metricsPort) }),
+      });
       const res = await waitForOk(`http://127.0.0.1:${port}/healthz`, Date.now() + 15_000, exited);
       expect(await res.json()).toEqual({ status: "ok" });
-      const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
+      if (metricsPort !== port) expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+      const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
       expect(metrics.status).toBe(200);
       expect(metrics.headers.get("content-type")).toMatch(/^text\/plain/);
       expect(await metrics.text()).toMatch(/^# HELP process_/m);

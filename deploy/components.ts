@@ -10,12 +10,14 @@ export interface Component {
   entry: string;
   /** The port the process listens on (its PORT), for RPC, /healthz and /readyz alike. */
   port: number;
+  /** Where Prometheus scrapes /metrics (its METRICS_PORT) when not `port`: the gateway's public port has none. */
+  metricsPort?: number;
 }
 
 export type ComponentName = "gateway" | "keys" | "ratelimit" | "identity" | "analytics";
 
 export const components: readonly Component[] = [
-  { name: "gateway", entry: "gateway/src/main.ts", port: 7070 },
+  { name: "gateway", entry: "gateway/src/main.ts", port: 7070, metricsPort: 9464 },
   { name: "keys", entry: "services/keys/src/main.ts", port: 7071 },
   { name: "ratelimit", entry: "services/ratelimit/src/main.ts", port: 7072 },
   { name: "identity", entry: "services/identity/src/main.ts", port: 7073 },

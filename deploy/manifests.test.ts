@@ -308,7 +308,11 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
       expect(w.spec.template.spec.containers).toHaveLength(1);
       expect(container.args).toEqual([`dist/${name}.mjs`]);
       expect(environment(set, container).get("PORT")).toBe(String(component.port));
-      expect(container.ports.map((p: any) => p.containerPort)).toEqual([component.port]);
+      const metricsPorts = component.metricsPort === undefined ? [] : [component.metricsPort];
+      expect(container.ports.map((p: any) => p.containerPort)).toEqual([component.port, ...metricsPorts]);
+      if (component.metricsPort !== undefined) {
+        expect(environment(set, container).get("METRICS_PORT")).toBe(String(component.metricsPort));
+      }
       expect(container.livenessProbe.httpGet.path).toBe("/healthz");
       expect(container.startupProbe.httpGet.path).toBe("/healthz");
       expect(container.readinessProbe.httpGet.path).toBe("/readyz");
@@ -325,16 +329,15 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
       }
     });
 
-    it("asks Prometheus to scrape /metrics on its port, from every replica", () => {
+    it("asks Prometheus to scrape /metrics on its metrics port, from every replica", () => {
       const w = workloadOf(set, component);
+      const port = component.metricsPort ?? component.port;
       expect(w.spec.template.metadata.annotations).toEqual({
         "prometheus.io/scrape": "true",
-        "prometheus.io/port": String(component.port),
+        "prometheus.io/port": String(port),
         "prometheus.io/path": "/metrics",
       });
-      expect(w.spec.template.spec.containers[0].ports.map((p: any) => p.containerPort)).toContain(
-        component.port,
-      );
+      expect(w.spec.template.spec.containers[0].ports.map((p: any) => p.containerPort)).toContain(port);
     });
 
     it("runs as non-root on a read-only root filesystem, with requests and limits", () => {
@@ -444,6 +447,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         analytics: false,
       });
       expect(admits(set.objects, { kind: "outside" }, to("gateway", 7071)), "another port").toBe(false);
+      expect(admits(set.objects, { kind: "outside" }, to("gateway", 9464)), "the metrics port").toBe(false);
     });
 
     it("let keys reach ratelimit on 7072 and identity on 7073, which it calls while verifying", () => {
@@ -514,6 +518,15 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         closed,
       );
       expect(reach(inNamespace("default", prometheus)), "a Prometheus in another namespace").toEqual(closed);
+      const gatewayMetrics = to("gateway", byName("gateway").metricsPort);
+      expect(admits(set.objects, inNamespace("monitoring", prometheus), gatewayMetrics)).toBe(true);
+      expect(
+        admits(
+          set.objects,
+          inNamespace("monitoring", { "app.kubernetes.io/name": "grafana" }),
+          gatewayMetrics,
+        ),
+      ).toBe(false);
     });
   });
 });

@@ -23,7 +23,6 @@ import {
   env,
   httpDuration,
   type Logger,
-  metricsText,
   type Probe,
   requirePermissions,
 } from "@latchkey/runtime";
@@ -31,11 +30,12 @@ import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { listenEdge } from "./edge.ts";
 import { httpLimits } from "./http-limits.ts";
+import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { listenNode } from "./node-server.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
-import { compile, type Validate } from "./schema.ts";
+import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
   /** KeysService: APIs, keys, verification and root keys. */
@@ -52,7 +52,7 @@ export interface GatewayDeps {
   clock: Clock;
   /** events.keys.changed: drops a cached root key the moment it changes. */
   bus?: Bus;
-  /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000). */
+  /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000, at most 60000). */
   rootKeyCacheTtlMs?: number;
   /** Largest request body accepted; larger answers 413. Default 1 MiB. */
   maxBodyBytes?: number;
@@ -126,9 +126,14 @@ interface Served {
   operation: Operation;
   route: Route;
   validate: Validate<unknown>;
+  /** Whether its body may hold JSON of any depth (meta), so the depth is checked before parsing. */
+  freeJson: boolean;
 }
 
 const JSON_TYPE = "application/json";
+
+/** The longest a resolved root key may be trusted without asking again (ROOT_KEY_CACHE_TTL_MS). */
+export const MAX_ROOT_KEY_CACHE_TTL_MS = 60_000;
 
 const verifyItem = (callerIndex: number, request: VerifyKeyRequest): VerifyKeyBatchItem => ({
   $typeName: "keys.v1.VerifyKeyBatchItem",
@@ -145,7 +150,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
   collectProcessMetrics();
   const keys = createClient(KeysService, deps.keys);
   const ratelimit = createClient(RatelimitService, deps.ratelimit);
-  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs: deps.rootKeyCacheTtlMs ?? 5_000 }, deps.bus);
+  const ttlMs = deps.rootKeyCacheTtlMs ?? 5_000;
+  // Without the bus (or when it misses a change) a revoked root key works until its entry expires.
+  if (!(Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_ROOT_KEY_CACHE_TTL_MS)) {
+    throw new Error(
+      `ROOT_KEY_CACHE_TTL_MS must be 0 to ${MAX_ROOT_KEY_CACHE_TTL_MS} ms: a revoked root key keeps working until its cache entry expires; got ${ttlMs}`,
+    );
+  }
+  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -172,13 +184,18 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const table = new Map<string, Served>();
   for (const operation of OPERATIONS) {
     const route: Route = routes[operation];
-    table.set(`/v2/${operation}`, { operation, route, validate: compile(route.schema, route.refused) });
+    table.set(`/v2/${operation}`, {
+      operation,
+      route,
+      validate: compile(route.schema, route.refused),
+      freeJson: holdsFreeJson(route.schema),
+    });
   }
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
-    const body = parseJson(raw);
+    const body = parseJson(raw, served.freeJson);
     if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
     const input = served.validate(body);
     if (!input.ok) {
@@ -233,7 +250,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   /**
    * The operation `x` asks for, timed from here, when it is a POST to one; anything else (a
-   * probe, /metrics, an unknown path, another method) is answered here and gives undefined.
+   * probe, an unknown path, another method) is answered here and gives undefined.
    */
   function route(x: Exchange, requestId: string): Served | undefined {
     const url = x.url;
@@ -279,10 +296,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   function probe(x: Exchange, requestId: string, path: string) {
     const isGet = x.method === "GET" || x.method === "HEAD";
-    if (path === "/metrics" && isGet) {
-      metricsText().then(({ contentType, body }) => send(x, 200, contentType, body));
-      return;
-    }
+    // /metrics is not among these: it is served on a port of its own (metrics-server.ts).
     if (path === "/v2/liveness" || path === "/healthz" || path === "/readyz") {
       if (!isGet) return sendProblem(x, requestId, problems.methodNotAllowed(x.method, path), ALLOW_GET);
       if (path === "/v2/liveness") {
@@ -333,16 +347,32 @@ export async function listen(
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
 function answer(x: Exchange, requestId: string, reply: Reply) {
   let out = `{"meta":{"requestId":"${requestId}"}`;
+  // A route's `data` of undefined would drop the field: every success carries data.
   if (reply.json !== undefined) out += `,"data":${reply.json}`;
-  else if (reply.data !== undefined) out += `,"data":${JSON.stringify(reply.data)}`;
+  else out += `,"data":${JSON.stringify(reply.data) ?? "{}"}`;
   if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
   send(x, 200, JSON_TYPE, `${out}}`);
 }
 
-function parseJson(raw: Buffer): unknown {
+/**
+ * The body parsed, or the Problem with it. Its depth is checked first where the schema takes
+ * JSON of any shape (`freeJson`); a closed schema refuses a deeper body where it stops fitting,
+ * without recursion, so keys.verifyKey and ratelimits.limit pay nothing for it.
+ */
+function parseJson(raw: Buffer, freeJson: boolean): unknown {
   if (raw.length === 0) {
     return problems.invalidInput("The request body is empty.", [
       { location: "/body", message: "The body is required.", fix: "Send a JSON body." },
+    ]);
+  }
+  const deep = freeJson ? tooDeepAt(raw) : undefined;
+  if (deep !== undefined) {
+    return problems.invalidInput(`The request body is nested deeper than ${MAX_DEPTH} levels at ${deep}.`, [
+      {
+        location: deep,
+        message: `Objects and arrays may be nested at most ${MAX_DEPTH} levels deep, the body counting as one.`,
+        fix: "Flatten the value, for example by joining nested keys into one.",
+      },
     ]);
   }
   let body: unknown;

@@ -1,3 +1,4 @@
 export { KEYS_CHANGED_SUBJECT } from "./auth.ts";
 export { createGateway, type Gateway, type GatewayDeps, listen } from "./gateway.ts";
+export { metricsPortOf, serveMetrics } from "./metrics-server.ts";
 export { OPERATIONS, type Operation } from "./routes/index.ts";

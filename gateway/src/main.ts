@@ -1,6 +1,7 @@
 import { createLogger, env, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createGateway, listen } from "./gateway.ts";
+import { serveMetrics } from "./metrics-server.ts";
 import { withBatchCodecs } from "./wire.ts";
 
 // The gateway as its own process: configuration from env, services over the internal transport.
@@ -47,11 +48,18 @@ const gateway = createGateway({
   rootKeyCacheTtlMs: env.int("ROOT_KEY_CACHE_TTL_MS", 5_000),
 });
 const server = await listen(gateway, env.int("PORT", 7070));
-log.info({ port: server.port }, "gateway listening");
+// Prometheus scrapes a port of its own: the public port does not answer /metrics.
+const metrics = await serveMetrics(
+  { value: env.string("METRICS_PORT", "9464")!, chosen: process.env["METRICS_PORT"] !== undefined },
+  "0.0.0.0",
+  log,
+);
+log.info({ port: server.port, metricsPort: metrics?.port }, "gateway listening");
 
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, async () => {
     await server.close();
+    await metrics?.close();
     await bus?.close();
     process.exit(0);
   });

@@ -110,6 +110,7 @@ export const problems = {
       `The request body exceeds ${limit} bytes.`,
     ),
   unavailable: () => make(UNAVAILABLE, "A service behind the gateway is unavailable; retry shortly."),
+  authBusy: () => make(UNAVAILABLE, "Too many unknown root keys are being checked at once; retry shortly."),
   unexpected: () =>
     make(UNEXPECTED, "Something went wrong on our side. Quote the requestId when reporting it."),
 };

@@ -30,16 +30,13 @@ export interface RouteContext {
 }
 
 /**
- * What a route answers: `data`, and for the reference's list operations
- * `pagination` beside it. `data` is absent only where the reference answers
- * `meta` alone (identities.deleteIdentity).
+ * What a route answers: `data`, always (an operation with nothing to say answers `{}`), and for
+ * the reference's list operations `pagination` beside it; or, from a hot-path route's own
+ * serialiser (keys.verifyKey, ratelimits.limit), `json`: the data already written as JSON.
  */
-export interface Reply {
-  data?: unknown;
-  /** `data` already written as JSON, by a hot-path route's own serialiser (keys.verifyKey); wins over `data`. */
-  json?: string;
-  pagination?: { cursor?: string; hasMore: boolean };
-}
+export type Reply =
+  | { data: unknown; json?: undefined; pagination?: { cursor?: string; hasMore: boolean } }
+  | { json: string; data?: undefined; pagination?: undefined };
 
 /**
  * One public operation. Every route has the same shape: the gateway

@@ -1,6 +1,7 @@
 import type { Violation } from "@latchkey/runtime";
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
-import { Ajv, type ErrorObject } from "ajv";
+import { Ajv, type ErrorObject, type FuncKeywordDefinition } from "ajv";
+import { MAX_META_BYTES } from "./limits.ts";
 
 /**
  * Request schemas are written with TypeBox (static types for free) and
@@ -8,6 +9,27 @@ import { Ajv, type ErrorObject } from "ajv";
  * contract's section 8, else from the reference spec's field constraints.
  */
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+
+/**
+ * `maxJsonBytes`: the value's JSON may be at most this many bytes of UTF-8. For meta, stored as
+ * given and returned by every verification. The body is at most MAX_DEPTH deep by then
+ * (limits.ts), so JSON.stringify cannot overflow.
+ */
+const maxJsonBytes: FuncKeywordDefinition = {
+  keyword: "maxJsonBytes",
+  type: "object",
+  schemaType: "number",
+  errors: true,
+  validate: function check(limit: number, data: unknown) {
+    const bytes = Buffer.byteLength(JSON.stringify(data) ?? "");
+    if (bytes <= limit) return true;
+    (check as { errors?: Partial<ErrorObject>[] }).errors = [
+      { keyword: "maxJsonBytes", params: { limit, bytes }, message: "is too large" },
+    ];
+    return false;
+  },
+};
+ajv.addKeyword(maxJsonBytes);
 
 /** The largest integer JSON.parse keeps exactly; int64 fields above it would be silently rounded. */
 const MAX_INT = Number.MAX_SAFE_INTEGER;
@@ -18,8 +40,9 @@ export const Int = (options: { minimum?: number; maximum?: number } = {}) =>
 export const Str = (minLength: number, maxLength: number, pattern?: string) =>
   Type.String(pattern === undefined ? { minLength, maxLength } : { minLength, maxLength, pattern });
 
-/** Arbitrary JSON object attached to keys and identities (reference: at most 100 properties). */
-export const Meta = () => Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 });
+/** Arbitrary JSON object attached to keys and identities (reference: at most 100 properties; limits.ts: its size). */
+export const Meta = () =>
+  Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100, maxJsonBytes: MAX_META_BYTES });
 
 /** A string enum as one `enum` keyword (a union of literals would report one error per member). */
 export const Enum = <const T extends readonly string[]>(values: T) =>
@@ -39,6 +62,27 @@ export const Nullable = <S extends TSchema>(schema: S) =>
 export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
 export const SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
 export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
+
+/**
+ * Whether a body valid for `schema` may hold JSON of any shape, and so of any depth: a record
+ * (meta), an object open to fields it does not name, or a value of any type. A closed schema
+ * bounds the depth itself: a deeper body fails validation at the first place that does not fit.
+ */
+export function holdsFreeJson(schema: TSchema): boolean {
+  const pending: unknown[] = [schema];
+  for (let s = pending.pop(); s !== undefined; s = pending.pop()) {
+    const node = s as Record<string, unknown>;
+    const type = node["type"];
+    if (type === undefined && node["enum"] === undefined && node["const"] === undefined) return true;
+    const types = Array.isArray(type) ? type : [type];
+    if (types.includes("object")) {
+      if (node["patternProperties"] !== undefined || node["additionalProperties"] !== false) return true;
+      pending.push(...Object.values((node["properties"] ?? {}) as Record<string, unknown>));
+    }
+    if (types.includes("array")) pending.push(node["items"] ?? {});
+  }
+  return false;
+}
 
 export type Validate<T> = (body: unknown) => { ok: true; value: T } | { ok: false; violations: Violation[] };
 
@@ -95,7 +139,8 @@ function violationOf(e: ErrorObject, refused: Record<string, Omit<Violation, "lo
     case "additionalProperties": {
       const name = String(p["additionalProperty"]);
       const location = `${at}/${name}`;
-      const special = e.instancePath === "" ? refused[name] : undefined;
+      // Own keys only: a field named __proto__ or constructor would otherwise find Object's.
+      const special = e.instancePath === "" && Object.hasOwn(refused, name) ? refused[name] : undefined;
       if (special) return { location, ...special };
       return {
         location,
@@ -103,6 +148,12 @@ function violationOf(e: ErrorObject, refused: Record<string, Omit<Violation, "lo
         fix: `Remove '${name}' or check its spelling.`,
       };
     }
+    case "maxJsonBytes":
+      return {
+        location: at,
+        message: `${fieldName(at)} ${describe(e, p)}.`,
+        fix: "Keep meta small (under 10 KB is best: it is returned by every verification); store large data elsewhere and keep a reference in meta.",
+      };
     default:
       return { location: at, message: `${fieldName(at)} ${describe(e, p)}.` };
   }
@@ -130,6 +181,8 @@ function describe(e: ErrorObject, p: Record<string, unknown>): string {
       return `must hold at most ${p["limit"]} items`;
     case "maxProperties":
       return `must have at most ${p["limit"]} properties`;
+    case "maxJsonBytes":
+      return `is ${p["bytes"]} bytes of JSON; at most ${p["limit"]} are stored`;
     case "pattern":
       return `must match the pattern ${String(p["pattern"])}`;
     case "enum":

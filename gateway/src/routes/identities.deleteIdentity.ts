@@ -1,11 +1,11 @@
 import { route } from "../route.ts";
 import { identityRefSchema } from "./identities.getIdentity.ts";
 
-/** The reference answers `meta` alone: no `data` (notes a.12). */
+/** Answers `data: {}`: every success carries data (Unkey's answer, `meta` alone, lacks it; its clients ignore it). */
 export const deleteIdentity = route({
   schema: identityRefSchema,
   async handle(input, { caller, services }) {
     await services.identity.deleteIdentity({ caller, identity: input.identity });
-    return {};
+    return { data: {} };
   },
 });

@@ -59,6 +59,15 @@ describe("POST /v2/keys.verifyKey answering 400", () => {
     expect(res.body.error.errors).toEqual([expect.objectContaining({ location, message })]);
   });
 
+  it("refuses more ratelimits than a key's 50 and its identity's 50 could name", async () => {
+    const ratelimits = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `limit_${i}` }));
+    const res = await h.post("keys.verifyKey", { key: "sk_1", ratelimits: ratelimits(101) });
+    expect(res.status).toBe(400);
+    expect(res.body.error.errors).toEqual([
+      { location: "/body/ratelimits", message: "ratelimits must hold at most 100 items." },
+    ]);
+  });
+
   it("answers a permission query syntax error with the reference's type", async () => {
     const h2 = harness({
       keys: {

@@ -23,6 +23,8 @@ export const verifyKeySchema = Closed({
         limit: Type.Optional(Int()),
         duration: Type.Optional(Int()),
       }),
+      // As many as can apply: a key's 50 limits and its identity's 50 (the reference sets no bound).
+      { maxItems: 100 },
     ),
   ),
   migrationId: Type.Optional(Str(0, 256)),

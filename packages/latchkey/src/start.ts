@@ -10,7 +10,7 @@ import {
   openClickHouse,
   startConsumer,
 } from "@latchkey/analytics";
-import { createGateway, listen } from "@latchkey/gateway";
+import { createGateway, listen, metricsPortOf, serveMetrics } from "@latchkey/gateway";
 import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
 import {
   createKeysDeps,
@@ -59,6 +59,12 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 function readSettings() {
   // CREDITS_ASYNC_COMMIT is for PostgreSQL servers only: PGlite is one backend, whose commits it would not change.
   const asyncCommit = env.bool("CREDITS_ASYNC_COMMIT", false);
+  // Metrics on a loopback port of their own by default (gateway/README.md); the public port has none.
+  const metrics = {
+    value: env.string("METRICS_PORT", "9464")!,
+    chosen: process.env["METRICS_PORT"] !== undefined,
+  };
+  metricsPortOf(metrics.value);
   return {
     natsUrl: env.string("NATS_URL"),
     clickhouseUrl: env.string("CLICKHOUSE_URL"),
@@ -68,6 +74,8 @@ function readSettings() {
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0"),
     rootKeyCacheTtlMs: rootKeyCacheTtlMs(),
+    metrics,
+    metricsHost: env.string("METRICS_HOST", "127.0.0.1")!,
     encryptionKey: encryptionKey(),
     counterBounds: counterBoundsFromEnv(),
   };
@@ -176,9 +184,11 @@ async function main() {
   closers.unshift(stopRelay);
   const bootstrap = await bootstrapRootKey(db.sql);
   const server = await listen(gateway, settings.port, settings.host);
+  const metrics = await serveMetrics(settings.metrics, settings.metricsHost, log);
 
   say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
   for (const line of bootstrap) say(line);
+  if (metrics) say(`Prometheus metrics: http://${settings.metricsHost}:${metrics.port}/metrics`);
   say(
     `Try: curl -s localhost:${server.port}/v2/apis.createApi -H "Authorization: Bearer $ROOT_KEY" -d '{"name":"my-api"}'`,
   );
@@ -189,6 +199,7 @@ async function main() {
     stopping = true;
     log.info("shutting down");
     await server.close();
+    await metrics?.close();
     stopRefills();
     for (const close of closers) await close();
     await keys.close();

@@ -124,4 +124,11 @@ describe("workspace and root-key administration", () => {
       ErrorReason.UNAUTHENTICATED,
     );
   });
+
+  it("refuses a string the gateway would never take for a root key: longer than 256, or not visible ASCII", async () => {
+    const message = "LATCHKEY_ROOT_KEY must be at most 256 characters of visible ASCII (no spaces)";
+    await expect(ensureRootKey(db.sql, "x".repeat(257))).rejects.toThrow(message);
+    await expect(ensureRootKey(db.sql, "lk_root_with a_space")).rejects.toThrow(message);
+    await expect(ensureRootKey(db.sql, "lk_root_\u00e9t\u00e9_0123456")).rejects.toThrow(message);
+  });
 });

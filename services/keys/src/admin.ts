@@ -114,6 +114,9 @@ export async function ensureRootKey(
   workspaceId = DEFAULT_WORKSPACE_ID,
 ): Promise<{ rootKeyId: string; created: boolean; revoked: boolean }> {
   if (plaintext.length < 16) throw new Error("LATCHKEY_ROOT_KEY must be at least 16 characters");
+  // What the gateway takes for a root key (gateway/src/auth.ts couldBeRootKey); any other it refuses unasked.
+  if (plaintext.length > 256 || !/^[\x21-\x7e]+$/.test(plaintext))
+    throw new Error("LATCHKEY_ROOT_KEY must be at most 256 characters of visible ASCII (no spaces)");
   const id = newId("rk");
   const [row] = await sql<{ id: string; created: boolean; revoked: boolean }[]>`INSERT INTO root_keys
       (id, workspace_id, hash, start, name, permissions, created_at)
