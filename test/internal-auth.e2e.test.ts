@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -10,8 +10,9 @@ import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { INTERNAL_AUTH_HEADER, InternalAuth, signingInterceptor } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { internalAuth, internalSecret, type Stack, startStack } from "./harness.ts";
 
 // Anything that can reach a service's port (a pod where NetworkPolicies are not enforced, a compose
 // or VM deployment) must not be able to act as any workspace by writing a caller into the message.
@@ -125,10 +126,114 @@ describe("a stock Connect client that writes a caller of its own into the messag
   });
 });
 
+/** Sends `header` instead of the call's own assertion. */
+const sending =
+  (header: string): Interceptor =>
+  (next) =>
+  (req) => {
+    req.header.set(INTERNAL_AUTH_HEADER, header);
+    return next(req);
+  };
+
+const keysClient = (interceptors: Interceptor[]) =>
+  createClient(
+    KeysService,
+    createConnectTransport({
+      baseUrl: stack.keys[0]!.url,
+      httpVersion: "1.1",
+      useBinaryFormat: true,
+      interceptors,
+    }),
+  );
+
+describe("a client that has seen or made an assertion, but not for this call", () => {
+  it("is answered when it signs with the secret (the control: what the refusals below lack is the assertion)", async () => {
+    const res = await keysClient([signingInterceptor(internalAuth)]).getKey({
+      caller: forged(),
+      keyId: secret.keyId,
+      decrypt: true,
+    });
+    expect(res.key?.plaintext).toBe(secret.key);
+  });
+
+  it("cannot replay an assertion made for one method on another", async () => {
+    const header = internalAuth.sign("/keys.v1.KeysService/ListKeys", { caller: forged() });
+    const err = await refusal(
+      keysClient([sending(header)]).getKey({ caller: forged(), keyId: secret.keyId, decrypt: true }),
+    );
+    expect(err.code).toBe(Code.Unauthenticated);
+  });
+
+  it("cannot use an expired assertion", async () => {
+    const tenMinutesAgo = new InternalAuth([internalSecret], () => Date.now() - 600_000);
+    const err = await refusal(
+      keysClient([signingInterceptor(tenMinutesAgo)]).getKey({
+        caller: forged(),
+        keyId: secret.keyId,
+        decrypt: true,
+      }),
+    );
+    expect(err.code).toBe(Code.Unauthenticated);
+    expect(err.rawMessage).toContain("expired");
+  });
+
+  it("cannot send an assertion made for its own caller with another workspace's caller", async () => {
+    const mine = { workspaceId: "ws_default", rootKeyId: "rk_mine", permissions: ["*"] };
+    const header = internalAuth.sign("/keys.v1.KeysService/GetKey", { caller: mine });
+    const err = await refusal(
+      keysClient([sending(header)]).getKey({ caller: forged(), keyId: secret.keyId, decrypt: true }),
+    );
+    expect(err.code).toBe(Code.Unauthenticated);
+    const batchHeader = internalAuth.sign("/keys.v1.KeysService/VerifyKeyBatch", { callers: [mine] });
+    const batch = keysClient([sending(batchHeader)]).verifyKeyBatch({
+      callers: [mine, forged()],
+      items: [{ callerIndex: 1, request: { key: secret.key, requestId: "req_tampered" } }],
+    });
+    expect((await refusal(batch)).code).toBe(Code.Unauthenticated);
+  });
+});
+
 describe("the gateway, which vouches for the callers it resolves", () => {
-  it("still reads the victim's key for the victim's own root key", async () => {
+  it("reads the victim's key for the victim's own root key, and no other workspace's root key can", async () => {
     const read = await stack.call("keys.getKey", { keyId: secret.keyId, decrypt: true }, victim.rootKey);
     expect(read.status).toBe(200);
     expect(read.body.data.plaintext).toBe(secret.key);
+    const other = await stack.call("keys.getKey", { keyId: secret.keyId, decrypt: true });
+    expect(other.status).toBe(404);
+  });
+
+  it("verifies keys (keys -> ratelimit, keys -> identity signed by keys), limits, and reaches identity and analytics", async () => {
+    const call = (operation: string, body: unknown) => stack.call(operation, body, victim.rootKey);
+    const apiId = (await call("apis.createApi", { name: "signed" })).body.data.apiId;
+    expect(
+      (await call("permissions.createPermission", { name: "read", slug: "documents.read" })).status,
+    ).toBe(200);
+    expect((await call("identities.createIdentity", { externalId: `user_${suffix}` })).status).toBe(200);
+    const { key } = (
+      await call("keys.createKey", {
+        apiId,
+        externalId: `user_${suffix}`,
+        permissions: ["documents.read"],
+        ratelimits: [{ name: "requests", limit: 2, duration: 60_000, autoApply: true }],
+      })
+    ).body.data;
+    const verified = await Promise.all(
+      [1, 2, 3].map(() => call("keys.verifyKey", { key, permissions: "documents.read" })),
+    );
+    expect(verified.map((v) => v.status)).toEqual([200, 200, 200]);
+    expect(verified.map((v) => v.body.data.code).sort()).toEqual(["RATE_LIMITED", "VALID", "VALID"]);
+    const limited = await call("ratelimit.limit", {
+      namespace: "signed",
+      identifier: "u",
+      limit: 1,
+      duration: 60_000,
+    });
+    expect(limited.status).toBe(200);
+    expect(limited.body.data.success).toBe(true);
+    expect((await call("identities.listIdentities", {})).body.data).toHaveLength(1);
+    const analytics = await call("analytics.getVerifications", {
+      query: "SELECT count(*) AS total FROM key_verifications_v1",
+    });
+    expect(analytics.status).toBe(200);
   });
 });

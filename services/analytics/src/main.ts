@@ -1,4 +1,4 @@
-import { createLogger, env, serveRpc } from "@latchkey/runtime";
+import { createLogger, env, InternalAuth, serveRpc } from "@latchkey/runtime";
 import { connect } from "@nats-io/transport-node";
 import { openClickHouse } from "./clickhouse.ts";
 import { startConsumer, watchConsumer } from "./consumer.ts";
@@ -10,6 +10,8 @@ import { analyticsRoutes } from "./routes.ts";
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("analytics", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7074);
+// Queries are served only when the gateway signed them.
+const auth = InternalAuth.fromEnv();
 const clickhouseUrl = env.required("CLICKHOUSE_URL");
 const natsUrl = env.required("NATS_URL");
 // ANALYTICS_CONSUMER names the durable consumer (one per deployment; replicas share it and split the work).
@@ -32,7 +34,7 @@ const nats = await connect({
 const deps = createAnalyticsDeps({ nats, clickhouse, log });
 const consumer = await startConsumer({ nats, store: deps.store, log, durable, startAt });
 watchConsumer(consumer);
-const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready });
+const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready }, undefined, { auth });
 log.info({ port: server.port }, "analytics service listening");
 
 let stopping = false;
