@@ -135,6 +135,20 @@ describe("unaryTransport", () => {
     await new Promise<void>((resolve) => hold.close(() => resolve()));
   });
 
+  it("raises Unavailable when the connection closes halfway through the answer", async () => {
+    const cut = net.createServer((socket) => {
+      socket.once("data", () => {
+        socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ncontent-length: 100\r\n\r\nabc");
+        setTimeout(() => socket.destroy(), 20);
+      });
+    });
+    await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+    const client = fastClient(`http://127.0.0.1:${(cut.address() as AddressInfo).port}`);
+    const err = await failure(client.getApi({ apiId: "api_1" }, { timeoutMs: 5_000 }));
+    expect(err.code).toBe(Code.Unavailable);
+    await new Promise<void>((resolve) => cut.close(() => resolve()));
+  });
+
   it("answers a call with a deadline as one without, when the answer comes in time", async () => {
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

@@ -397,9 +397,9 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
             const chunks: Buffer[] = [];
             res.on("data", (chunk: Buffer) => chunks.push(chunk));
             res.on("error", (err) => fail(ConnectError.from(err, Code.Unavailable)));
-            res.on("aborted", () =>
-              fail(new ConnectError("the connection closed mid-answer", Code.Unavailable)),
-            );
+            res.on("close", () => {
+              if (!res.complete) fail(new ConnectError("the connection closed mid-answer", Code.Unavailable));
+            });
             res.on("end", () => {
               if (failed !== undefined) return;
               settle();
