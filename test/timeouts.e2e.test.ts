@@ -6,6 +6,7 @@ import { type Proc, type Stack, startProcess, startStack } from "./harness.ts";
 // must cost a request its deadline, not forever, and must not stop the gateway serving the rest.
 let hold: net.Server;
 let held: string;
+const holding = new Set<net.Socket>();
 let stack: Stack;
 /** A second gateway whose keys service is the one that never answers. */
 let stuckKeys: Proc;
@@ -16,8 +17,10 @@ const MARGIN = 1_500;
 
 beforeAll(async () => {
   hold = net.createServer((socket) => {
+    holding.add(socket);
     socket.resume(); // reads every request, answers none
     socket.on("error", () => {});
+    socket.on("close", () => holding.delete(socket));
   });
   await new Promise<void>((resolve) => hold.listen(0, "127.0.0.1", resolve));
   held = `http://127.0.0.1:${(hold.address() as net.AddressInfo).port}`;
@@ -43,7 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stuckKeys?.stop();
   await stack?.stop();
-  hold.closeAllConnections?.();
+  for (const socket of holding) socket.destroy();
   await new Promise<void>((resolve) => hold?.close(() => resolve()));
 });
 
