@@ -113,6 +113,24 @@ describe("InternalAuth", () => {
     refusal(() => auth.check("/keys.v1.KeysService/AuthenticateRootKey", none, { caller: alice }));
   });
 
+  it("sends the same assertion again for the same method and callers for 15 s, then a fresh one", () => {
+    const signer = new InternalAuth([SECRET], clock);
+    const first = signer.sign(GET_KEY, { caller: alice });
+    now += 14_000;
+    expect(signer.sign(GET_KEY, { caller: { ...alice } })).toBe(first);
+    expect(signer.sign(GET_API, { caller: alice })).not.toBe(first);
+    expect(signer.sign(GET_KEY, { caller: mallory })).not.toBe(first);
+    now += 1_000;
+    const renewed = signer.sign(GET_KEY, { caller: alice });
+    expect(renewed).not.toBe(first);
+    expect(Number(renewed.split(".")[1]) - Number(first.split(".")[1])).toBe(15);
+    // A reused assertion has most of its minute left: the receiver still accepts it 45 s on.
+    now += 14_000;
+    expect(signer.sign(GET_KEY, { caller: alice })).toBe(renewed);
+    now += 45_000;
+    expect(() => auth.check(GET_KEY, renewed, { caller: alice })).not.toThrow();
+  });
+
   it("counts refusals by reason at /metrics", async () => {
     refusal(() => auth.check(GET_KEY, undefined, {}));
     const text = await registry.metrics();

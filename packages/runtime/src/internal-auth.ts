@@ -3,6 +3,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type Transport } from "@connectrpc/connect";
 import { Counter } from "prom-client";
 import { env } from "./config.ts";
+import { OldestFirst } from "./oldest-first.ts";
 
 /**
  * The trust boundary between Latchkey's processes. A service acts for the caller written in the
@@ -33,6 +34,15 @@ const TTL_SECONDS = 60;
 const SKEW_SECONDS = 30;
 /** An HMAC-SHA-256 in unpadded base64url. */
 const MAC_LENGTH = 43;
+/**
+ * How long a process sends the same assertion again for the same method and callers (the gateway's
+ * batches mostly carry one root key's caller; keys' CheckNamedLimits none), so that the sender
+ * pays an HMAC every REUSE_MS per (method, callers) rather than one per call. Well inside the
+ * TTL: a reused assertion still has 45 s to live. The receiver checks every call.
+ */
+const REUSE_MS = 15_000;
+/** Assertions kept for reuse, by method and callers; the oldest is dropped beyond this. */
+const REUSED_MAX = 1_000;
 
 const WHAT =
   "the secret shared by the gateway and the services that signs every call between them " +
@@ -103,6 +113,9 @@ export interface OpenedAssertion {
  */
 export class InternalAuth {
   private readonly keys: KeyObject[];
+  /** Assertions made, by "<path>\n<callers>": what sign() sends again until `renewAt`. */
+  private readonly made = new Map<string, { header: string; renewAt: number }>();
+  private readonly oldest = new OldestFirst(this.made);
 
   /** `now`: the clock, in milliseconds (tests move it). */
   constructor(
@@ -138,8 +151,18 @@ export class InternalAuth {
 
   /** The header value vouching for a call of `path` carrying `message`'s callers. */
   sign(path: string, message: unknown): string {
-    const expiry = String(Math.floor(this.now() / 1000) + TTL_SECONDS);
-    return `${VERSION}.${expiry}.${this.mac(this.keys[0]!, expiry, path, callersText(message)).toString("base64url")}`;
+    const callers = callersText(message);
+    const key = `${path}\n${callers}`;
+    const now = this.now();
+    const made = this.made.get(key);
+    if (made !== undefined && now < made.renewAt) return made.header;
+    const expiry = String(Math.floor(now / 1000) + TTL_SECONDS);
+    const header = `${VERSION}.${expiry}.${this.mac(this.keys[0]!, expiry, path, callers).toString("base64url")}`;
+    // Deleted first, so a renewed entry moves to the back of the insertion order.
+    this.made.delete(key);
+    this.made.set(key, { header, renewAt: now + REUSE_MS });
+    this.oldest.trim(REUSED_MAX);
+    return header;
   }
 
   /**
