@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { CreditsOperation, KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { internalTransport } from "@latchkey/runtime";
-import { type Proc, type Stack, startStack } from "../test/harness.ts";
+import { internalAuth, type Proc, type Stack, startStack } from "../test/harness.ts";
 import { startRatelimitReplicas } from "./replicas.ts";
 
 /** Changes measured per kind (issue 8 asks for at least 200). */
@@ -87,8 +87,12 @@ export async function propagation(): Promise<void> {
   let replicas: Proc[] = [];
   try {
     replicas = await startRatelimitReplicas(stack.db.url, natsUrl, 2);
-    const keysClients = stack.keys.map((k) => createClient(KeysService, internalTransport(k.url)));
-    const ratelimitClients = replicas.map((r) => createClient(RatelimitService, internalTransport(r.url)));
+    const keysClients = stack.keys.map((k) =>
+      createClient(KeysService, internalTransport(k.url, { auth: internalAuth })),
+    );
+    const ratelimitClients = replicas.map((r) =>
+      createClient(RatelimitService, internalTransport(r.url, { auth: internalAuth })),
+    );
     const writer = keysClients[0]!;
     let phase = performance.now();
     const progress = (what: string) => {

@@ -115,6 +115,8 @@ async function environment(
     env["ANALYTICS_START_AT"] = "new";
     dropConsumer(env["ANALYTICS_CONSUMER"]);
   }
+  if (read.has("LATCHKEY_INTERNAL_SECRET"))
+    env["LATCHKEY_INTERNAL_SECRET"] = randomBytes(32).toString("base64");
   if (read.has("LATCHKEY_ROOT_KEY")) env["LATCHKEY_ROOT_KEY"] = `lk_root_${randomBytes(24).toString("hex")}`;
   if (read.has("LATCHKEY_ENCRYPTION_KEY"))
     env["LATCHKEY_ENCRYPTION_KEY"] = randomBytes(32).toString("base64");

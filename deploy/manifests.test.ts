@@ -256,6 +256,18 @@ describe("the overlays, rendered", () => {
     expect(Buffer.from(key ?? "", "base64")).toHaveLength(32);
   });
 
+  it("dev gives every process one internal secret long enough to start with", () => {
+    const dev = overlays.find((s) => s.name === "overlays/dev")!;
+    const values = new Set(
+      components.map((c) =>
+        environment(dev, workloadOf(dev, c).spec.template.spec.containers[0]).get("LATCHKEY_INTERNAL_SECRET"),
+      ),
+    );
+    expect(values.size).toBe(1);
+    // The shortest the processes accept (MIN_SECRET_LENGTH, packages/runtime/src/internal-auth.ts).
+    expect([...values][0]!.length).toBeGreaterThanOrEqual(32);
+  });
+
   it("prod runs at least two replicas of everything, with more room than the base, and leaves the Secret alone", () => {
     const prod = overlays.find((s) => s.name === "overlays/prod")!;
     expect(find(prod, "Secret", "latchkey")).toBeUndefined();
@@ -299,6 +311,30 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         const needed = [...code.read].filter((v) => code.required.has(v) || v.endsWith("_URL"));
         const unset = needed.filter((v) => !vars.has(v));
         expect({ unread, unset }).toEqual({ unread: [], unset: [] });
+      },
+    );
+
+    it.skipIf(!written.has(name))(
+      "takes LATCHKEY_INTERNAL_SECRET, which its code requires, from the Secret latchkey and from nowhere else",
+      () => {
+        expect(reads.get(name)!.required.has("LATCHKEY_INTERNAL_SECRET"), "read with env.required").toBe(
+          true,
+        );
+        const container = workloadOf(set, component).spec.template.spec.containers[0];
+        const entries = (container.env ?? []).filter((e: any) => e.name === "LATCHKEY_INTERNAL_SECRET");
+        expect(entries).toEqual([
+          {
+            name: "LATCHKEY_INTERNAL_SECRET",
+            valueFrom: { secretKeyRef: { name: "latchkey", key: "LATCHKEY_INTERNAL_SECRET" } },
+          },
+        ]);
+        for (const from of container.envFrom ?? []) {
+          const source = from.configMapRef ?? from.secretRef;
+          const o = [...set.objects, ...set.secrets].find((x: any) => x.metadata.name === source.name) as any;
+          expect(Object.keys({ ...o?.data, ...o?.stringData }), `envFrom ${source.name}`).not.toContain(
+            "LATCHKEY_INTERNAL_SECRET",
+          );
+        }
       },
     );
 

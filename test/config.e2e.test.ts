@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "./harness.ts";
+import { freePort, internalSecret } from "./harness.ts";
 
 const root = join(import.meta.dirname, "..");
 
@@ -14,7 +14,16 @@ function runService(entry: string, env: Record<string, string>) {
     const child = execFile(
       process.execPath,
       ["--import", "tsx", join(root, entry)],
-      { env: { ...process.env, LOG_LEVEL: "info", PORT: "0", ...env }, timeout: 30_000 },
+      {
+        env: {
+          ...process.env,
+          LOG_LEVEL: "info",
+          PORT: "0",
+          LATCHKEY_INTERNAL_SECRET: internalSecret,
+          ...env,
+        },
+        timeout: 30_000,
+      },
       (_err, stdout, stderr) => resolve({ code: child.exitCode, output: `${stdout}${stderr}` }),
     );
   });
@@ -47,6 +56,61 @@ describe("a service with a bad setting stops at start, before it connects or mig
     });
     expect(code).toBe(1);
     expect(output).toContain(says);
+    expect(await tables()).toBe(0);
+  });
+
+  const entries = {
+    gateway: "gateway/src/main.ts",
+    keys: "services/keys/src/main.ts",
+    ratelimit: "services/ratelimit/src/main.ts",
+    identity: "services/identity/src/main.ts",
+    analytics: "services/analytics/src/main.ts",
+  };
+  const unreachable = {
+    DATABASE_URL: "",
+    CLICKHOUSE_URL: "http://127.0.0.1:1/latchkey",
+    NATS_URL: "nats://127.0.0.1:1",
+  };
+
+  it.each(Object.keys(entries))(
+    "%s: without LATCHKEY_INTERNAL_SECRET, or with one too short, exits 1 saying what it is, before it connects",
+    async (name) => {
+      const entry = entries[name as keyof typeof entries];
+      const missing = await runService(entry, {
+        ...unreachable,
+        DATABASE_URL: db.url,
+        LATCHKEY_INTERNAL_SECRET: "",
+      });
+      expect(missing.code).toBe(1);
+      expect(missing.output).toContain(
+        "LATCHKEY_INTERNAL_SECRET is required: the secret shared by the gateway",
+      );
+      const short = await runService(entry, {
+        ...unreachable,
+        DATABASE_URL: db.url,
+        LATCHKEY_INTERNAL_SECRET: "too-short-to-sign-anything",
+      });
+      expect(short.code).toBe(1);
+      expect(short.output).toContain("secret 1 has 26 characters, fewer than 32");
+      expect(short.output).not.toContain("too-short-to-sign-anything");
+      expect(await tables()).toBe(0);
+    },
+  );
+
+  it.each([
+    ["gateway", "RPC_TIMEOUT_MS"],
+    ["gateway", "ANALYTICS_RPC_TIMEOUT_MS"],
+    ["keys", "RPC_TIMEOUT_MS"],
+    ["ratelimit", "RPC_TIMEOUT_MS"],
+  ])("%s: %s=0 exits 1 saying it must be at least 1", async (name, variable) => {
+    const entry = entries[name as keyof typeof entries];
+    const { code, output } = await runService(entry, {
+      ...unreachable,
+      DATABASE_URL: db.url,
+      [variable]: "0",
+    });
+    expect(code).toBe(1);
+    expect(output).toContain(`${variable} must be an integer of at least 1, got '0'`);
     expect(await tables()).toBe(0);
   });
 
@@ -115,7 +179,14 @@ describe("a service with a bad setting stops at start, before it connects or mig
   it("keys with good settings still migrates and serves (the same database, so the checks above could see tables)", async () => {
     const port = await freePort();
     const child = execFile(process.execPath, ["--import", "tsx", join(root, "services/keys/src/main.ts")], {
-      env: { ...process.env, LOG_LEVEL: "warn", PORT: String(port), DATABASE_URL: db.url, NATS_URL: "" },
+      env: {
+        ...process.env,
+        LOG_LEVEL: "warn",
+        PORT: String(port),
+        DATABASE_URL: db.url,
+        NATS_URL: "",
+        LATCHKEY_INTERNAL_SECRET: internalSecret,
+      },
     });
     try {
       const ready = async () =>

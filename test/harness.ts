@@ -1,10 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
+import { InternalAuth } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 
 const root = join(import.meta.dirname, "..");
+
+/**
+ * The LATCHKEY_INTERNAL_SECRET every process started here shares (one per test run), and the
+ * signer a test uses to call a service directly as the gateway would.
+ */
+export const internalSecret = randomBytes(32).toString("base64");
+export const internalAuth = new InternalAuth([internalSecret]);
 
 /** A free loopback port, for a child process to listen on. */
 export async function freePort(): Promise<number> {
@@ -25,8 +34,9 @@ export interface Proc {
 
 /**
  * Starts one entrypoint (a path from this checkout's root, or an absolute one)
- * as its own node process (TypeScript through tsx's loader) and waits until
- * /healthz answers. `port` when the caller must know it
+ * as its own node process (TypeScript through tsx's loader), with the run's
+ * LATCHKEY_INTERNAL_SECRET unless `env` sets it, and waits until /healthz
+ * answers. `port` when the caller must know it
  * beforehand (replicas told each other's URLs); `nodeArgs` are flags for node
  * itself, e.g. --cpu-prof, which NODE_OPTIONS refuses.
  */
@@ -40,7 +50,13 @@ export async function startProcess(
   port ??= await freePort();
   let output = "";
   const child = spawn(process.execPath, ["--import", "tsx", ...nodeArgs, resolvePath(root, entry)], {
-    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
+    env: {
+      ...process.env,
+      LOG_LEVEL: "warn",
+      LATCHKEY_INTERNAL_SECRET: internalSecret,
+      ...env,
+      PORT: String(port),
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout!.on("data", (d) => {
@@ -105,6 +121,8 @@ export async function startStack(
       gateway?: Record<string, string>;
       keys?: Record<string, string>;
       ratelimit?: Record<string, string>;
+      identity?: Record<string, string>;
+      analytics?: Record<string, string>;
     };
     /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
     nodeArgs?: string[];
@@ -130,7 +148,7 @@ export async function startStack(
   const identity = await startProcess(
     "identity",
     at("services/identity/src/main.ts"),
-    common,
+    { ...common, ...options.env?.identity },
     undefined,
     flags,
   );
@@ -153,6 +171,7 @@ export async function startStack(
         CLICKHOUSE_URL: options.analytics.clickhouseUrl,
         ANALYTICS_CONSUMER: options.analytics.consumer,
         ANALYTICS_START_AT: "new",
+        ...options.env?.analytics,
       })
     : undefined;
   const gateway = await startProcess(

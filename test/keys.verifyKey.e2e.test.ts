@@ -6,8 +6,9 @@ import {
 } from "@connectrpc/connect-node";
 import { createRootKey } from "@latchkey/keys";
 import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { signingInterceptor } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { internalAuth, type Stack, startStack } from "./harness.ts";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -96,10 +97,16 @@ describe("create an API, issue a key, verify it (services as separate processes)
     expect(path.body.error.status).toBe(404);
   });
 
+  // A tool inside the cluster that holds LATCHKEY_INTERNAL_SECRET signs its calls with the runtime's interceptor.
+  const interceptors = [signingInterceptor(internalAuth)];
+
   it("answers a plain gRPC client of KeysService.VerifyKey over HTTP/2", async () => {
     const apiId = await newApi();
     const { key } = (await stack.call("keys.createKey", { apiId })).body.data;
-    const grpc = createClient(KeysService, createGrpcTransport({ baseUrl: stack.keys[0]!.url }));
+    const grpc = createClient(
+      KeysService,
+      createGrpcTransport({ baseUrl: stack.keys[0]!.url, interceptors }),
+    );
     const caller = { workspaceId: "ws_default", rootKeyId: "rk_grpc", permissions: ["api.*.verify_key"] };
     const res = await grpc.verifyKey({ caller, key, requestId: "req_grpc" });
     expect(res.valid).toBe(true);
@@ -112,9 +119,9 @@ describe("create an API, issue a key, verify it (services as separate processes)
     const caller = { workspaceId: "ws_default", rootKeyId: "rk_web", permissions: ["api.*.verify_key"] };
     const baseUrl = stack.keys[0]!.url;
     for (const transport of [
-      createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
-      createConnectTransport({ baseUrl, httpVersion: "1.1" }),
-      createConnectTransport({ baseUrl, httpVersion: "2" }),
+      createGrpcWebTransport({ baseUrl, httpVersion: "1.1", interceptors }),
+      createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors }),
+      createConnectTransport({ baseUrl, httpVersion: "2", interceptors }),
     ]) {
       const res = await createClient(KeysService, transport).verifyKey({ caller, key, requestId: "req_web" });
       expect(res.code).toBe(VerifyCode.VALID);

@@ -1,4 +1,4 @@
-import { createLogger, env, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
+import { createLogger, env, InternalAuth, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createGateway, listen } from "./gateway.ts";
 import { serveMetrics } from "./metrics-server.ts";
@@ -6,6 +6,12 @@ import { withBatchCodecs } from "./wire.ts";
 
 // The gateway as its own process: configuration from env, services over the internal transport.
 const log = createLogger("gateway", env.string("LOG_LEVEL", "info"));
+// Signs every call with the callers it resolved from root keys: the services accept no other.
+const auth = InternalAuth.fromEnv();
+// A service that does not answer within this is answered 503 (keys' own calls have shorter deadlines).
+const timeoutMs = env.int("RPC_TIMEOUT_MS", 5_000, 1);
+// Analytics queries may run up to ClickHouse's max_execution_time (30 s).
+const analyticsTimeoutMs = env.int("ANALYTICS_RPC_TIMEOUT_MS", 35_000, 1);
 const natsUrl = env.string("NATS_URL");
 const bus = natsUrl === undefined ? undefined : await NatsBus.connect(natsUrl, log, "gateway");
 
@@ -37,10 +43,10 @@ const probe = {
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
   // The hot batched calls with hand-written protobuf: VerifyKeyBatch (wire.ts), LimitBatch (the runtime's).
-  keys: withBatchCodecs(internalTransport(urls.keys)),
-  ratelimit: internalTransport(urls.ratelimit, ratelimitCodecs),
-  identity: internalTransport(urls.identity),
-  analytics: internalTransport(urls.analytics),
+  keys: internalTransport(urls.keys, { auth, timeoutMs, encoding: withBatchCodecs }),
+  ratelimit: internalTransport(urls.ratelimit, { auth, timeoutMs, codecs: ratelimitCodecs }),
+  identity: internalTransport(urls.identity, { auth, timeoutMs }),
+  analytics: internalTransport(urls.analytics, { auth, timeoutMs: analyticsTimeoutMs }),
   probe,
   log,
   clock: systemClock,

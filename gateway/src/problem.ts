@@ -111,6 +111,8 @@ export const problems = {
     ),
   unavailable: () => make(UNAVAILABLE, "A service behind the gateway is unavailable; retry shortly."),
   authBusy: () => make(UNAVAILABLE, "Too many unknown root keys are being checked at once; retry shortly."),
+  /** A service did not answer within the call's deadline (RPC_TIMEOUT_MS): 503, as Unkey's clients expect, not 504. */
+  timedOut: () => make(UNAVAILABLE, "A service behind the gateway did not answer in time; retry shortly."),
   unexpected: () =>
     make(UNEXPECTED, "Something went wrong on our side. Quote the requestId when reporting it."),
 };
@@ -144,9 +146,8 @@ export function problemOf(err: unknown, unexpected: (cause: unknown) => void): P
     return make(k, err.rawMessage, errors);
   }
   unexpected(err);
-  if (err instanceof ConnectError && (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded)) {
-    return problems.unavailable();
-  }
+  if (err instanceof ConnectError && err.code === Code.DeadlineExceeded) return problems.timedOut();
+  if (err instanceof ConnectError && err.code === Code.Unavailable) return problems.unavailable();
   return problems.unexpected();
 }
 

@@ -6,6 +6,7 @@ export * from "./db.ts";
 export * from "./errors.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
+export * from "./internal-auth.ts";
 export * from "./local-transport.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";

@@ -4,6 +4,7 @@ import net from "node:net";
 import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { type InternalAuth, verifyingInterceptor } from "./internal-auth.ts";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
 import { registeredServices, unaryFastPath, unaryMethods, type WireCodecs } from "./unary.ts";
 
@@ -28,13 +29,19 @@ export interface ServedRpc {
  * HTTP/1.1 transport share the port. /healthz and /readyz answer probes.
  * Unary calls in binary protobuf over HTTP/1.1 (what Latchkey's processes
  * send each other) take unaryFastPath; every other call connect's adapter.
+ *
+ * `auth` is the trust boundary: every call, whichever the protocol, must
+ * carry an assertion signed by a Latchkey process (internal-auth.ts) for its
+ * method and callers, checked before anything else, or is refused
+ * Unauthenticated. Only tests of a service's own wiring pass "none". The
+ * probes and /metrics need none.
  */
 export async function serveRpc(
   routes: Routes,
   port: number,
-  probe?: Probe,
-  host = "0.0.0.0",
-  options: { codecs?: WireCodecs } = {},
+  probe: Probe | undefined,
+  host: string | undefined,
+  options: { codecs?: WireCodecs; auth: InternalAuth | "none" },
 ): Promise<ServedRpc> {
   collectProcessMetrics();
   // Registered once: connect's adapter and the unary fast path serve the same implementations.
@@ -43,10 +50,14 @@ export async function serveRpc(
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl);
     },
-    interceptors: [rpcMetricsInterceptor],
+    // The signature first: a refused call runs nothing else (it is counted in latchkey_rpc_refused_total).
+    interceptors:
+      options.auth === "none"
+        ? [rpcMetricsInterceptor]
+        : [verifyingInterceptor(options.auth), rpcMetricsInterceptor],
     fallback: (req, res) => health(req, res, probe),
   });
-  const fast = unaryFastPath(unaryMethods(services), options.codecs);
+  const fast = unaryFastPath(unaryMethods(services), options.codecs ?? {}, options.auth);
   const h1 = http.createServer((req, res) => {
     if (!fast(req, res)) rpc(req, res);
   });
@@ -94,7 +105,7 @@ export async function serveRpc(
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, resolve);
+    server.listen(port, host ?? "0.0.0.0", resolve);
   });
   const address = server.address() as net.AddressInfo;
   return {

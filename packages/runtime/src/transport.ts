@@ -1,19 +1,40 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { type InternalAuth, signedTransport } from "./internal-auth.ts";
 import { unaryTransport, type WireCodecs } from "./unary.ts";
+
+export interface InternalTransportOptions {
+  /**
+   * Signs every call, as the services require (internal-auth.ts): InternalAuth.fromEnv() in a
+   * process's main.ts. "none" only for tests of a service served without it.
+   */
+  auth: InternalAuth | "none";
+  /**
+   * The deadline of a call that sets none (RPC_TIMEOUT_MS in main.ts): past it the call fails with
+   * DeadlineExceeded and its connection is closed. Without it a call waits as long as the server.
+   */
+  timeoutMs?: number;
+  /** Hand-written codecs of hot methods (see WireCodec). */
+  codecs?: WireCodecs;
+  /**
+   * Rewrites calls between signing and the wire, for a layer that changes the message (the
+   * gateway's hand-written VerifyKeyBatch): the signature is made over the message as it was given.
+   */
+  encoding?: (transport: Transport) => Transport;
+}
 
 /**
  * The transport between Latchkey's own processes: Connect protocol, binary
  * protobuf, HTTP/1.1 keep-alive and no compression (measured fastest for
  * batched calls on loopback; see PERFORMANCE.md). Unary calls go through
- * unaryTransport, without connect's per-call machinery.
- *
- * `codecs` are hand-written codecs of hot methods (see WireCodec).
+ * unaryTransport, without connect's per-call machinery; each is signed and
+ * given its deadline here.
  *
  * `baseUrls` may list several instances, comma-separated: calls go to them in
  * turn (a Kubernetes Service does the same with one URL).
  */
-export function internalTransport(baseUrls: string, codecs: WireCodecs = {}): Transport {
+export function internalTransport(baseUrls: string, options: InternalTransportOptions): Transport {
+  const codecs = options.codecs ?? {};
   const transports = baseUrls
     .split(",")
     .map((u) => u.trim())
@@ -26,11 +47,15 @@ export function internalTransport(baseUrls: string, codecs: WireCodecs = {}): Tr
       ),
     );
   if (transports.length === 0) throw new Error("internalTransport needs at least one URL");
-  if (transports.length === 1) return transports[0]!;
-  let next = 0;
-  const pick = () => transports[next++ % transports.length]!;
-  return {
-    unary: (...args) => pick().unary(...args),
-    stream: (...args) => pick().stream(...args),
-  };
+  let wire: Transport;
+  if (transports.length === 1) wire = transports[0]!;
+  else {
+    let next = 0;
+    const pick = () => transports[next++ % transports.length]!;
+    wire = {
+      unary: (...args) => pick().unary(...args),
+      stream: (...args) => pick().stream(...args),
+    };
+  }
+  return signedTransport(options.encoding ? options.encoding(wire) : wire, options.auth, options.timeoutMs);
 }

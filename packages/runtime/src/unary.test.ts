@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
   Code,
@@ -18,7 +18,10 @@ import { CallContext, unaryTransport, type WireCodecs } from "./unary.ts";
 /** A KeysService that answers what it was asked, fails on demand and can be slow. */
 const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>
   router.service(KeysService, {
-    async getApi(req) {
+    async getApi(req, ctx) {
+      // Which context the call got, and the deadline it read: the fast path's own, or connect's.
+      if (req.apiId === "api_context")
+        return { api: { id: ctx.constructor.name, name: String(ctx.timeoutMs() ?? "none") } };
       if (req.apiId === "api_missing")
         throw domainError(ErrorReason.API_NOT_FOUND, "The API does not exist.");
       if (req.apiId === "api_broken") throw new Error("the database is down");
@@ -34,7 +37,7 @@ let stock: http.Server;
 let stockUrl: string;
 
 beforeAll(async () => {
-  served = await serveRpc(routes, 0, undefined, "127.0.0.1");
+  served = await serveRpc(routes, 0, undefined, "127.0.0.1", { auth: "none" });
   url = `http://127.0.0.1:${served.port}`;
   // Connect's own server, without the fast path: the client must speak its protocol.
   stock = http.createServer(connectNodeAdapter({ routes }));
@@ -111,6 +114,55 @@ describe("unaryTransport", () => {
     expect((await failure(call)).code).toBe(Code.Canceled);
   });
 
+  it("raises DeadlineExceeded in time against a server that accepts and never answers, and closes that connection", async () => {
+    const held = new Set<net.Socket>();
+    const hold = net.createServer((socket) => {
+      held.add(socket);
+      socket.resume(); // reads the request, answers nothing
+      socket.on("close", () => held.delete(socket));
+    });
+    await new Promise<void>((resolve) => hold.listen(0, "127.0.0.1", resolve));
+    const client = fastClient(`http://127.0.0.1:${(hold.address() as AddressInfo).port}`);
+    const started = performance.now();
+    const err = await failure(client.getApi({ apiId: "api_1" }, { timeoutMs: 100 }));
+    const took = performance.now() - started;
+    expect(err.code).toBe(Code.DeadlineExceeded);
+    expect(took).toBeGreaterThanOrEqual(95);
+    expect(took).toBeLessThan(1_000);
+    // The held connection is not put back in the pool for the next call.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(held.size).toBe(0);
+    await new Promise<void>((resolve) => hold.close(() => resolve()));
+  });
+
+  it("raises Unavailable when the connection closes halfway through the answer", async () => {
+    const cut = net.createServer((socket) => {
+      socket.once("data", () => {
+        socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ncontent-length: 100\r\n\r\nabc");
+        setTimeout(() => socket.destroy(), 20);
+      });
+    });
+    await new Promise<void>((resolve) => cut.listen(0, "127.0.0.1", resolve));
+    const client = fastClient(`http://127.0.0.1:${(cut.address() as AddressInfo).port}`);
+    const err = await failure(client.getApi({ apiId: "api_1" }, { timeoutMs: 5_000 }));
+    expect(err.code).toBe(Code.Unavailable);
+    await new Promise<void>((resolve) => cut.close(() => resolve()));
+  });
+
+  it("answers a call with a deadline as one without, when the answer comes in time", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        fastClient(url).getApi({ apiId: `api_${i}` }, { timeoutMs: 5_000 }),
+      ),
+    );
+    expect(answers.map((a) => a.api?.id)).toEqual(Array.from({ length: 20 }, (_, i) => `api_${i}`));
+  });
+
+  it("raises Canceled at once for a signal aborted before the call", async () => {
+    const err = await failure(fastClient(url).getApi({ apiId: "api_1" }, { signal: AbortSignal.abort() }));
+    expect(err.code).toBe(Code.Canceled);
+  });
+
   it("keeps one connection for sequential calls", async () => {
     const connections = new Set<string>();
     const counter = http.createServer(connectNodeAdapter({ routes }));
@@ -121,6 +173,25 @@ describe("unaryTransport", () => {
     expect(connections.size).toBe(1);
     counter.closeAllConnections();
     await new Promise<void>((resolve) => counter.close(() => resolve()));
+  });
+});
+
+describe("the fast path", () => {
+  it("serves a call with a deadline itself, its handler reading what is left of it", async () => {
+    const res = await fastClient(url).getApi({ apiId: "api_context" }, { timeoutMs: 4_000 });
+    expect(res.api?.id).toBe("CallContext");
+    expect(Number(res.api?.name)).toBeGreaterThan(3_900);
+    expect(Number(res.api?.name)).toBeLessThanOrEqual(4_000);
+    expect((await fastClient(url).getApi({ apiId: "api_context" })).api?.name).toBe("none");
+  });
+
+  it("leaves a malformed deadline to connect's adapter, which refuses it", async () => {
+    const res = await fetch(`${url}/keys.v1.KeysService/GetApi`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "connect-timeout-ms": "soon" },
+      body: new Uint8Array(0),
+    });
+    expect(res.status).toBe(400);
   });
 });
 
@@ -149,7 +220,7 @@ describe("hand-written codecs", () => {
         },
       },
     };
-    const withCodecs = await serveRpc(routes, 0, undefined, "127.0.0.1", { codecs });
+    const withCodecs = await serveRpc(routes, 0, undefined, "127.0.0.1", { codecs, auth: "none" });
     try {
       const baseUrl = `http://127.0.0.1:${withCodecs.port}`;
       const client = createClient(
@@ -193,6 +264,17 @@ describe("CallContext", () => {
       expect([...ctx.responseTrailer]).toEqual([]);
     }
     expect(light.url).toBe(stock.url);
+  });
+
+  it("reports what is left of a deadline, and aborts its signal with DeadlineExceeded when it passes", async () => {
+    const ctx = new CallContext(method, "connect", undefined, 30);
+    expect(ctx.timeoutMs()).toBeGreaterThan(20);
+    const signal = ctx.signal;
+    expect(signal.aborted).toBe(false);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as ConnectError).code).toBe(Code.DeadlineExceeded);
+    expect(ctx.timeoutMs()).toBe(0);
   });
 
   it("keeps what a handler sets, and aborts the signal it handed out", () => {

@@ -28,6 +28,7 @@ import {
   errorFromJsonBytes,
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
+import { INTERNAL_AUTH_HEADER, type InternalAuth, type OpenedAssertion } from "./internal-auth.ts";
 import { rpcDuration } from "./metrics.ts";
 
 /**
@@ -38,8 +39,8 @@ import { rpcDuration } from "./metrics.ts";
  * cost of a call; batching amortises it over the items of a batch, and this
  * removes most of what is left. On the wire it is the Connect protocol: any
  * Connect client can call a served method, and the client below can call any
- * Connect server. Everything else (JSON, compression, gRPC, gRPC-Web,
- * deadlines) still goes through connect's own adapter.
+ * Connect server. Everything else (JSON, compression, gRPC, gRPC-Web)
+ * still goes through connect's own adapter.
  */
 
 type Headers_ = Parameters<Transport["unary"]>[3];
@@ -119,8 +120,8 @@ export async function invokeUnary(
 ): Promise<{ message: unknown; context: HandlerContext }> {
   const started = performance.now();
   const context: HandlerContext & { abort(reason?: unknown): void } =
-    init.signal === undefined && init.timeoutMs === undefined
-      ? new CallContext(method, init.protocol, init.header)
+    init.signal === undefined
+      ? new CallContext(method, init.protocol, init.header, init.timeoutMs)
       : createHandlerContext({
           service: method.parent,
           method,
@@ -145,34 +146,38 @@ export async function invokeUnary(
     );
     throw error;
   } finally {
-    // Clears the deadline's timer; without a deadline there is none (and no abort to pay for).
+    // Clears the deadline's timer, if a handler asked for the signal; otherwise there is none.
     if (init.timeoutMs !== undefined) context.abort();
   }
 }
 
-/** CallContext's timeoutMs: a call without a deadline has none. */
-const noDeadline = (): number | undefined => undefined;
-
 /**
- * The context of a call with no deadline and no signal to follow, which is every call Latchkey's
- * processes make to each other. connect's createHandlerContext builds two abort controllers, three
- * Headers and the context values up front: about 18 µs per call on the 2-core VM the bench runs on,
- * against 0.5 µs for this. Handlers read almost none of them, so here each is built the first time
- * it is read. What is read is the same.
+ * The context of a call with no signal to follow, which is every call Latchkey's processes make to
+ * each other. connect's createHandlerContext builds two abort controllers, three Headers and the
+ * context values up front (and a timer for a deadline): about 18 µs per call on the 2-core VM the
+ * bench runs on, against 0.5 µs for this. Handlers read almost none of them, so here each is built
+ * the first time it is read; a deadline costs a timer only once a handler asks for the signal. What
+ * is read is the same.
  */
 export class CallContext implements HandlerContext {
   readonly requestMethod = "POST";
   private controller: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
   private request: Headers | undefined;
   private response: Headers | undefined;
   private trailer: Headers | undefined;
   private contextValues: ContextValues | undefined;
+  /** When the deadline passes, in Date.now() milliseconds; undefined without one. */
+  private readonly deadline: number | undefined;
 
   constructor(
     readonly method: DescMethod,
     readonly protocolName: string,
     private readonly header?: Headers_,
-  ) {}
+    timeoutMs?: number,
+  ) {
+    this.deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  }
 
   get service(): DescService {
     return this.method.parent;
@@ -180,9 +185,24 @@ export class CallContext implements HandlerContext {
   get url(): string {
     return `/${this.method.parent.typeName}/${this.method.name}`;
   }
-  readonly timeoutMs = noDeadline;
+  /** What is left of the call's deadline, in milliseconds; undefined without one. */
+  timeoutMs(): number | undefined {
+    return this.deadline === undefined ? undefined : Math.max(0, this.deadline - Date.now());
+  }
+  /** Aborted when the deadline passes (DeadlineExceeded) or the call ends. */
   get signal(): AbortSignal {
-    this.controller ??= new AbortController();
+    if (this.controller === undefined) {
+      const controller = new AbortController();
+      this.controller = controller;
+      const left = this.timeoutMs();
+      if (left !== undefined) {
+        this.timer = setTimeout(
+          () => controller.abort(new ConnectError("the deadline passed", Code.DeadlineExceeded)),
+          left,
+        );
+        this.timer.unref();
+      }
+    }
     return this.controller.signal;
   }
   get requestHeader(): Headers {
@@ -201,8 +221,9 @@ export class CallContext implements HandlerContext {
     this.contextValues ??= createContextValues();
     return this.contextValues;
   }
-  /** Aborts the signal, if anyone has asked for it. */
+  /** Aborts the signal, if anyone has asked for it, and clears its deadline's timer. */
   abort(reason?: unknown): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.controller?.abort(reason);
   }
 }
@@ -211,20 +232,43 @@ const PROTO = "application/proto";
 /** Larger request bodies are refused: batches stay far below (512 items). */
 const MAX_BODY = 64 * 1024 * 1024;
 
+/** A Connect deadline header: 1 to 10 digits of milliseconds. */
+const TIMEOUT = /^[0-9]{1,10}$/;
+
 /**
  * The server side: a request listener that answers a Connect unary call with
- * binary protobuf and no compression or deadline, or answers false so the
- * caller hands the request to connect's adapter.
+ * binary protobuf and no compression, or answers false so the caller hands
+ * the request to connect's adapter. With `auth`, a call the gateway did not
+ * vouch for (internal-auth.ts) is refused Unauthenticated: one without a
+ * valid, unexpired header before its body is read, one whose signature does
+ * not match its method and callers as soon as they are decoded, before the
+ * implementation sees it.
  */
-export function unaryFastPath(methods: Map<string, UnaryMethod>, codecs: WireCodecs = {}) {
+export function unaryFastPath(
+  methods: Map<string, UnaryMethod>,
+  codecs: WireCodecs,
+  auth: InternalAuth | "none",
+) {
   return (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
     if (req.method !== "POST") return false;
     const h = req.headers;
     if (h["content-type"] !== PROTO || h["content-encoding"] !== undefined) return false;
-    if (h["connect-timeout-ms"] !== undefined) return false;
+    const timeout = h["connect-timeout-ms"] as string | undefined;
+    // A malformed deadline is answered by connect's adapter, in its words.
+    if (timeout !== undefined && !TIMEOUT.test(timeout)) return false;
     const path = req.url ?? "";
     const served = methods.get(path);
     if (served === undefined) return false;
+    let assertion: OpenedAssertion | undefined;
+    if (auth !== "none") {
+      try {
+        assertion = auth.open(h[INTERNAL_AUTH_HEADER] as string | undefined);
+      } catch (err) {
+        // The body is left unread; node discards it so the connection can carry the next call.
+        sendError(res, err as ConnectError);
+        return true;
+      }
+    }
     const codec = codecs[path];
     const chunks: Buffer[] = [];
     let size = 0;
@@ -246,7 +290,17 @@ export function unaryFastPath(methods: Map<string, UnaryMethod>, codecs: WireCod
       } catch (err) {
         return sendError(res, ConnectError.from(err, Code.InvalidArgument));
       }
-      invokeUnary(served, input, { protocol: "connect" }).then(
+      if (assertion !== undefined) {
+        try {
+          (auth as InternalAuth).verify(assertion, path, input);
+        } catch (err) {
+          return sendError(res, err as ConnectError);
+        }
+      }
+      invokeUnary(served, input, {
+        protocol: "connect",
+        ...(timeout !== undefined ? { timeoutMs: Number(timeout) } : {}),
+      }).then(
         ({ message }) => {
           const body = codec?.encodeResponse
             ? codec.encodeResponse(message as never)
@@ -274,6 +328,11 @@ function sendError(res: http.ServerResponse, err: ConnectError) {
  * The client side: a Transport making Connect unary calls with binary
  * protobuf over HTTP/1.1 keep-alive, one request per call. Streaming calls go
  * to `streams` (connect's own transport).
+ *
+ * A call with `timeoutMs` sends it as connect-timeout-ms and fails with
+ * DeadlineExceeded when no whole answer has come by then, its connection
+ * closed (a held connection is never reused); one with `signal` fails with
+ * Canceled when it aborts. Each costs one timer or listener, only when given.
  */
 export function unaryTransport(baseUrl: string, streams: Transport, codecs: WireCodecs = {}): Transport {
   const url = new URL(baseUrl);
@@ -291,6 +350,7 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
       input: MessageInitShape<I>,
     ): Promise<UnaryResponse<I, O>> {
       return new Promise((resolve, reject) => {
+        if (signal?.aborted) return reject(new ConnectError("the call was canceled", Code.Canceled));
         const codec = codecs[`/${method.parent.typeName}/${method.name}`];
         let body: Uint8Array;
         try {
@@ -308,11 +368,23 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
         };
         if (timeoutMs !== undefined)
           headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(timeoutMs)));
-        if (header !== undefined) {
-          new Headers(header).forEach((value, key) => {
-            headers[key] = value;
-          });
-        }
+        if (header !== undefined) copyHeaders(header, headers);
+        // Set once the call has failed: whatever the request or response says afterwards is moot.
+        let failed: ConnectError | undefined;
+        let timer: NodeJS.Timeout | undefined;
+        const fail = (err: ConnectError) => {
+          if (failed !== undefined) return;
+          failed = err;
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          reject(err);
+          req.destroy();
+        };
+        const onAbort = () => fail(new ConnectError("the call was canceled", Code.Canceled));
+        const settle = () => {
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+        };
         const req = http.request(
           {
             ...target,
@@ -320,14 +392,17 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
             method: "POST",
             path: `${prefix}/${method.parent.typeName}/${method.name}`,
             headers,
-            ...(signal ? { signal } : {}),
-            ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
           },
           (res) => {
             const chunks: Buffer[] = [];
             res.on("data", (chunk: Buffer) => chunks.push(chunk));
-            res.on("error", (err) => reject(ConnectError.from(err, Code.Unavailable)));
+            res.on("error", (err) => fail(ConnectError.from(err, Code.Unavailable)));
+            res.on("close", () => {
+              if (!res.complete) fail(new ConnectError("the connection closed mid-answer", Code.Unavailable));
+            });
             res.on("end", () => {
+              if (failed !== undefined) return;
+              settle();
               const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
               const status = res.statusCode ?? 0;
               if (status === 200 && res.headers["content-type"] === PROTO) {
@@ -357,15 +432,28 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
             });
           },
         );
-        req.on("timeout", () => req.destroy(new ConnectError("the deadline passed", Code.DeadlineExceeded)));
-        req.on("error", (err) => {
-          if (err instanceof ConnectError) return reject(err);
-          if (signal?.aborted) return reject(new ConnectError("the call was canceled", Code.Canceled));
-          reject(ConnectError.from(err, Code.Unavailable));
-        });
+        if (timeoutMs !== undefined) {
+          timer = setTimeout(
+            () => fail(new ConnectError(`no answer within ${timeoutMs} ms`, Code.DeadlineExceeded)),
+            timeoutMs,
+          );
+        }
+        signal?.addEventListener("abort", onAbort);
+        req.on("error", (err) => fail(ConnectError.from(err, Code.Unavailable)));
         req.end(body);
       });
     },
     stream: (...args) => streams.stream(...args),
   };
+}
+
+/** A call's extra headers into node's header object; a plain record (what signedTransport gives) without a Headers. */
+function copyHeaders(header: NonNullable<Headers_>, into: http.OutgoingHttpHeaders) {
+  if (header instanceof Headers || Array.isArray(header)) {
+    new Headers(header).forEach((value, key) => {
+      into[key] = value;
+    });
+    return;
+  }
+  for (const key in header) into[key.toLowerCase()] = header[key];
 }

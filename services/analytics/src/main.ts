@@ -1,4 +1,4 @@
-import { createLogger, env, serveRpc } from "@latchkey/runtime";
+import { createLogger, env, InternalAuth, serveRpc } from "@latchkey/runtime";
 import { connect } from "@nats-io/transport-node";
 import { openClickHouse, openClickHouseQueryUser, type QueryRunner } from "./clickhouse.ts";
 import { startConsumer, watchConsumer } from "./consumer.ts";
@@ -10,6 +10,8 @@ import { analyticsRoutes } from "./routes.ts";
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("analytics", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7074);
+// Queries are served only when the gateway signed them.
+const auth = InternalAuth.fromEnv();
 const clickhouseUrl = env.required("CLICKHOUSE_URL");
 // The read-only ClickHouse user that runs tenants' raw SQL (docs/analytics-queries.md); separate from
 // CLICKHOUSE_URL's user, which migrates and ingests.
@@ -42,7 +44,7 @@ const nats = await connect({
 const deps = createAnalyticsDeps({ nats, clickhouse, queryRunner, log });
 const consumer = await startConsumer({ nats, store: deps.store, log, durable, startAt });
 watchConsumer(consumer);
-const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready });
+const server = await serveRpc(analyticsRoutes(deps), port, { ready: deps.ready }, undefined, { auth });
 log.info({ port: server.port }, "analytics service listening");
 
 let stopping = false;

@@ -3,6 +3,7 @@ import {
   connect,
   createLogger,
   env,
+  InternalAuth,
   MemoryBus,
   migrate,
   NatsBus,
@@ -16,6 +17,8 @@ import { identityRoutes } from "./routes.ts";
 async function main() {
   const log = createLogger("identity", env.string("LOG_LEVEL", "info"));
   const port = env.int("PORT", 7073);
+  // Calls are served only when the gateway or keys signed them.
+  const auth = InternalAuth.fromEnv();
   const databaseUrl = env.required("DATABASE_URL");
   const natsUrl = env.string("NATS_URL");
   const sql = connect(databaseUrl);
@@ -24,12 +27,18 @@ async function main() {
   const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "identity") : new MemoryBus();
   if (!natsUrl) log.warn("NATS_URL is not set: identity changes are not announced to other processes");
   const deps = createIdentityDeps({ sql, bus, log });
-  const server = await serveRpc(identityRoutes(deps), port, {
-    ready: async () => {
-      await sql`SELECT 1`;
-      return true;
+  const server = await serveRpc(
+    identityRoutes(deps),
+    port,
+    {
+      ready: async () => {
+        await sql`SELECT 1`;
+        return true;
+      },
     },
-  });
+    undefined,
+    { auth },
+  );
   log.info({ port: server.port }, "identity service listening");
 
   let stopping = false;

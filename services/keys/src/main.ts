@@ -4,6 +4,7 @@ import {
   type EventSink,
   ensureEventsStream,
   env,
+  InternalAuth,
   internalTransport,
   JetStreamEventSink,
   MemoryBus,
@@ -22,6 +23,8 @@ import { keysRoutes } from "./routes.ts";
 // The keys service as its own process, configured by env. Every setting is read and checked before
 // anything connects or migrates, so a mistake stops the process without touching the database.
 const log = createLogger("keys", env.string("LOG_LEVEL", "info"));
+// Calls are served only when the gateway (or another Latchkey process) signed them; keys signs its own.
+const auth = InternalAuth.fromEnv();
 const databaseUrl = env.required("DATABASE_URL");
 const port = env.int("PORT", 7071);
 const rootKey = env.string("LATCHKEY_ROOT_KEY");
@@ -40,6 +43,9 @@ const ratelimitFailOpen = env.bool("RATELIMIT_FAIL_OPEN", true);
 const asyncCommit = env.bool("CREDITS_ASYNC_COMMIT", false);
 const identityUrl = env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? "";
 const ratelimitUrl = env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "";
+// The deadline of calls to ratelimit and identity: below the gateway's (5 s), so that a ratelimit that
+// does not answer is failed open (or closed) by keys before the gateway gives up on the verification.
+const timeoutMs = env.int("RPC_TIMEOUT_MS", 2_000, 1);
 // How often verified keys' lastUsedAt is written: one row write per key used in the interval.
 const lastUsedFlushMs = env.int("LAST_USED_FLUSH_MS", 1_000);
 // Keys held in memory; a key not held costs a PostgreSQL lookup when verified. Bounded by count and by
@@ -71,9 +77,9 @@ const deps = createKeysDeps({
   bus,
   log,
   // Identities, roles and permissions live in the identity service.
-  identity: internalTransport(identityUrl),
+  identity: internalTransport(identityUrl, { auth, timeoutMs }),
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
-  ratelimit: internalTransport(ratelimitUrl, ratelimitCodecs),
+  ratelimit: internalTransport(ratelimitUrl, { auth, timeoutMs, codecs: ratelimitCodecs }),
   ratelimitFailOpen,
   lastUsedFlushMs,
   cacheSize,
@@ -95,7 +101,7 @@ const server = await serveRpc(
   },
   undefined,
   // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: batch-wire.ts).
-  { codecs: keysCodecs },
+  { codecs: keysCodecs, auth },
 );
 log.info({ port: server.port, nats: Boolean(natsUrl) }, "keys service listening");
 

@@ -6,7 +6,7 @@ import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { internalTransport } from "@latchkey/runtime";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 // A dev script, not part of the package: it reaches the harness the way test/ does.
-import { startProcess } from "../../../test/harness.ts";
+import { internalAuth, startProcess } from "../../../test/harness.ts";
 
 /**
  * The service as it is served, alone: the ratelimit process (RATELIMIT_ENTRY,
@@ -43,7 +43,7 @@ const served = await startProcess(
   flags,
 );
 try {
-  const client = createClient(RatelimitService, internalTransport(served.url));
+  const client = createClient(RatelimitService, internalTransport(served.url, { auth: internalAuth }));
   const named = {
     groups: Array.from({ length: BATCH }, (_, i) => ({
       workspaceId: "ws_3kQpZ8mVtR2xYc",

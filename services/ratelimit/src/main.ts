@@ -4,6 +4,8 @@ import {
   createLogger,
   ensureEventsStream,
   env,
+  InternalAuth,
+  internalTransport,
   JetStreamEventSink,
   MemoryBus,
   migrate,
@@ -20,6 +22,11 @@ import { counterBoundsFromEnv } from "./settings.ts";
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
 const port = env.int("PORT", 7072);
+// Calls are served only when signed by another Latchkey process; forwards to peers are signed too.
+const auth = InternalAuth.fromEnv();
+// The deadline of a check forwarded to a peer, below keys' own (2 s): a peer that does not answer in
+// time has its checks counted here instead (peer-limiter.ts).
+const timeoutMs = env.int("RPC_TIMEOUT_MS", 1_000, 1);
 const databaseUrl = env.required("DATABASE_URL");
 const natsUrl = env.string("NATS_URL");
 // Several replicas share one budget when each knows them all (itself included) and which one it is.
@@ -31,6 +38,7 @@ const peers: PeerConfig | undefined = peerList
         .split(",")
         .map((p) => p.trim())
         .filter(Boolean),
+      transport: (baseUrl: string) => internalTransport(baseUrl, { auth, timeoutMs }),
     }
   : undefined;
 const bounds = counterBoundsFromEnv();
@@ -60,6 +68,7 @@ const deps = createRatelimitDeps({
 // The batched calls of the hot path are read and written by hand-written codecs (runtime/src/wire).
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
   codecs: ratelimitCodecs,
+  auth,
 });
 log.info({ port, replicas: peers?.peers.length ?? 1, ...bounds }, "ratelimit service listening");
 

@@ -3,6 +3,7 @@ import { type Client, createClient } from "@connectrpc/connect";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import {
   createLogger,
+  InternalAuth,
   internalTransport,
   MemoryBus,
   migrate,
@@ -32,6 +33,8 @@ const replicas: {
 }[] = [];
 const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5));
 const c = caller("ws_1", ...LIMITER);
+// Replicas sign their forwards and refuse unsigned calls, as in production.
+const auth = new InternalAuth(["replicas-test-secret-replicas-test-secret"]);
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -53,12 +56,17 @@ beforeAll(async () => {
       bus,
       clock,
       log: createLogger("ratelimit", "silent"),
-      peers: { self: url, peers: urls },
+      peers: { self: url, peers: urls, transport: (peer) => internalTransport(peer, { auth }) },
       // Far above what the other tests hold per workspace; the flood test below reaches it.
       maxCountersPerWorkspace: 100,
     });
-    const served = await serveRpc(ratelimitRoutes(deps), ports[i]!, undefined, "127.0.0.1");
-    replicas.push({ url, deps, served, client: createClient(RatelimitService, internalTransport(url)) });
+    const served = await serveRpc(ratelimitRoutes(deps), ports[i]!, undefined, "127.0.0.1", { auth });
+    replicas.push({
+      url,
+      deps,
+      served,
+      client: createClient(RatelimitService, internalTransport(url, { auth })),
+    });
   }
 });
 
@@ -289,7 +297,7 @@ describe("a replica whose peer is down", () => {
     const dead = `http://127.0.0.1:${await freePort()}`;
     const windows = new SlidingWindows(clock);
     const limiter = new PeerLimiter(
-      { self, peers: [self, dead] },
+      { self, peers: [self, dead], transport: (peer) => internalTransport(peer, { auth }) },
       windows,
       createLogger("ratelimit", "silent"),
     );

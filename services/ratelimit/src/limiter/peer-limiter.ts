@@ -5,7 +5,7 @@ import {
   CounterUndoSchema,
   RatelimitPeerService,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { Batcher, internalTransport, type Logger } from "@latchkey/runtime";
+import { Batcher, type Logger } from "@latchkey/runtime";
 import type { Limiter } from "./limiter.ts";
 import { Rendezvous } from "./rendezvous.ts";
 import type { CounterCheck, CounterOutcome, SlidingWindows } from "./sliding-windows.ts";
@@ -16,6 +16,8 @@ export interface PeerConfig {
   self: string;
   /** Base URLs of every replica, this one included (env RATELIMIT_PEERS). */
   peers: string[];
+  /** The transport to another replica: main.ts's internalTransport, which signs each call as every replica requires. */
+  transport?: (baseUrl: string) => Transport;
 }
 
 interface Peer {
@@ -49,7 +51,7 @@ export class PeerLimiter implements Limiter {
     private readonly config: PeerConfig,
     private readonly windows: SlidingWindows,
     private readonly log: Logger,
-    transport: (baseUrl: string) => Transport = internalTransport,
+    transport: ((baseUrl: string) => Transport) | undefined = config.transport,
   ) {
     if (!config.peers.includes(config.self)) {
       throw new Error(
@@ -59,6 +61,8 @@ export class PeerLimiter implements Limiter {
     this.ring = new Rendezvous(config.peers);
     for (const url of config.peers) {
       if (url === config.self) continue;
+      if (transport === undefined)
+        throw new Error("PeerConfig.transport is required with more than one replica");
       const client = createClient(RatelimitPeerService, transport(url));
       const batcher = new Batcher<readonly CounterCheck[], CounterOutcome[]>(
         async (groups) => {
