@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { listeningTcpPorts } from "@latchkey/latchkey/test-kit";
 import { afterAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "./harness.ts";
+import { freePort, type Proc, startProcess } from "./harness.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
@@ -81,7 +81,8 @@ async function rootKeyId(env: Record<string, string>, match: (line: string) => b
 // Each test starts Latchkey (PGlite's WASM boot included) two or three times, and runs the CLI.
 describe("pnpm start with no configuration", { timeout: 300_000 }, () => {
   it("serves on embedded storage, prints a root key once, shares it with the CLI and keeps data and analytics across restarts", async () => {
-    const env = embedded();
+    const metricsPort = await freePort();
+    const env = embedded({ METRICS_PORT: String(metricsPort) });
     const keptAt = join(env.DATA_DIR, "root-key");
     const begin = Date.now() - 1_000;
     let proc = await start(env);
@@ -93,8 +94,12 @@ describe("pnpm start with no configuration", { timeout: 300_000 }, () => {
       expect(readFileSync(keptAt, "utf8").trim()).toBe(rootKey);
       expect(statSync(keptAt).mode & 0o777).toBe(0o600);
 
-      // The embedded database is a Unix socket only its owner can open: the one TCP port is the gateway's.
-      expect(listeningTcpPorts(proc.child.pid!)).toEqual([Number(new URL(proc.url).port)]);
+      // The embedded database is a Unix socket only its owner can open: the TCP ports are the gateway's
+      // and, on loopback, its metrics'.
+      const ports = [Number(new URL(proc.url).port), metricsPort].sort((a, b) => a - b);
+      expect(listeningTcpPorts(proc.child.pid!)).toEqual(ports);
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+      expect((await fetch(`${proc.url}/metrics`)).status).toBe(404);
       expect(statSync(env.DATA_DIR).mode & 0o777).toBe(0o700);
       expect(statSync(join(env.DATA_DIR, ".s.PGSQL.5432")).mode & 0o777).toBe(0o600);
 

@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 /** The gateway as its own process (main.ts), as deploy runs it; services are never reached here. */
 const main = join(import.meta.dirname, "main.ts");
 const started: ChildProcess[] = [];
+/** As a Kubernetes Secret would give it: the gateway does not start without one. */
+const SECRET = "test-internal-secret-of-32-chars!";
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -17,7 +19,7 @@ async function freePort(): Promise<number> {
 
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, ["--import", "tsx", main], {
-    env: { ...process.env, LOG_LEVEL: "warn", NATS_URL: "", ...env },
+    env: { ...process.env, LOG_LEVEL: "warn", NATS_URL: "", LATCHKEY_INTERNAL_SECRET: SECRET, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   started.push(child);

@@ -77,11 +77,11 @@ async function asQueryUser(sql: string): Promise<string> {
 }
 
 describe("the read-only query user (connected to directly)", () => {
-  it("takes more than a second over a slow query (what the time-limit test relies on)", async () => {
+  it("takes several times the time-limit test's 0.2 s over a slow query (what that test relies on)", async () => {
     const started = Date.now();
     const answer = await asQueryUser(SLOW.replaceAll("key_verifications_v1", "key_verifications_raw"));
     expect(answer).toMatch(/^\[\{"n":/);
-    expect(Date.now() - started).toBeGreaterThan(1_000);
+    expect(Date.now() - started).toBeGreaterThan(600);
   });
 
   it("reads its analytics database", async () => {
@@ -171,10 +171,10 @@ describe("limits of raw queries, through the service", () => {
   it("answers 422 naming the time limit when the service's timer stops a query", async () => {
     const started = Date.now();
     const refused = await rejection(
-      service({ timeoutMs: 300 }).getVerifications({ caller: big, query: SLOW }),
+      service({ timeoutMs: 200 }).getVerifications({ caller: big, query: SLOW }),
     );
     expect(refused.reason).toBe(ErrorReason.ANALYTICS_QUERY_LIMIT);
-    expect(refused.message).toMatch(/ran longer than 0.3 s/);
+    expect(refused.message).toMatch(/ran longer than 0.2 s/);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
