@@ -8,6 +8,12 @@ import type { Logger } from "./logger.ts";
  */
 export interface Bus {
   publish(subject: string, data: Uint8Array): void;
+  /**
+   * Resolves once what was published so far has reached the other instances' server, so a
+   * change answered after it is seen by the next request on any instance (a NATS round trip;
+   * never rejects: a bus that is away delivers on reconnect, and caches' TTLs bound the rest).
+   */
+  flushed(): Promise<void>;
   subscribe(subject: string, handler: (data: Uint8Array) => void): () => void;
   close(): Promise<void>;
 }
@@ -17,6 +23,11 @@ export class MemoryBus implements Bus {
 
   publish(subject: string, data: Uint8Array): void {
     for (const h of this.handlers.get(subject) ?? []) h(data);
+  }
+
+  /** Handlers ran in publish(): nothing is in flight. */
+  flushed(): Promise<void> {
+    return Promise.resolve();
   }
 
   subscribe(subject: string, handler: (data: Uint8Array) => void): () => void {
@@ -48,6 +59,10 @@ export class NatsBus implements Bus {
     } catch (err) {
       this.log.warn({ err, subject }, "bus publish failed");
     }
+  }
+
+  flushed(): Promise<void> {
+    return this.nc.flush().catch((err: unknown) => this.log.warn({ err }, "bus flush failed"));
   }
 
   subscribe(subject: string, handler: (data: Uint8Array) => void): () => void {

@@ -24,7 +24,7 @@ export interface IdentityChange {
  * instance caching it (the keys service, for verification) drops it before
  * its next use.
  */
-export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: IdentityChange): void {
+export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: IdentityChange): Promise<void> {
   deps.bus.publish(
     IDENTITY_CHANGED,
     toBinary(
@@ -41,6 +41,8 @@ export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: Identit
       }),
     ),
   );
+  // The caller answers only once the message is on its way to every instance (Bus.flushed).
+  return deps.bus.flushed();
 }
 
 /**

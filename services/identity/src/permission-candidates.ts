@@ -49,17 +49,18 @@ export function requireCreatePermission(caller: Caller, missing: readonly string
 }
 
 /** Announces the permissions the store inserted from fresh candidates (ids it did not have before). */
-export function announceCreated(
+export async function announceCreated(
   deps: IdentityDeps,
   before: PermissionCandidates,
   ensured: readonly PermissionRecord[],
-): void {
+): Promise<void> {
   if (before.missing.length === 0) return;
   const missing = new Set(before.missing);
   const fresh = new Set(before.candidates.filter((c) => missing.has(c.slug)).map((c) => c.id));
-  for (const p of ensured) {
-    if (fresh.has(p.id)) {
-      identityChanged(deps, { workspaceId: p.workspaceId, permissionId: p.id, permissionSlug: p.slug });
-    }
-  }
+  const sent = ensured
+    .filter((p) => fresh.has(p.id))
+    .map((p) =>
+      identityChanged(deps, { workspaceId: p.workspaceId, permissionId: p.id, permissionSlug: p.slug }),
+    );
+  await Promise.all(sent);
 }

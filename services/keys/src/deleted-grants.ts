@@ -44,9 +44,11 @@ export class DeletedGrants {
       const hashes = await this.deps.store.removeDeletedGrant(deleted, this.deps.clock.now());
       if (hashes === undefined || hashes.length === 0) return;
       if (hashes.length > MAX_KEY_MESSAGES) {
-        keyChanged(this.deps, { workspaceId: deleted.workspaceId });
+        await keyChanged(this.deps, { workspaceId: deleted.workspaceId });
       } else {
-        for (const hash of hashes) keyChanged(this.deps, { workspaceId: deleted.workspaceId, hash });
+        await Promise.all(
+          hashes.map((hash) => keyChanged(this.deps, { workspaceId: deleted.workspaceId, hash })),
+        );
       }
       this.deps.log.info({ ...deleted, keys: hashes.length }, "deleted role or permission taken off keys");
     } catch (err) {

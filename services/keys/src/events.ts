@@ -127,7 +127,7 @@ export interface KeyChange {
  * A key or an API changed: this instance forgets it at once, and every other
  * instance does when the message arrives, before its next verification.
  */
-export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: KeyChange): void {
+export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: KeyChange): Promise<void> {
   deps.keyCache.invalidate(change.hash ? { workspaceId: change.workspaceId, hash: change.hash } : undefined);
   deps.bus.publish(
     KEY_CHANGED,
@@ -141,6 +141,8 @@ export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: Key
       }),
     ),
   );
+  // The caller answers only once the message is on its way to every instance (Bus.flushed).
+  return deps.bus.flushed();
 }
 
 /** Applies every instance's KeyChanged to this instance's cache; returns the unsubscribe function. */

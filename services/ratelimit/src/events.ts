@@ -43,7 +43,8 @@ export interface RatelimitEvents {
    */
   checked(event: Checked): void;
   /** ratelimit.v1.OverridesChanged on the bus: every replica reloads the namespace's overrides before its next check. */
-  overridesChanged(workspaceId: string, namespaceId: string): void;
+  /** Resolves once the change is on its way to every replica (Bus.flushed). */
+  overridesChanged(workspaceId: string, namespaceId: string): Promise<void>;
 }
 
 /** ratelimit.v1.RatelimitChecked in its binary form, written field by field (see the runtime's wire/writer.ts). */
@@ -106,6 +107,7 @@ export function ratelimitEvents(bus: Bus, sink: EventSink = noEvents): Ratelimit
         SUBJECT_OVERRIDES_CHANGED,
         toBinary(OverridesChangedSchema, create(OverridesChangedSchema, { workspaceId, namespaceId })),
       );
+      return bus.flushed();
     },
   };
 }

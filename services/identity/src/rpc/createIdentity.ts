@@ -32,7 +32,7 @@ export function createIdentity(deps: IdentityDeps) {
         `An identity with externalId '${input.externalId}' already exists in this workspace.`,
       );
     }
-    identityChanged(deps, {
+    await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       identityId: identity.id,
       externalId: identity.externalId,

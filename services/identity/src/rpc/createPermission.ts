@@ -33,7 +33,11 @@ export function createPermission(deps: IdentityDeps) {
         `A permission with slug '${input.slug}' already exists in this workspace.`,
       );
     }
-    identityChanged(deps, { workspaceId: caller.workspaceId, permissionId: id, permissionSlug: input.slug });
+    await identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      permissionId: id,
+      permissionSlug: input.slug,
+    });
     return { permissionId: id };
   };
 }

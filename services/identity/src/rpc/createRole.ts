@@ -38,8 +38,8 @@ export function createRole(deps: IdentityDeps) {
         `A role named '${input.name}' already exists in this workspace.`,
       );
     }
-    announceCreated(deps, wanted, role.permissions);
-    identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
+    await announceCreated(deps, wanted, role.permissions);
+    await identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
     return { roleId: role.id };
   };
 }

@@ -19,7 +19,7 @@ export function deleteIdentity(deps: IdentityDeps) {
     requirePermissions(caller, ["identity.*.delete_identity"]);
     const identity = await visibleIdentity(deps, caller, ref);
     if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id))) throw identityNotFound(ref);
-    identityChanged(deps, {
+    await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       identityId: identity.id,
       externalId: identity.externalId,

@@ -20,7 +20,7 @@ export function deletePermission(deps: IdentityDeps) {
     const permission = await visiblePermission(deps, caller, ref);
     if (!(await deps.store.deletePermission(caller.workspaceId, permission.id)))
       throw permissionNotFound(ref);
-    identityChanged(deps, {
+    await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       permissionId: permission.id,
       permissionSlug: permission.slug,

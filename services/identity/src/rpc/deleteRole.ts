@@ -14,7 +14,7 @@ export function deleteRole(deps: IdentityDeps) {
     requirePermissions(caller, ["rbac.*.delete_role"]);
     const role = await visibleRole(deps, caller, ref);
     if (!(await deps.store.deleteRole(caller.workspaceId, role.id))) throw roleNotFound(ref);
-    identityChanged(deps, {
+    await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       roleId: role.id,
       roleName: role.name,

@@ -32,7 +32,7 @@ export function ensureIdentity(deps: IdentityDeps) {
       updatedAt: now,
     });
     if (created) {
-      identityChanged(deps, {
+      await identityChanged(deps, {
         workspaceId: caller.workspaceId,
         identityId: identity.id,
         externalId: identity.externalId,

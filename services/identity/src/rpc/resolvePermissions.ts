@@ -31,7 +31,7 @@ export function resolvePermissions(deps: IdentityDeps) {
     }
     requireCreatePermission(caller, wanted.missing);
     const ensured = await deps.store.ensurePermissions(caller.workspaceId, wanted.candidates);
-    announceCreated(deps, wanted, ensured);
+    await announceCreated(deps, wanted, ensured);
     return { permissions: ensured.map(permissionView), missing: [] };
   };
 }

@@ -25,8 +25,8 @@ export function setRolePermissions(deps: IdentityDeps) {
     requireCreatePermission(caller, wanted.missing);
     const permissions = await deps.store.setRolePermissions(caller.workspaceId, role.id, wanted.candidates);
     if (!permissions) throw roleNotFound(ref);
-    announceCreated(deps, wanted, permissions);
-    identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
+    await announceCreated(deps, wanted, permissions);
+    await identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
     return { permissions: permissions.map(permissionView) };
   };
 }

@@ -25,7 +25,7 @@ export function updateIdentity(deps: IdentityDeps) {
     });
     // Deleted between the lookup and the update.
     if (!updated) throw identityNotFound(input.identity);
-    identityChanged(deps, {
+    await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       identityId: updated.id,
       externalId: updated.externalId,

@@ -33,7 +33,12 @@ export function addPermissions(deps: KeysDeps) {
       deps.clock.now(),
     );
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return { permissions: await permissionsView(deps, caller, updated.permissions) };
   };
 }

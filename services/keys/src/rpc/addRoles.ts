@@ -27,7 +27,12 @@ export function addRoles(deps: KeysDeps) {
     const add = roles.map((r) => r.name);
     const updated = await deps.store.changeKeyList(key.id, "roles", { add, remove: [] }, deps.clock.now());
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return { roles: await rolesView(deps, caller, updated.roles) };
   };
 }

@@ -57,7 +57,7 @@ export function createKey(deps: KeysDeps) {
       vault?.seal(keyId, caller.workspaceId, material.key),
     );
     // Drops a negative cache entry for this hash wherever one exists.
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
+    await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
     return { keyId, key: material.key };
   };
 }

@@ -14,7 +14,7 @@ export function deleteApi(deps: KeysDeps) {
     const api = await visibleApi(deps, caller, req.apiId);
     await deps.store.deleteApi(api.id, deps.clock.now());
     // No hash: every instance drops its whole cache, so none of the API's keys verifies again.
-    keyChanged(deps, { workspaceId: caller.workspaceId, apiId: api.id });
+    await keyChanged(deps, { workspaceId: caller.workspaceId, apiId: api.id });
     return {};
   };
 }

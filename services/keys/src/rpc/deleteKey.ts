@@ -16,7 +16,12 @@ export function deleteKey(deps: KeysDeps) {
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
     await deps.store.deleteKey(key.id, req.permanent, deps.clock.now());
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return {};
   };
 }

@@ -94,11 +94,14 @@ export function migrateKeys(deps: KeysDeps) {
       else failed.push(given);
     });
     // Every instance forgets the "no such key" it may have cached for these hashes.
-    if (migrated.length > 100) keyChanged(deps, { workspaceId: caller.workspaceId, apiId: api.id });
+    if (migrated.length > 100) await keyChanged(deps, { workspaceId: caller.workspaceId, apiId: api.id });
     else {
-      for (const { key } of imports.filter((_, i) => inserted[i])) {
-        keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: api.id });
-      }
+      const sent = imports
+        .filter((_, i) => inserted[i])
+        .map(({ key }) =>
+          keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: api.id }),
+        );
+      await Promise.all(sent);
     }
     return { migrated, failed };
   };

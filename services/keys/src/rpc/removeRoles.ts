@@ -31,7 +31,12 @@ export function removeRoles(deps: KeysDeps) {
       deps.clock.now(),
     );
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return { roles: await rolesView(deps, caller, updated.roles) };
   };
 }

@@ -74,13 +74,18 @@ export function rerollKey(deps: KeysDeps) {
       original.id,
       Math.min(original.expires ?? Number.MAX_SAFE_INTEGER, stopsAt),
     );
-    keyChanged(deps, {
+    await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: original.hash,
       keyId: original.id,
       apiId: original.apiId,
     });
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: original.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: material.hash,
+      keyId,
+      apiId: original.apiId,
+    });
     return { keyId, key: material.key };
   };
 }

@@ -31,7 +31,12 @@ export function setPermissions(deps: KeysDeps) {
     await ensurePermissions(deps, caller, slugs);
     const updated = await deps.store.updateKey(key.id, { permissions: slugs, updatedAt: deps.clock.now() });
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return { permissions: await permissionsView(deps, caller, updated.permissions) };
   };
 }

@@ -27,7 +27,12 @@ export function setRoles(deps: KeysDeps) {
     const roles = (await requireRoles(deps, caller, names)).map((r) => r.name);
     const updated = await deps.store.updateKey(key.id, { roles, updatedAt: deps.clock.now() });
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return { roles: await rolesView(deps, caller, updated.roles) };
   };
 }

@@ -24,7 +24,12 @@ export function updateCredits(deps: KeysDeps) {
       throw invalidInput("/operation", "You cannot increment or decrement a key with unlimited credits.");
     }
     // The balance is never cached, but whether the key is limited is.
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return {
       ...(result.remaining !== null && { remaining: BigInt(result.remaining) }),
       ...(result.refill && { refill: refillView(result.refill) }),

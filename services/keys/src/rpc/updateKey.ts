@@ -45,7 +45,12 @@ export function updateKey(deps: KeysDeps) {
     }
     const updated = await deps.store.updateKey(key.id, patch);
     if (!updated) throw keyNotFound();
-    keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: key.apiId });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
     return {};
   };
 }

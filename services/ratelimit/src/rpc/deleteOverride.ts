@@ -20,7 +20,7 @@ export function deleteOverride(deps: RatelimitDeps) {
       throw domainError(ErrorReason.OVERRIDE_NOT_FOUND, `No override for '${identifier}' in this namespace.`);
     }
     deps.overrides.invalidate(ns.id);
-    deps.events.overridesChanged(ns.workspaceId, ns.id);
+    await deps.events.overridesChanged(ns.workspaceId, ns.id);
     return create(DeleteOverrideResponseSchema, {});
   };
 }

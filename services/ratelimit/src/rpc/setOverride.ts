@@ -26,7 +26,7 @@ export function setOverride(deps: RatelimitDeps) {
       duration: input.duration,
     });
     deps.overrides.invalidate(ns.id);
-    deps.events.overridesChanged(ns.workspaceId, ns.id);
+    await deps.events.overridesChanged(ns.workspaceId, ns.id);
     return create(SetOverrideResponseSchema, { overrideId: override.id });
   };
 }
