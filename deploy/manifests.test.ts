@@ -194,8 +194,8 @@ describe("the YAML files under deploy/k8s", () => {
   });
 });
 
-describe("deploy/README.md", () => {
-  const readme = readFileSync(join(repoRoot, "deploy", "README.md"), "utf8");
+describe("docs/configuration.md", () => {
+  const readme = readFileSync(join(repoRoot, "docs", "configuration.md"), "utf8");
 
   it.each(components.map((c) => [c.name, c] as const))(
     "lists every variable %s reads, with the default its code gives",
