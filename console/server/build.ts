@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { env } from "@latchkey/runtime";
 import { type Pages, pagesFrom } from "./pages.ts";
@@ -24,6 +24,7 @@ export async function ensureBuilt(): Promise<"built" | "current"> {
     await buildConsole(out);
     rmSync(builtDir, { recursive: true, force: true });
     renameSync(out, builtDir);
+    chmodSync(builtDir, 0o755);
   } catch (err) {
     // Another start renamed its build into place first: that one is served.
     if (!isCurrent()) throw err;
