@@ -215,13 +215,16 @@ export function Field({
   hint?: string;
   children: ComponentChildren;
 }) {
+  // The hint sits outside the label, so the control's name is the label alone.
   return (
-    // biome-ignore lint/a11y/noLabelWithoutControl: the control is the child given
-    <label class="field">
-      <span>{label}</span>
-      {children}
+    <div class="field">
+      {/* biome-ignore lint/a11y/noLabelWithoutControl: the control is the child given */}
+      <label>
+        <span>{label}</span>
+        {children}
+      </label>
       {hint && <small class="muted">{hint}</small>}
-    </label>
+    </div>
   );
 }
 

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { call, type Override } from "../api.ts";
+import { ApiError, call, type Override } from "../api.ts";
 import { forgetNamespace, knownNamespaces, rememberNamespace } from "../known.ts";
 import { go, href } from "../router.ts";
 import {
@@ -117,7 +117,13 @@ export function NamespacePage({ namespace }: { namespace: string }) {
       <h1>{namespace}</h1>
       <h2>Overrides</h2>
       {overrides.loading && !overrides.data ? <Loading what="overrides" /> : null}
-      <ErrorBox error={overrides.error} />
+      {overrides.error instanceof ApiError && overrides.error.status === 404 ? (
+        <Empty title="This namespace does not exist yet">
+          <p>The first limit check in it makes it: try one below. Latchkey said: {overrides.error.detail}</p>
+        </Empty>
+      ) : (
+        <ErrorBox error={overrides.error} />
+      )}
       <ErrorBox error={remove.error} />
       {overrides.data && rows.length === 0 && (
         <Empty title="No overrides in this namespace">
@@ -194,7 +200,7 @@ export function NamespacePage({ namespace }: { namespace: string }) {
           </button>
           <ErrorBox error={set.error} />
         </form>
-        <TryLimit namespace={namespace} />
+        <TryLimit namespace={namespace} onChecked={overrides.reload} />
       </div>
       <Confirm
         open={deleting !== undefined}
@@ -224,7 +230,7 @@ interface LimitResult {
 }
 
 /** One real check (it counts against the identifier's budget), to see what a limit answers. */
-function TryLimit({ namespace }: { namespace: string }) {
+function TryLimit({ namespace, onChecked }: { namespace: string; onChecked(): void }) {
   const [identifier, setIdentifier] = useState("");
   const [limit, setLimit] = useState("10");
   const [window, setWindow] = useState("60000");
@@ -243,6 +249,7 @@ function TryLimit({ namespace }: { namespace: string }) {
       }),
     );
     setResult(res?.data);
+    if (res) onChecked();
   };
   return (
     <form class="card" onSubmit={submit}>
