@@ -126,38 +126,32 @@ export function VerificationsChart({ filter, title }: { filter: ChartFilter; tit
           </ul>
           <details>
             <summary>Show the table</summary>
-            <TableWrap label={`${title}, as a table`}>
-              <thead>
-                <tr>
-                  <th scope="col">{granularity === "hour" ? "Hour" : "Day"}</th>
-                  {OUTCOMES.map((o) => (
-                    <th scope="col" key={o.field}>
-                      {o.label}
-                    </th>
-                  ))}
-                  <th scope="col">Total</th>
-                  <th scope="col">Credits spent</th>
-                </tr>
-              </thead>
-              <tbody>
-                {buckets
-                  .filter((b) => b.total > 0)
-                  .map((b) => (
-                    <tr key={b.time}>
-                      <th scope="row">{timeLabel(b.time, granularity)}</th>
-                      {OUTCOMES.map((o) => (
-                        <td key={o.field}>{b[o.field]}</td>
-                      ))}
-                      <td>{b.total}</td>
-                      <td>{b.spentCredits}</td>
-                    </tr>
-                  ))}
-                {total === 0 && (
-                  <tr>
-                    <td colSpan={OUTCOMES.length + 3}>No verifications in this range.</td>
+            <TableWrap
+              label={`${title}, as a table`}
+              columns={[
+                granularity === "hour" ? "Hour" : "Day",
+                ...OUTCOMES.map((o) => o.label),
+                "Total",
+                "Credits spent",
+              ]}
+            >
+              {buckets
+                .filter((b) => b.total > 0)
+                .map((b) => (
+                  <tr key={b.time}>
+                    <th scope="row">{timeLabel(b.time, granularity)}</th>
+                    {OUTCOMES.map((o) => (
+                      <td key={o.field}>{b[o.field]}</td>
+                    ))}
+                    <td>{b.total}</td>
+                    <td>{b.spentCredits}</td>
                   </tr>
-                )}
-              </tbody>
+                ))}
+              {total === 0 && (
+                <tr>
+                  <td colSpan={OUTCOMES.length + 3}>No verifications in this range.</td>
+                </tr>
+              )}
             </TableWrap>
           </details>
         </>

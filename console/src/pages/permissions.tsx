@@ -3,6 +3,7 @@ import { call, type Permission, type Role } from "../api.ts";
 import {
   Confirm,
   Curl,
+  DeleteButton,
   Empty,
   ErrorBox,
   Field,
@@ -77,34 +78,21 @@ function Permissions({ loaded, onChanged }: { loaded: Loaded<Permission>; onChan
         </Empty>
       )}
       {rows.length > 0 && (
-        <TableWrap label="Permissions">
-          <thead>
-            <tr>
-              <th scope="col">Slug</th>
-              <th scope="col">Name</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+        <TableWrap label="Permissions" columns={["Slug", "Name"]} actions>
+          {rows.map((p) => (
+            <tr key={p.id}>
+              <td>
+                <code>{p.slug}</code>
+              </td>
+              <td>
+                {p.name}
+                {p.description && <div class="muted small">{p.description}</div>}
+              </td>
+              <td class="actions">
+                <DeleteButton what={`permission ${p.slug}`} onClick={() => setDeleting(p)} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((p) => (
-              <tr key={p.id}>
-                <td>
-                  <code>{p.slug}</code>
-                </td>
-                <td>
-                  {p.name}
-                  {p.description && <div class="muted small">{p.description}</div>}
-                </td>
-                <td class="actions">
-                  <button type="button" class="danger" onClick={() => setDeleting(p)}>
-                    Delete<span class="sr-only"> permission {p.slug}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
       <form class="card" onSubmit={submit}>
@@ -181,40 +169,27 @@ function Roles({ loaded, onChanged }: { loaded: Loaded<Role>; onChanged(): void 
         </Empty>
       )}
       {rows.length > 0 && (
-        <TableWrap label="Roles">
-          <thead>
-            <tr>
-              <th scope="col">Role</th>
-              <th scope="col">Permissions</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+        <TableWrap label="Roles" columns={["Role", "Permissions"]} actions>
+          {rows.map((r) => (
+            <tr key={r.id}>
+              <td>
+                {r.name}
+                {r.description && <div class="muted small">{r.description}</div>}
+              </td>
+              <td>{(r.permissions ?? []).map((p) => p.slug).join(", ") || "—"}</td>
+              <td class="actions">
+                <button
+                  type="button"
+                  onClick={() =>
+                    setEditing({ role: r, text: (r.permissions ?? []).map((p) => p.slug).join(", ") })
+                  }
+                >
+                  Permissions<span class="sr-only"> of role {r.name}</span>
+                </button>{" "}
+                <DeleteButton what={`role ${r.name}`} onClick={() => setDeleting(r)} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.id}>
-                <td>
-                  {r.name}
-                  {r.description && <div class="muted small">{r.description}</div>}
-                </td>
-                <td>{(r.permissions ?? []).map((p) => p.slug).join(", ") || "—"}</td>
-                <td class="actions">
-                  <button
-                    type="button"
-                    onClick={() =>
-                      setEditing({ role: r, text: (r.permissions ?? []).map((p) => p.slug).join(", ") })
-                    }
-                  >
-                    Permissions<span class="sr-only"> of role {r.name}</span>
-                  </button>{" "}
-                  <button type="button" class="danger" onClick={() => setDeleting(r)}>
-                    Delete<span class="sr-only"> role {r.name}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
       {editing && (

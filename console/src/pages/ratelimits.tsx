@@ -5,11 +5,13 @@ import { go, href } from "../router.ts";
 import {
   Confirm,
   Curl,
+  DeleteButton,
   duration,
   Empty,
   ErrorBox,
   Field,
   Loading,
+  Pager,
   TableWrap,
   useAction,
   useLoad,
@@ -135,45 +137,21 @@ export function NamespacePage({ namespace }: { namespace: string }) {
           </Empty>
         )}
         {rows.length > 0 && (
-          <TableWrap label="Overrides">
-            <thead>
-              <tr>
-                <th scope="col">Identifier</th>
-                <th scope="col">Limit</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
+          <TableWrap label="Overrides" columns={["Identifier", "Limit"]} actions>
+            {rows.map((o) => (
+              <tr key={o.overrideId}>
+                <td>
+                  <code>{o.identifier}</code>
+                </td>
+                <td>{o.limit === 0 ? "banned (limit 0)" : `${o.limit} per ${duration(o.duration)}`}</td>
+                <td class="actions">
+                  <DeleteButton what={`override ${o.identifier}`} onClick={() => setDeleting(o)} />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((o) => (
-                <tr key={o.overrideId}>
-                  <td>
-                    <code>{o.identifier}</code>
-                  </td>
-                  <td>{o.limit === 0 ? "banned (limit 0)" : `${o.limit} per ${duration(o.duration)}`}</td>
-                  <td class="actions">
-                    <button type="button" class="danger" onClick={() => setDeleting(o)}>
-                      Delete<span class="sr-only"> override {o.identifier}</span>
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
+            ))}
           </TableWrap>
         )}
-        <div class="row">
-          {cursors.length > 0 && (
-            <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
-              Previous page
-            </button>
-          )}
-          {overrides.data?.cursor && (
-            <button type="button" onClick={() => setCursors([...cursors, overrides.data!.cursor!])}>
-              Next page
-            </button>
-          )}
-        </div>
+        <Pager cursors={cursors} next={overrides.data?.cursor} onChange={setCursors} />
       </div>
       <div class="grid2">
         <form class="card" onSubmit={submit}>
