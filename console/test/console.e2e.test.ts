@@ -356,8 +356,14 @@ describe("the console", { timeout: 180_000 }, () => {
       expect(await fitsWidth(page)).toBe(true);
       await signIn(page);
       const apiId = (await post("apis.createApi", { name: "mobile" })).body.data.apiId;
-      const made = (await post("keys.createKey", { apiId, name: "phone key", credits: { remaining: 3 } }))
-        .body.data;
+      const made = (
+        await post("keys.createKey", {
+          apiId,
+          name: "phone key",
+          credits: { remaining: 3 },
+          recoverable: true,
+        })
+      ).body.data;
       const pages: [string, string][] = [
         ["#/apis", "APIs"],
         [`#/apis/${apiId}`, "mobile"],
@@ -377,6 +383,11 @@ describe("the console", { timeout: 180_000 }, () => {
         expect(await seriousViolations(page), hash).toEqual([]);
         if (heading === "phone key") await screenshot(page, "key-390");
       }
+      // A recoverable key is shown again, on its page, to a root key holding decrypt_key.
+      await page.goto(`/#/apis/${apiId}/keys/${made.keyId}`);
+      const recover = page.getByRole("region", { name: "Recover" });
+      await recover.getByRole("button", { name: "Show the key" }).click();
+      await expect.poll(() => recover.getByLabel("The key").inputValue(), SLOW).toBe(made.key);
       // The check itself finds what it should: an image without a text alternative is critical.
       await page.evaluate('document.querySelector("main").append(document.createElement("img"))');
       expect(await seriousViolations(page)).toEqual([expect.stringMatching(/^critical image-alt/)]);

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { call, type Permission, type Role } from "../api.ts";
+import { call, type Pagination, type Permission, type Role } from "../api.ts";
 import {
   Confirm,
   Curl,
@@ -9,14 +9,20 @@ import {
   Field,
   Loading,
   list,
+  Pager,
   TableWrap,
   useAction,
   useLoad,
 } from "../ui.tsx";
 
 export function PermissionsPage() {
-  const permissions = useLoad(() => call<Permission[]>("permissions.listPermissions", { limit: 100 }), []);
-  const roles = useLoad(() => call<Role[]>("permissions.listRoles", { limit: 100 }), []);
+  const [permissionPages, setPermissionPages] = useState<string[]>([]);
+  const [rolePages, setRolePages] = useState<string[]>([]);
+  const permissions = useLoad(
+    () => call<Permission[]>("permissions.listPermissions", page(permissionPages.at(-1))),
+    [permissionPages],
+  );
+  const roles = useLoad(() => call<Role[]>("permissions.listRoles", page(rolePages.at(-1))), [rolePages]);
   const reload = () => {
     permissions.reload();
     roles.reload();
@@ -29,14 +35,26 @@ export function PermissionsPage() {
         <code>documents.read AND documents.write</code>). Give them to a key on its page.
       </p>
       <div class="grid2">
-        <Permissions loaded={permissions} onChanged={reload} />
-        <Roles loaded={roles} onChanged={reload} />
+        <div>
+          <Permissions loaded={permissions} onChanged={reload} />
+          <Pager
+            cursors={permissionPages}
+            next={permissions.data?.pagination?.cursor}
+            onChange={setPermissionPages}
+          />
+        </div>
+        <div>
+          <Roles loaded={roles} onChanged={reload} />
+          <Pager cursors={rolePages} next={roles.data?.pagination?.cursor} onChange={setRolePages} />
+        </div>
       </div>
     </>
   );
 }
 
-type Loaded<T> = ReturnType<typeof useLoad<{ data: T[] }>>;
+const page = (cursor: string | undefined) => ({ limit: 100, ...(cursor ? { cursor } : {}) });
+
+type Loaded<T> = ReturnType<typeof useLoad<{ data: T[]; pagination?: Pagination }>>;
 
 function Permissions({ loaded, onChanged }: { loaded: Loaded<Permission>; onChanged(): void }) {
   const [name, setName] = useState("");
