@@ -10,14 +10,14 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{packages,services,gateway}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
         },
       },
       {
         test: {
           name: "integration",
-          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
