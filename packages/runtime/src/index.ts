@@ -4,6 +4,7 @@ export * from "./clock.ts";
 export * from "./config.ts";
 export * from "./db.ts";
 export * from "./errors.ts";
+export * from "./event-sink.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./internal-auth.ts";
