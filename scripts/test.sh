@@ -31,5 +31,8 @@ biome check .
 echo "== typecheck"
 tsc -p tsconfig.json
 
+echo "== layers: no import cycles, no service importing another's source (docs/architecture.md, Layers)"
+npm run --silent check:layers
+
 echo "== tests"
 vitest run "$@"

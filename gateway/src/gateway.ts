@@ -20,7 +20,6 @@ import {
   type Bus,
   type Clock,
   collectProcessMetrics,
-  env,
   httpDuration,
   type Logger,
   type Probe,
@@ -28,10 +27,7 @@ import {
 } from "@latchkey/runtime";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
-import { listenEdge } from "./edge.ts";
-import { httpLimits } from "./http-limits.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
-import { listenNode } from "./node-server.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -326,23 +322,6 @@ const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };
 // The rest of a body that was not read cannot be told from the next request: the connection ends.
 const CLOSE = { connection: "close" };
-
-/**
- * Serves a gateway on a port (0 picks a free one); for main.ts, the all-in-one process and tests.
- * HTTP_SERVER picks the HTTP server: `edge` (default, edge.ts) or `node` (node:http), which
- * answer the same; edge costs about 6 µs less per request.
- */
-export async function listen(
-  gateway: Gateway,
-  port: number,
-  host = "0.0.0.0",
-): Promise<{ port: number; close(): Promise<void> }> {
-  const kind = env.string("HTTP_SERVER", "edge");
-  if (kind !== "edge" && kind !== "node") throw new Error(`HTTP_SERVER must be edge or node, got '${kind}'`);
-  // Timeouts and the connection cap, the same for both (http-limits.ts).
-  const limits = httpLimits();
-  return kind === "edge" ? listenEdge(gateway, port, host, limits) : listenNode(gateway, port, host, limits);
-}
 
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
 function answer(x: Exchange, requestId: string, reply: Reply) {

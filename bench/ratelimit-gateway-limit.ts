@@ -1,20 +1,16 @@
-import { createRequire } from "node:module";
-import { join } from "node:path";
+import { ensureRootKey } from "@latchkey/keys";
 import { createTestDatabase } from "@latchkey/runtime/testing";
-import { type Proc, startProcess } from "../../../test/harness.ts";
-// A dev script, not part of the package: it reaches the keys package's source the way test/ does.
-import { ensureRootKey } from "../../keys/src/index.ts";
+import autocannon from "autocannon";
+import { type Proc, startProcess } from "../test/harness.ts";
 
 /**
  * ratelimits.limit through the gateway beside rate-limiter-flexible on Redis,
  * alternating, like `pnpm bench` but only this pair (and with the ratelimit
  * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
  * versions can be compared on the same machine in the same minutes):
- *   node --import tsx services/ratelimit/bench/gateway-limit.ts
+ *   node --import tsx bench/ratelimit-gateway-limit.ts
  * ROUNDS (2), DURATION (5 s), CONNECTIONS (64).
  */
-const root = join(import.meta.dirname, "../../..");
-const autocannon = createRequire(join(root, "bench/package.json"))("autocannon");
 const ROUNDS = Number(process.env["ROUNDS"] ?? 2);
 const DURATION = Number(process.env["DURATION"] ?? 5);
 const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
