@@ -4,7 +4,7 @@ import { serviceRssMiB } from "./procfs.ts";
 import { seededKey, seedKeys } from "./seed.ts";
 import { seedFullVerification } from "./throughput.ts";
 
-/** The sizes issue 8 names, capped by SCALE_MAX (itself measured when it is not one of them). */
+/** The key counts measured (docs/performance.md), capped by SCALE_MAX (itself measured when it is not one of them). */
 function sizes(): number[] {
   const max = Number(process.env["SCALE_MAX"] ?? 1_000_000);
   const listed = [1_000, 100_000, 1_000_000].filter((n) => n <= max);

@@ -18,7 +18,7 @@ import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 
 /**
- * The verification issue 8 measures: a key with credits, one autoApply rate
+ * The verification docs/performance.md measures: a key with credits, one autoApply rate
  * limit, two roles, and a permission query over the roles' permissions.
  * Answers the request body, and a label saying what the key holds.
  */

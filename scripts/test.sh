@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 PATH="$PWD/node_modules/.bin:$PATH"
 
-# Real servers for integration and end-to-end tests (idempotent; see ../shared/services/README.md).
+# Real servers for integration and end-to-end tests (idempotent), where the machine
+# provides a start-services.sh beside the checkout.
 services=../shared/services/start-services.sh
 if [ -f "$services" ]; then
   bash "$services" >/dev/null
