@@ -12,6 +12,10 @@ export default defineConfig({
           name: "unit",
           include: ["{packages,services,gateway}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
+          // Test files share their workers' module cache: importing the generated protobuf code, connect and
+          // the services once per worker instead of once per file makes the project several times faster
+          // (importing was three quarters of its time). A unit test builds what it uses, so nothing leaks.
+          isolate: false,
         },
       },
       {
