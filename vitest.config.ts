@@ -10,7 +10,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{packages,services,gateway}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
           // Test files share their workers' module cache: importing the generated protobuf code, connect and
           // the services once per worker instead of once per file makes the project several times faster
@@ -21,7 +21,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,

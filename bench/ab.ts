@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing
 import { startStack } from "../test/harness.ts";
 import { type Call, load, type Target } from "./load.ts";
 import { fillTable } from "./seed.ts";
-import { seedFullVerification, startAllInOne } from "./throughput.ts";
+import { allInOneEntry, seedFullVerification, startAllInOne } from "./throughput.ts";
 
 /**
  * `pnpm bench:ab`: is B faster than A? Two Latchkeys run side by side, each
@@ -70,10 +70,7 @@ function checkoutOf(name: string): string | undefined {
   const dir = process.env[name];
   if (!dir) return undefined;
   const checkout = resolve(dir);
-  if (
-    !existsSync(join(checkout, "packages/latchkey/src/start.ts")) ||
-    !existsSync(join(checkout, "node_modules"))
-  ) {
+  if (!allInOneEntry(checkout) || !existsSync(join(checkout, "node_modules"))) {
     throw new Error(`${name}: ${checkout} is not a Latchkey checkout with its dependencies installed`);
   }
   return checkout;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
@@ -51,13 +51,24 @@ export async function seedFullVerification(
 }
 
 /**
+ * `npm start`'s entry in a checkout. A checkout from before `apps/` existed kept it under `packages/`, so an
+ * A/B run can compare against a commit from either side of the move.
+ */
+export function allInOneEntry(checkout: string): string | undefined {
+  return ["apps/latchkey/src/start.ts", "packages/latchkey/src/start.ts"].find((entry) =>
+    existsSync(join(checkout, entry)),
+  );
+}
+
+/**
  * `pnpm start` as its own process (logs at warn), with the full-verification key seeded through it;
  * from `checkout` (another checkout with its dependencies installed) when given.
  */
 export async function startAllInOne(env: Record<string, string>, checkout?: string) {
   const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
-  const entry = "packages/latchkey/src/start.ts";
-  const proc = await startProcess("latchkey", checkout ? join(checkout, entry) : entry, {
+  const here = "apps/latchkey/src/start.ts";
+  const entry = checkout ? join(checkout, allInOneEntry(checkout) ?? here) : here;
+  const proc = await startProcess("latchkey", entry, {
     DATABASE_URL: "",
     LATCHKEY_ROOT_KEY: rootKey,
     NATS_URL: "",
