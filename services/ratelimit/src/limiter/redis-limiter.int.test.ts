@@ -99,7 +99,7 @@ describe("counters in Redis: the same answers as in memory", () => {
 
   it("lets Redis expire a counter once both its windows have ended (PEXPIRE), and its workspace's set with the last one", async () => {
     const { limiter: redis, client, prefix } = await limiter();
-    const [[outcome]] = (await redis.apply([[check({ duration: 60_000 })]])) as [[{ reset: number }]];
+    const outcome = (await redis.apply([[check({ duration: 60_000 })]]))[0]![0]!;
     const ttl = await client.pttl(`${prefix}{ws_a}${SEP}ns${SEP}u${SEP}60000`);
     // Both windows end one duration after this window's reset.
     const ends = outcome.reset + 60_000 - Date.now();
