@@ -34,7 +34,12 @@ const natsUrl = env.string("NATS_URL");
 const peerList = env.string("RATELIMIT_PEERS");
 const peers: PeerConfig | undefined = peerList
   ? {
-      self: env.required("RATELIMIT_SELF"),
+      // Required only with peers, so not read by env.required (which deploy/ takes for always).
+      self:
+        env.string("RATELIMIT_SELF") ??
+        (() => {
+          throw new Error("RATELIMIT_SELF is required with RATELIMIT_PEERS");
+        })(),
       peers: peerList
         .split(",")
         .map((p) => p.trim())
