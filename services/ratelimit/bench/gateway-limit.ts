@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
+import { cpuOf, type ProcessGroups, treeOf } from "../../../bench/procfs.ts";
 import { type Proc, startProcess } from "../../../test/harness.ts";
 // A dev script, not part of the package: it reaches the keys package's source the way test/ does.
 import { ensureRootKey } from "../../keys/src/index.ts";
@@ -23,7 +24,15 @@ const DURATION = Number(process.env["DURATION"] ?? 5);
 const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
 const STORE = process.env["STORE"] ?? "memory";
 
-async function load(url: string, body: string, headers: Record<string, string>, duration: number) {
+/** Load for `duration` s; with `processes`, the CPU µs per request each group used meanwhile. */
+async function load(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  duration: number,
+  processes: ProcessGroups = {},
+) {
+  const before = cpuOf(processes);
   const r = await autocannon({
     url,
     method: "POST",
@@ -32,7 +41,12 @@ async function load(url: string, body: string, headers: Record<string, string>, 
     headers: { "content-type": "application/json", ...headers },
     body,
   });
-  return { rps: r.requests.average as number, p99: r.latency.p99 as number, bad: r.non2xx + r.errors };
+  const after = cpuOf(processes);
+  const requests = r.requests.total as number;
+  const cpu = Object.entries(after)
+    .map(([name, us]) => `${name} ${Math.round((us - before[name]!) / requests)}`)
+    .join(", ");
+  return { rps: r.requests.average as number, p99: r.latency.p99 as number, bad: r.non2xx + r.errors, cpu };
 }
 
 const db = await createTestDatabase();
@@ -73,11 +87,21 @@ try {
     throw new Error(`ratelimits.limit answered ${first.status}: ${await first.text()}`);
   await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, 2);
   await load(`${rlflex.url}/`, body, {}, 2);
+  const redisServer = () => {
+    const pid = redis.pid();
+    return pid === undefined ? [] : [pid];
+  };
+  const ourProcesses = {
+    gateway: treeOf(gateway.child.pid),
+    ratelimit: treeOf(ratelimit.child.pid),
+    redis: redisServer,
+  };
+  const peerProcesses = { server: treeOf(rlflex.child.pid), redis: redisServer };
   for (let i = 0; i < ROUNDS; i++) {
-    const ours = await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, DURATION);
-    const peer = await load(`${rlflex.url}/`, body, {}, DURATION);
+    const ours = await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, DURATION, ourProcesses);
+    const peer = await load(`${rlflex.url}/`, body, {}, DURATION, peerProcesses);
     process.stdout.write(
-      `${entry} (${STORE}): latchkey ${Math.round(ours.rps)} req/s (p99 ${ours.p99} ms, ${ours.bad} bad) · rate-limiter-flexible ${Math.round(peer.rps)} req/s (p99 ${peer.p99} ms) · ratio ${(ours.rps / peer.rps).toFixed(2)}\n`,
+      `${entry} (${STORE}): latchkey ${Math.round(ours.rps)} req/s (p99 ${ours.p99} ms, ${ours.bad} bad; µs CPU/req ${ours.cpu}) · rate-limiter-flexible ${Math.round(peer.rps)} req/s (p99 ${peer.p99} ms; µs CPU/req ${peer.cpu}) · ratio ${(ours.rps / peer.rps).toFixed(2)}\n`,
     );
   }
 } finally {

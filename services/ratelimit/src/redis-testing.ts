@@ -55,7 +55,7 @@ export async function freePort(): Promise<number> {
  */
 export async function ownRedis(
   options: { debug?: boolean } = {},
-): Promise<{ url: string; start(): Promise<void>; stop(): Promise<void> }> {
+): Promise<{ url: string; pid(): number | undefined; start(): Promise<void>; stop(): Promise<void> }> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const url = `redis://127.0.0.1:${port}`;
@@ -94,5 +94,5 @@ export async function ownRedis(
     child = undefined;
   };
   await start();
-  return { url, start, stop };
+  return { url, pid: () => child?.pid, start, stop };
 }

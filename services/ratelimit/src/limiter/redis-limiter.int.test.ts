@@ -16,6 +16,12 @@ const check = (over: Partial<CounterCheck> = {}): CounterCheck => ({
   ...over,
 });
 
+/** Denials for want of room so far, counted by both limiters in one metric. */
+const refusals = async () =>
+  (await registry.getSingleMetric("latchkey_ratelimit_counter_refusals_total")!.get()).values.find(
+    (v) => v.labels["reason"] === "workspace",
+  )?.value ?? 0;
+
 const clients: Redis[] = [];
 const prefixes: string[] = [];
 async function limiter(
@@ -80,6 +86,39 @@ describe("counters in Redis: the same answers as in memory", () => {
     expect(denied).toBeGreaterThan(1_000);
   });
 
+  it("refuses new counters past a workspace's bound exactly where the memory limiter does, over 1,500 random groups", async () => {
+    // The clock moves less than a window here, so no counter ends: which ones are live does not
+    // depend on when Redis expires keys, only on the bound.
+    const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
+    const memory = new SlidingWindows(clock, { maxCounters: 1_000_000, maxCountersPerWorkspace: 5 });
+    const { limiter: redis } = await limiter({ clock, bound: 5 });
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (seed * 48271) % 2147483647;
+      return seed % n;
+    };
+    const before = await refusals();
+    for (let step = 0; step < 1_500; step++) {
+      clock.advance(random(30));
+      const batch: CounterCheck[][] = [];
+      for (let g = 1 + random(3); g > 0; g--) {
+        const ws = `ws_${random(3)}`;
+        batch.push(
+          Array.from({ length: 1 + random(3) }, () => ({
+            key: key(ws, `u${random(8)}`),
+            limit: 1 + random(30),
+            duration: random(2) === 0 ? 60_000 : 3_600_000,
+            cost: random(5) === 0 ? 0 : 1 + random(2),
+          })),
+        );
+      }
+      const expected = batch.map((g) => memory.apply(g));
+      expect(await redis.apply(batch), `step ${step}`).toEqual(expected);
+    }
+    // Both limiters refused for want of room, the same checks, many times over.
+    expect((await refusals()) - before).toBeGreaterThan(200);
+  });
+
   it("lets exactly L of N concurrent checks through (L=100, N=500)", async () => {
     // A fixed clock: no window ends mid-test (crossing one would rightly admit one more).
     const { limiter: redis } = await limiter({ clock: new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5)) });
@@ -121,10 +160,6 @@ describe("counters in Redis: bounds per workspace", () => {
   it("denies a new counter of a workspace at its bound, keeps its other counters exact, and leaves other workspaces alone", async () => {
     const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
     const { limiter: redis } = await limiter({ clock, bound: 3 });
-    const refusals = async () =>
-      (await registry.getSingleMetric("latchkey_ratelimit_counter_refusals_total")!.get()).values.find(
-        (v) => v.labels["reason"] === "workspace",
-      )?.value ?? 0;
     const before = await refusals();
     for (let i = 0; i < 3; i++) {
       expect((await redis.apply([[check({ key: key("a", `u${i}`) })]]))[0]![0]!.success).toBe(true);

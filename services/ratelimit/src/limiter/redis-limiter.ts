@@ -32,9 +32,11 @@ const LOG_FAILURES_EVERY = 10_000;
 /** Refusal log times kept per workspace before the map is cleared (it only throttles logging). */
 const MAX_LOGGED_WORKSPACES = 10_000;
 
-/** One script call: the groups of one workspace, with their keys and arguments in order. */
+/** One script call: the groups of one workspace, each counter's key once, the checks' arguments in order. */
 interface Call {
   keys: string[];
+  /** Index in `keys` (1-based, as Lua's KEYS) of each counter id named so far. */
+  index: Map<string, number>;
   args: (string | number)[];
   groups: number[];
 }
@@ -42,7 +44,8 @@ interface Call {
 /**
  * Counters in Redis or Valkey, shared by every replica: each call of `apply`
  * is one EVALSHA per workspace it names (redis-script.ts), sent together, so
- * a check, a multiLimit or a whole LimitBatch costs one round trip. Keys
+ * a check, a multiLimit or a whole LimitBatch costs one round trip, and each
+ * counter's key is sent and read once per call however many checks name it. Keys
  * carry the workspace as their hash tag (`prefix{workspace}…`): a workspace's
  * counters never share a key with another's, and on a Cluster they live in
  * one slot, which the script needs.
@@ -87,7 +90,12 @@ export class RedisLimiter implements Limiter {
       const workspace = at < 0 ? key0 : key0.slice(0, at);
       let call = calls.get(workspace);
       if (call === undefined) {
-        call = { keys: [`${this.options.prefix}{${workspace}}`], args: [now, this.bound], groups: [] };
+        call = {
+          keys: [`${this.options.prefix}{${workspace}}`],
+          index: new Map(),
+          args: [now, this.bound],
+          groups: [],
+        };
         calls.set(workspace, call);
       }
       call.groups.push(g);
@@ -100,8 +108,15 @@ export class RedisLimiter implements Limiter {
           c.key[workspace.length] !== SEP
         )
           throw new Error("a group of checks spans more than one workspace");
-        call.keys.push(`${call.keys[0]}${c.key.slice(workspace.length)}${SEP}${c.duration}`);
-        call.args.push(c.limit, c.duration, c.cost);
+        // A coalesced batch names one hot counter many times: its key travels once.
+        const id = c.key + SEP + c.duration;
+        let k = call.index.get(id);
+        if (k === undefined) {
+          call.keys.push(call.keys[0] + id.slice(workspace.length));
+          k = call.keys.length;
+          call.index.set(id, k);
+        }
+        call.args.push(k, c.limit, c.duration, c.cost);
       }
     }
     const answers = await Promise.all(
