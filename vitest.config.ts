@@ -30,7 +30,7 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
-          include: ["test/**/*.e2e.test.ts"],
+          include: ["test/**/*.e2e.test.ts", "console/test/**/*.e2e.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 60_000,
           hookTimeout: 120_000,

@@ -15,6 +15,12 @@ fi
 # The read-only ClickHouse user the analytics query tests connect as.
 bash scripts/clickhouse-users.sh
 
+# The console's browser tests drive Debian's Chromium (console/test); installed once when missing.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+  echo "== installing chromium for the console's browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
+
 echo "== proto: lint, and generated code is up to date"
 buf lint
 gen=$(mktemp -d)
@@ -31,6 +37,10 @@ biome check .
 
 echo "== typecheck"
 tsc -p tsconfig.json
+tsc -p console/tsconfig.json
+
+echo "== console: build once, before the tests' many starts (npm start builds it when missing)"
+(cd packages/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
 
 echo "== tests"
 vitest run "$@"

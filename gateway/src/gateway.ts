@@ -65,6 +65,11 @@ export interface GatewayDeps {
    * statement: more batches out let more of them share the next one.
    */
   batchesInFlight?: number;
+  /**
+   * Files served at other paths than the API's (the console, console/server/pages.ts): asked only
+   * after the path is no operation, so the API's requests never reach it. True when it answered.
+   */
+  pages?: (x: Exchange, path: string) => boolean;
 }
 
 export interface Gateway {
@@ -309,6 +314,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return;
     }
+    if (deps.pages?.(x, path)) return;
     sendProblem(x, requestId, problems.routeNotFound(path));
   }
 
