@@ -40,7 +40,7 @@ tsc -p tsconfig.json
 tsc -p console/tsconfig.json
 
 echo "== console: build once, before the tests' many starts (npm start builds it when missing)"
-(cd packages/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
+(cd apps/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
 
 echo "== tests"
 vitest run "$@"
