@@ -29,10 +29,10 @@ module.exports = {
     {
       name: "service-imports-a-composition",
       comment:
-        "A service depends on proto/gen and packages/* only: never on the gateway, an app, the end-to-end tests, bench or deploy.",
+        "A service depends on proto/gen and packages/* only: never on the gateway, an app, the console, the end-to-end tests, bench or deploy.",
       severity: "error",
       from: { path: SERVICE },
-      to: { path: "^(gateway|apps|test|bench|deploy)/" },
+      to: { path: "^(gateway|apps|console|test|bench|deploy)/" },
     },
     {
       name: "package-imports-upward",
@@ -40,7 +40,7 @@ module.exports = {
         "packages/* are libraries under everything else: they may import proto/gen and each other, never a service, the gateway or an app.",
       severity: "error",
       from: { path: PACKAGES },
-      to: { path: "^(services|gateway|apps|test|bench|deploy)/" },
+      to: { path: "^(services|gateway|apps|console|test|bench|deploy)/" },
     },
     {
       name: "gateway-imports-service-source",
@@ -51,11 +51,19 @@ module.exports = {
       to: { path: "^(services|apps|test|bench|deploy)/" },
     },
     {
+      name: "console-imports-the-server",
+      comment:
+        "The console (its pages and the server code that builds and serves them) is a client of the public API: it imports packages/* at most, never a service, the gateway or an app. console/test holds end-to-end tests, which compose everything as test/ does.",
+      severity: "error",
+      from: { path: "^console/", pathNot: "^console/test/" },
+      to: { path: "^(services|gateway|apps|test|bench|deploy)/" },
+    },
+    {
       name: "proto-imports-ours",
       comment: "proto/gen is generated from the .proto files alone and depends on nothing of ours.",
       severity: "error",
       from: { path: PROTO },
-      to: { path: "^(services|gateway|apps|packages|test|bench|deploy)/" },
+      to: { path: "^(services|gateway|apps|console|packages|test|bench|deploy)/" },
     },
     {
       name: "unresolvable",
@@ -75,7 +83,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ["exports"],
       conditionNames: ["import", "require", "node", "default", "types"],
-      extensions: [".ts", ".js", ".mjs", ".cjs", ".json"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json"],
     },
   },
 };

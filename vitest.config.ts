@@ -16,6 +16,10 @@ export default defineConfig({
             "test/in-memory/**/*.test.ts",
           ],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
+          // Test files share their workers' module cache: importing the generated protobuf code, connect and
+          // the services once per worker instead of once per file makes the project several times faster
+          // (importing was three quarters of its time). A unit test builds what it uses, so nothing leaks.
+          isolate: false,
         },
       },
       {
@@ -30,7 +34,7 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
-          include: ["test/**/*.e2e.test.ts"],
+          include: ["test/**/*.e2e.test.ts", "console/test/**/*.e2e.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 60_000,
           hookTimeout: 120_000,

@@ -18,7 +18,7 @@ import { allInOneEntry, seedFullVerification, startAllInOne } from "./throughput
  * 1.02). The pnpm bench tables cannot show that: they measure each target
  * once per run.
  *
- * Settings (env): A, B; TARGET full (default: the issue-8 verification),
+ * Settings (env): A, B; TARGET full (default: the full verification),
  * unlimited or limit; STACK=1 for the services as separate processes instead
  * of `pnpm start`; EMBEDDED=1 for `pnpm start` on PGlite instead of a
  * PostgreSQL test database; PAIRS (10); SECONDS (3); CONNECTIONS (64).
@@ -47,7 +47,7 @@ function envOf(text: string): Record<string, string> {
   return env;
 }
 
-/** The body TARGET names, seeded through `call` (`full`: the issue-8 verification, when already seeded). */
+/** The body TARGET names, seeded through `call` (`full`: the full verification, when already seeded). */
 async function bodyFor(call: Call, full?: string): Promise<{ operation: string; body: string }> {
   if (TARGET === "full" && full !== undefined) return { operation: "keys.verifyKey", body: full };
   const apiId = (await call("apis.createApi", { name: "bench" })).body.data.apiId;

@@ -18,7 +18,7 @@ import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 
 /**
- * The verification issue 8 measures: a key with credits, one autoApply rate
+ * The verification docs/performance.md measures: a key with credits, one autoApply rate
  * limit, two roles, and a permission query over the roles' permissions.
  * Answers the request body, and a label saying what the key holds.
  */
@@ -41,11 +41,12 @@ export async function seedFullVerification(
     ratelimits: [{ name: "requests", limit: 1e9, duration: 60_000, autoApply: true }],
     roles,
   });
-  if (full.status !== 200) throw new Error(`could not create the issue-8 key: ${JSON.stringify(full.body)}`);
+  if (full.status !== 200)
+    throw new Error(`could not create the full-verification key: ${JSON.stringify(full.body)}`);
   const body = { key: full.body.data.key, permissions: "documents.read AND documents.write" };
   const check = await call("keys.verifyKey", body);
   if (check.body.data?.code !== "VALID")
-    throw new Error(`the issue-8 key does not verify: ${JSON.stringify(check.body)}`);
+    throw new Error(`the full-verification key does not verify: ${JSON.stringify(check.body)}`);
   return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
 }
 
@@ -60,7 +61,7 @@ export function allInOneEntry(checkout: string): string | undefined {
 }
 
 /**
- * `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it;
+ * `pnpm start` as its own process (logs at warn), with the full-verification key seeded through it;
  * from `checkout` (another checkout with its dependencies installed) when given.
  */
 export async function startAllInOne(env: Record<string, string>, checkout?: string) {
@@ -83,7 +84,7 @@ export async function startAllInOne(env: Record<string, string>, checkout?: stri
   return { proc, call, full, auth: { authorization: `Bearer ${rootKey}` } };
 }
 
-/** The issue-8 verification through one `pnpm start`, with the processes whose CPU is counted. */
+/** The full verification through one `pnpm start`, with the processes whose CPU is counted. */
 function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, processes: ProcessGroups): Target {
   return {
     url: `${started.proc.url}/v2/keys.verifyKey`,

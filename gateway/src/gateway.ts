@@ -61,6 +61,11 @@ export interface GatewayDeps {
    * statement: more batches out let more of them share the next one.
    */
   batchesInFlight?: number;
+  /**
+   * Files served at other paths than the API's (the console, console/server/pages.ts): asked only
+   * after the path is no operation, so the API's requests never reach it. True when it answered.
+   */
+  pages?: (x: Exchange, path: string) => boolean;
 }
 
 export interface Gateway {
@@ -305,6 +310,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return;
     }
+    if (deps.pages?.(x, path)) return;
     sendProblem(x, requestId, problems.routeNotFound(path));
   }
 
@@ -463,7 +469,7 @@ function send(
 }
 
 function sendProblem(x: Exchange, requestId: string, p: Problem, headers?: Readonly<Record<string, string>>) {
-  // As Unkey: problem+json only for clients that ask for it (notes c.1).
+  // As Unkey: problem+json only for clients that ask for it as docs/api.md says.
   const type = x.accept?.includes("application/problem+json") ? "application/problem+json" : JSON_TYPE;
   send(x, p.status, type, problemBody(requestId, p), headers);
 }

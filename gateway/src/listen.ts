@@ -10,7 +10,7 @@ import { listenNode } from "./node-server.ts";
 /**
  * Serves a gateway on a port (0 picks a free one); for main.ts, the all-in-one process and tests.
  * HTTP_SERVER picks the HTTP server: `edge` (default, edge.ts) or `node` (node:http), which
- * answer the same; edge builds no stream objects per request, which is why it is the default.
+ * answer the same; edge is the faster (docs/architecture.md).
  */
 export async function listen(
   gateway: Gateway,
