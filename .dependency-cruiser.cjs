@@ -76,7 +76,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)node_modules/|^dist/" },
+    exclude: { path: "(^|/)(node_modules|dist)/" },
     // Type-only imports count: importing another service's types is depending on its source.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
