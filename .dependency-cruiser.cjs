@@ -6,6 +6,8 @@ const SERVICE = "^services/([^/]+)/";
 const OWN_SERVICE = "^services/$1/";
 const PACKAGES = "^packages/";
 const PROTO = "^proto/";
+/** Tests and test kits: they compose services as the all-in-one does; production code never does. */
+const TEST_CODE = "^services/([^/]+)/.*(\\.test|test-kit|\\.suite|\\.contract)\\.ts$";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -23,8 +25,16 @@ module.exports = {
       comment:
         "A service reaches another one only through its generated client (proto/gen) and the shared packages, so each can run as a process of its own.",
       severity: "error",
-      from: { path: SERVICE },
+      from: { path: SERVICE, pathNot: TEST_CODE },
       to: { path: "^services/", pathNot: OWN_SERVICE },
+    },
+    {
+      name: "service-test-imports-another-service-inside",
+      comment:
+        "A service's tests and test kits may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals.",
+      severity: "error",
+      from: { path: TEST_CODE },
+      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$"] },
     },
     {
       name: "service-imports-a-composition",
