@@ -28,6 +28,7 @@ import {
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
+import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -411,44 +412,6 @@ function nulAt(body: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"]);
-    if (declared > max) {
-      req.resume();
-      return reject(problems.tooLarge(max));
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > max) {
-        done = true;
-        return reject(problems.tooLarge(max));
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (done) return;
-      done = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.on("error", (err) => {
-      if (done) return;
-      done = true;
-      reject(err);
-    });
-    // A client that goes away mid-body never sends "end"; settle so nothing waits forever.
-    req.on("close", () => {
-      if (done) return;
-      done = true;
-      reject(new Error("the client closed the connection before the body ended"));
-    });
-  });
 }
 
 function send(

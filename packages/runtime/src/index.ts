@@ -8,6 +8,7 @@ export * from "./event-sink.ts";
 export * from "./events.ts";
 export * from "./ids.ts";
 export * from "./internal-auth.ts";
+export * from "./listening.ts";
 export * from "./local-transport.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
