@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 PATH="$PWD/node_modules/.bin:$PATH"
 
-# Real servers for integration and end-to-end tests (idempotent; see ../shared/services/README.md).
+# Real servers for integration and end-to-end tests (idempotent), where the machine
+# provides a start-services.sh beside the checkout.
 services=../shared/services/start-services.sh
 if [ -f "$services" ]; then
   bash "$services" >/dev/null
@@ -38,8 +39,11 @@ echo "== typecheck"
 tsc -p tsconfig.json
 tsc -p console/tsconfig.json
 
+echo "== layers: no import cycles, no service importing another's source (docs/architecture.md, Layers)"
+npm run --silent check:layers
+
 echo "== console: build once, before the tests' many starts (npm start builds it when missing)"
-(cd packages/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
+(cd apps/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
 
 echo "== tests"
 vitest run "$@"

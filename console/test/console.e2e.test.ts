@@ -27,7 +27,7 @@ let origin: string;
 
 beforeAll(async () => {
   await ensureBuilt();
-  latchkey = await startProcess("latchkey", "packages/latchkey/src/start.ts", {
+  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
     DATA_DIR: dataDir,
     DATABASE_URL: "",
     NATS_URL: "",
@@ -326,7 +326,7 @@ describe("the console", { timeout: 180_000 }, () => {
   it("shows the API's 403 message as written when the root key lacks a permission", async () => {
     const { stdout } = await run(
       join(root, "node_modules/.bin/tsx"),
-      [join(root, "packages/latchkey/src/cli.ts"), "root-key", "create", "--permissions", "api.*.read_api"],
+      [join(root, "apps/latchkey/src/cli.ts"), "root-key", "create", "--permissions", "api.*.read_api"],
       { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
     );
     const limited = stdout.trim().split("\n").at(-1)!;
