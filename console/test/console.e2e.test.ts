@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -40,7 +40,7 @@ beforeAll(async () => {
   rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
   origin = latchkey.url;
   browser = await launch();
-  if (shots) mkdirSync(join(root, shots), { recursive: true });
+  if (shots) mkdirSync(resolve(root, shots), { recursive: true });
 });
 
 afterAll(async () => {
@@ -73,7 +73,7 @@ async function signIn(page: Page, key = rootKey) {
 }
 
 async function screenshot(page: Page, name: string) {
-  if (shots) await page.screenshot({ path: join(root, shots, `${name}.png`), fullPage: true });
+  if (shots) await page.screenshot({ path: join(resolve(root, shots), `${name}.png`), fullPage: true });
 }
 
 /** Once nothing on the page is loading any more. */
