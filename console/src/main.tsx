@@ -67,21 +67,22 @@ function App() {
   );
 }
 
+/** Each page is keyed by what it shows, so going from one key to another starts the page afresh. */
 function Page({ route }: { route: string[] }) {
   const [section, id, sub, subId] = route;
   switch (section) {
     case undefined:
     case "apis":
       if (id === undefined) return <ApisPage />;
-      if (sub === "new-key") return <CreateKeyPage apiId={id} />;
-      if (sub === "keys" && subId) return <KeyPage apiId={id} keyId={subId} />;
-      return <ApiPage apiId={id} />;
+      if (sub === "new-key") return <CreateKeyPage key={`new-${id}`} apiId={id} />;
+      if (sub === "keys" && subId) return <KeyPage key={subId} apiId={id} keyId={subId} />;
+      return <ApiPage key={id} apiId={id} />;
     case "identities":
-      return id === undefined ? <IdentitiesPage /> : <IdentityPage identity={id} />;
+      return id === undefined ? <IdentitiesPage /> : <IdentityPage key={id} identity={id} />;
     case "permissions":
       return <PermissionsPage />;
     case "ratelimits":
-      return id === undefined ? <RatelimitsPage /> : <NamespacePage namespace={id} />;
+      return id === undefined ? <RatelimitsPage /> : <NamespacePage key={id} namespace={id} />;
     case "analytics":
       return <AnalyticsPage />;
     default:
