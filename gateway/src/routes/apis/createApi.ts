@@ -1,0 +1,13 @@
+import { route } from "../../route.ts";
+import { Closed, Str } from "../../schema.ts";
+
+export const createApi = route({
+  example: { name: "payments" },
+  rootKey: { needs: ["api.*.create_api"] },
+  schema: Closed({ name: Str(3, 256) }),
+  permissions: () => ["api.*.create_api"],
+  async handle(input, { caller, services }) {
+    const res = await services.keys.createApi({ caller, name: input.name });
+    return { data: { apiId: res.apiId } };
+  },
+});

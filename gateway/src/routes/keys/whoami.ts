@@ -1,0 +1,16 @@
+import { route } from "../../route.ts";
+import { Closed, Str } from "../../schema.ts";
+import { keyResponseData } from "./getKey.ts";
+
+/** Notes a.4: the key behind a plaintext, as keys.getKey answers it; without read_key it is not found. */
+export const whoami = route({
+  example: { key: "sk_123" },
+  rootKey: { needs: ["api.<apiId>.read_key"], masked: true },
+  errors: [404],
+  schema: Closed({ key: Str(1, 512) }),
+  async handle(input, { caller, services }) {
+    const { key } = await services.keys.whoami({ caller, key: input.key });
+    if (!key) throw new Error("Whoami answered without a key");
+    return { data: keyResponseData(key) };
+  },
+});
