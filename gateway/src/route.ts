@@ -57,6 +57,12 @@ export interface Route<S extends TSchema = TSchema> {
    * 413, 500, 503): documented in docs/openapi.json, and the only other 4xx the fuzz test allows.
    */
   errors?: ErrorStatus[];
+  /** What `data` holds on success (JSON Schema): documented, and held against every answer end to end. */
+  answer: TSchema;
+  /** Whether a success carries `pagination {cursor?, hasMore}` beside `data`. */
+  paginated?: true;
+  /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
+  description?: string;
   /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */
   refused?: Record<string, Omit<Violation, "location">>;
   /** Permissions needed whatever the resource's state, checked before any call (403 when lacking). */

@@ -1,7 +1,7 @@
 import { Granularity, GroupBy, type VerificationBucket } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { Type } from "@sinclair/typebox";
 import { route } from "../../route.ts";
-import { Enum, Int, Str } from "../../schema.ts";
+import { Closed, Enum, Int, Str } from "../../schema.ts";
 
 const GRANULARITIES = { hour: Granularity.HOUR, day: Granularity.DAY, month: Granularity.MONTH } as const;
 const GROUPINGS = {
@@ -39,7 +39,38 @@ const schema = Type.Object(
 
 type Grouping = keyof typeof GROUPINGS;
 
+const count = Type.Integer({ minimum: 0 });
+
+/** A bucket of the structured form; the group's field is there when grouped by it. */
+const Bucket = Closed({
+  time: Type.Integer({ minimum: 0, examples: [1_767_225_600_000] }),
+  keyId: Type.Optional(Type.String()),
+  identityId: Type.Optional(Type.String()),
+  externalId: Type.Optional(Type.String()),
+  tag: Type.Optional(Type.String()),
+  outcome: Type.Optional(Type.String({ examples: ["VALID"] })),
+  total: count,
+  valid: count,
+  rateLimited: count,
+  usageExceeded: count,
+  disabled: count,
+  expired: count,
+  notFound: count,
+  forbidden: count,
+  insufficientPermissions: count,
+  spentCredits: count,
+});
+
+/** Buckets for the structured form; for `query`, its rows, whatever columns it selects. */
+const Verifications = Type.Union([
+  Type.Array(Bucket),
+  Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: "The rows of a `query`." }),
+]);
+
 export const getVerifications = route({
+  description:
+    'Beyond Unkey: besides Unkey\'s SQL form (`{"query": "SELECT …"}`, with ClickHouse), a structured query: `start`, `end`, `granularity` (`hour`, `day`, `month`), `groupBy` (`key`, `identity`, `tag`, `outcome`) and the filters `apiId`, `keyId`, `identity`, `tags`, answered with buckets of counts by outcome, on every storage, the embedded one included.',
+  answer: Verifications,
   example: { start: 1_767_225_600_000, end: 1_767_312_000_000, granularity: "hour", groupBy: "outcome" },
   rootKey: {
     needs: ["api.<apiId>.read_analytics"],

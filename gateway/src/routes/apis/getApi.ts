@@ -1,8 +1,13 @@
 import { need } from "@latchkey/runtime";
+import { Type } from "@sinclair/typebox";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
 export const getApi = route({
+  answer: Closed({
+    id: Type.String({ examples: ["api_2cGKbMxRyIzhCxo1Idjz8q"] }),
+    name: Type.String({ examples: ["payments"] }),
+  }),
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.read_api"] },
   errors: [404],

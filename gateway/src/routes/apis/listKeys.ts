@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { KeyData } from "../../answers.ts";
 import { pagination } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, pageFields, Str } from "../../schema.ts";
@@ -6,6 +7,8 @@ import { keyResponseData } from "../keys/getKey.ts";
 
 /** Notes a.10: data is the page of keys (KeyResponseData), paging in pagination {cursor?, hasMore}. */
 export const listKeys = route({
+  answer: Type.Array(KeyData),
+  paginated: true,
   example: { apiId: "api_123", limit: 100 },
   rootKey: {
     needs: ["api.<apiId>.read_key", "api.<apiId>.read_api"],

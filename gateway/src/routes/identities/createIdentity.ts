@@ -2,13 +2,14 @@ import { create } from "@bufbuild/protobuf";
 import { type RatelimitConfig, RatelimitConfigSchema } from "@latchkey/proto/common/v1/common_pb";
 import { type Static, Type } from "@sinclair/typebox";
 import { route } from "../../route.ts";
-import { EXTERNAL_ID_PATTERN, Meta, RatelimitRequest, Str } from "../../schema.ts";
+import { Closed, EXTERNAL_ID_PATTERN, Meta, RatelimitRequest, Str } from "../../schema.ts";
 
 /**
  * Notes a.12. As in the reference, this body alone is open: a field it does
  * not name is ignored rather than refused.
  */
 export const createIdentity = route({
+  answer: Closed({ identityId: Type.String({ examples: ["id_2cGKbMxRjIzhCxo1IdjH3a"] }) }),
   example: { externalId: "user_42", meta: { plan: "pro" } },
   rootKey: { needs: ["identity.*.create_identity"] },
   errors: [409],

@@ -1,3 +1,4 @@
+import { Identity } from "../../answers.ts";
 import { identityData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Str } from "../../schema.ts";
@@ -6,6 +7,7 @@ import { Closed, Str } from "../../schema.ts";
 export const identityRefSchema = Closed({ identity: Str(1, 255) });
 
 export const getIdentity = route({
+  answer: Identity,
   example: { identity: "user_42" },
   rootKey: { needs: ["identity.*.read_identity"] },
   errors: [404],

@@ -1,8 +1,12 @@
+import { Type } from "@sinclair/typebox";
+import { Identity } from "../../answers.ts";
 import { identityData, pagination } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, pageFields } from "../../schema.ts";
 
 export const listIdentities = route({
+  answer: Type.Array(Identity),
+  paginated: true,
   example: {},
   rootKey: { needs: ["identity.*.read_identity"] },
   schema: Closed(pageFields),

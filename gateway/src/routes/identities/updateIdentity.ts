@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { Identity } from "../../answers.ts";
 import { identityData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Meta, RatelimitRequest, Str } from "../../schema.ts";
@@ -6,6 +7,7 @@ import { ratelimitConfigOf } from "./createIdentity.ts";
 
 /** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit (notes a.12). */
 export const updateIdentity = route({
+  answer: Identity,
   example: { identity: "user_42", meta: { plan: "pro" } },
   rootKey: { needs: ["identity.*.update_identity"] },
   errors: [404],

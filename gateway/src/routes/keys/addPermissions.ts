@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { Permission } from "../../answers.ts";
 import { permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, SLUG_PATTERN, Str } from "../../schema.ts";
@@ -12,6 +13,7 @@ export const keyPermissionsSchema = (minItems: 0 | 1) =>
 
 /** Missing slugs are created only when the root key holds rbac.*.create_permission. Answers the key's direct permissions. */
 export const addPermissions = route({
+  answer: Type.Array(Permission),
   example: { keyId: "key_123", permissions: ["documents.read"] },
   rootKey: {
     needs: ["api.<apiId>.update_key", "rbac.*.add_permission_to_key"],

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { RatelimitConfigSchema } from "@latchkey/proto/common/v1/common_pb";
 import { CreditsSchema, RefillSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { Type } from "@sinclair/typebox";
+import { NewKey } from "../../answers.ts";
 import { INTERVAL_OF } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Enum, EXTERNAL_ID_PATTERN, ID_PATTERN, Int, Meta, Str } from "../../schema.ts";
@@ -45,6 +46,9 @@ export const createKeySchema = Closed({
 });
 
 export const createKey = route({
+  description:
+    "Roles and permissions given here need the same `rbac.*` permissions as adding them with keys.addRoles and keys.addPermissions (Unkey does not ask them here).",
+  answer: NewKey,
   example: {
     apiId: "api_123",
     prefix: "sk",

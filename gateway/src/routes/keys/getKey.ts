@@ -1,10 +1,12 @@
 import type { Key } from "@latchkey/proto/keys/v1/keys_pb";
 import { Type } from "@sinclair/typebox";
+import { KeyData } from "../../answers.ts";
 import { credits, defined, identity, meta, num, optNum, ratelimitConfig } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
 export const getKey = route({
+  answer: KeyData,
   example: { keyId: "key_123" },
   rootKey: { needs: ["api.<apiId>.read_key"], also: "`decrypt`: also `api.<apiId>.decrypt_key`" },
   errors: [404, 412],

@@ -14,6 +14,14 @@ const created = createKeySchema.properties;
  * the reference's KeyCreditsData, where remaining null means unlimited.
  */
 export const migrateKeys = route({
+  description:
+    "Key hashes are unique per workspace: a hash another workspace holds is migrated into the caller's rather than reported as failed. Each key also accepts `start` and `credits.remaining: null` (unlimited).",
+  answer: Closed({
+    migrated: Type.Array(
+      Closed({ hash: Type.String(), keyId: Type.String({ examples: ["key_2cGKbMxRyIzhCxo1Idjz8q"] }) }),
+    ),
+    failed: Type.Array(Type.String(), { description: "Hashes not imported: a key with that hash exists." }),
+  }),
   example: {
     migrationId: "acme",
     apiId: "api_123",

@@ -1,9 +1,14 @@
+import { Type } from "@sinclair/typebox";
+import { Permission } from "../../answers.ts";
 import { permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { keyPermissionsSchema } from "./addPermissions.ts";
 
 /** Replaces the key's direct permissions at once ([] clears them). Answers them. */
 export const setPermissions = route({
+  description:
+    "Needs `rbac.*.add_permission_to_key` and `rbac.*.remove_permission_from_key` for what it adds and removes, as keys.addPermissions and keys.removePermissions do.",
+  answer: Type.Array(Permission),
   example: { keyId: "key_123", permissions: ["documents.read"] },
   rootKey: {
     needs: ["api.<apiId>.update_key"],

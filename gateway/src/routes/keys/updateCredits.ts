@@ -1,5 +1,6 @@
 import { CreditsOperation } from "@latchkey/proto/keys/v1/keys_pb";
 import { Type } from "@sinclair/typebox";
+import { Credits } from "../../answers.ts";
 import { credits } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Enum, ID_PATTERN, Int, Nullable, Str } from "../../schema.ts";
@@ -16,6 +17,7 @@ const OPERATIONS = {
  * Answers the credits after it: {remaining (null: unlimited), refill?}.
  */
 export const updateCredits = route({
+  answer: Credits,
   example: { keyId: "key_123", operation: "set", value: 10 },
   rootKey: { needs: ["api.<apiId>.update_key"] },
   errors: [404],

@@ -1,4 +1,5 @@
 import { Type } from "@sinclair/typebox";
+import { Empty } from "../../answers.ts";
 import { INTERVAL_OF } from "../../json.ts";
 import { route } from "../../route.ts";
 import {
@@ -49,6 +50,9 @@ export const updateKeySchema = Closed({
 });
 
 export const updateKey = route({
+  description:
+    "Roles and permissions changed here need the same `rbac.*` permissions as changing them with the role and permission operations (Unkey does not ask them here).",
+  answer: Empty,
   example: { keyId: "key_123", name: "Acme" },
   rootKey: {
     needs: ["api.<apiId>.update_key"],

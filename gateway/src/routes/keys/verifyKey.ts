@@ -5,9 +5,10 @@ import {
   type VerifyRatelimitRequest,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { type Static, Type } from "@sinclair/typebox";
+import { Identity, MetaObject } from "../../answers.ts";
 import { identity, meta } from "../../json.ts";
 import { route } from "../../route.ts";
-import { Closed, Int, Str } from "../../schema.ts";
+import { Closed, Enum, Int, Str } from "../../schema.ts";
 
 /** Contract 4.1 rules 2 to 5 (tags: at most 10 of 1 to 128) and the reference's fields (notes a.3). */
 export const verifyKeySchema = Closed({
@@ -30,6 +31,46 @@ export const verifyKeySchema = Closed({
   migrationId: Type.Optional(Str(0, 256)),
 });
 
+const CODE_NAMES = [
+  "VALID",
+  "NOT_FOUND",
+  "FORBIDDEN",
+  "INSUFFICIENT_PERMISSIONS",
+  "USAGE_EXCEEDED",
+  "RATE_LIMITED",
+  "DISABLED",
+  "EXPIRED",
+] as const;
+
+/** What verificationJson writes: a found key carries its fields, NOT_FOUND only valid and code. */
+const Verification = Closed({
+  valid: Type.Boolean(),
+  code: Enum(CODE_NAMES),
+  keyId: Type.Optional(Type.String({ examples: ["key_2cGKbMxRyIzhCxo1Idjz8q"] })),
+  name: Type.Optional(Type.String()),
+  meta: Type.Optional(MetaObject),
+  expires: Type.Optional(Int()),
+  credits: Type.Optional(Type.Integer({ description: "Credits left after this verification." })),
+  enabled: Type.Optional(Type.Boolean()),
+  permissions: Type.Optional(Type.Array(Type.String())),
+  roles: Type.Optional(Type.Array(Type.String())),
+  identity: Type.Optional(Identity),
+  ratelimits: Type.Optional(
+    Type.Array(
+      Closed({
+        id: Type.String(),
+        name: Type.String(),
+        limit: Int(),
+        duration: Int(),
+        reset: Int(),
+        remaining: Int(),
+        exceeded: Type.Boolean(),
+        autoApply: Type.Boolean(),
+      }),
+    ),
+  ),
+});
+
 const CODES = {
   [VerifyCode.UNSPECIFIED]: "NOT_FOUND",
   [VerifyCode.VALID]: "VALID",
@@ -40,9 +81,12 @@ const CODES = {
   [VerifyCode.RATE_LIMITED]: "RATE_LIMITED",
   [VerifyCode.DISABLED]: "DISABLED",
   [VerifyCode.EXPIRED]: "EXPIRED",
-} as const satisfies Record<VerifyCode, string>;
+} as const satisfies Record<VerifyCode, (typeof CODE_NAMES)[number]>;
 
 export const verifyKey = route({
+  description:
+    "Beyond Unkey: a permission query passes on a wildcard grant (a key holding `documents.*` passes `documents.read`); credits are spent exactly under any concurrency, across instances; a change to a key applies to the next verification on every instance. `CREDITS_ASYNC_COMMIT=true` (off by default) trades durability for speed: credit spends commit without waiting for PostgreSQL's disk flush, still exact, but a crash of PostgreSQL forgets its last ~0.6 s of spends.",
+  answer: Verification,
   example: { key: "sk_123" },
   rootKey: { needs: ["api.<apiId>.verify_key"] },
   errors: [412],

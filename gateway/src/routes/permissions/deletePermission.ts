@@ -1,7 +1,9 @@
+import { Empty } from "../../answers.ts";
 import { route } from "../../route.ts";
 import { permissionRefSchema } from "./getPermission.ts";
 
 export const deletePermission = route({
+  answer: Empty,
   example: { permission: "documents.read" },
   rootKey: { needs: ["rbac.*.delete_permission"] },
   errors: [404],

@@ -1,7 +1,9 @@
+import { Empty } from "../../answers.ts";
 import { route } from "../../route.ts";
 import { roleRefSchema } from "./getRole.ts";
 
 export const deleteRole = route({
+  answer: Empty,
   example: { role: "admin" },
   rootKey: { needs: ["rbac.*.delete_role"] },
   errors: [404],

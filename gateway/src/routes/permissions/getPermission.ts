@@ -1,3 +1,4 @@
+import { Permission } from "../../answers.ts";
 import { permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
@@ -6,6 +7,7 @@ import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
 export const permissionRefSchema = Closed({ permission: Str(1, 128, SLUG_PATTERN) });
 
 export const getPermission = route({
+  answer: Permission,
   example: { permission: "documents.read" },
   rootKey: { needs: ["rbac.*.read_permission"] },
   errors: [404],

@@ -1,3 +1,4 @@
+import { Role } from "../../answers.ts";
 import { roleData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Str } from "../../schema.ts";
@@ -6,6 +7,7 @@ import { Closed, Str } from "../../schema.ts";
 export const roleRefSchema = Closed({ role: Str(1, 128) });
 
 export const getRole = route({
+  answer: Role,
   example: { role: "admin" },
   rootKey: { needs: ["rbac.*.read_role"] },
   errors: [404],

@@ -1,8 +1,12 @@
+import { Type } from "@sinclair/typebox";
+import { Permission } from "../../answers.ts";
 import { pagination, permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, pageFields } from "../../schema.ts";
 
 export const listPermissions = route({
+  answer: Type.Array(Permission),
+  paginated: true,
   example: {},
   rootKey: { needs: ["rbac.*.read_permission"] },
   schema: Closed(pageFields),

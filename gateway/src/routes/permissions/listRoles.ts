@@ -1,8 +1,12 @@
+import { Type } from "@sinclair/typebox";
+import { Role } from "../../answers.ts";
 import { pagination, roleData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, pageFields } from "../../schema.ts";
 
 export const listRoles = route({
+  answer: Type.Array(Role),
+  paginated: true,
   example: {},
   rootKey: { needs: ["rbac.*.read_role"] },
   schema: Closed(pageFields),

@@ -1,10 +1,12 @@
 import { Type } from "@sinclair/typebox";
+import { Permission } from "../../answers.ts";
 import { permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
 
 /** Replaces the role's permissions with exactly these; `[]` clears them. Answers the set now held (notes a.13). */
 export const setRolePermissions = route({
+  answer: Type.Array(Permission),
   example: { roleId: "role_123", permissions: ["documents.read"] },
   rootKey: { needs: ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"] },
   errors: [404],

@@ -1,4 +1,5 @@
 import type { Override } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { OverrideData } from "../../answers.ts";
 import { num } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, Str } from "../../schema.ts";
@@ -6,6 +7,7 @@ import { Closed, Str } from "../../schema.ts";
 export const overrideKeySchema = Closed({ namespace: Str(1, 512), identifier: Str(1, 512) });
 
 export const getOverride = route({
+  answer: OverrideData,
   example: { namespace: "email", identifier: "user_1" },
   rootKey: { needs: ["ratelimit.<namespace>.read_override"] },
   errors: [404],

@@ -33,6 +33,13 @@ export function limitCheck(input: Static<typeof limitCheckSchema>): LimitCheck {
  * the batcher: concurrent limits travel in one LimitBatch call.
  */
 export const limit = route({
+  answer: Closed({
+    limit: Int(),
+    remaining: Int(),
+    reset: Int(),
+    success: Type.Boolean(),
+    overrideId: Type.Optional(Type.String()),
+  }),
   example: { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
   rootKey: {
     needs: ["ratelimit.<namespace>.limit"],

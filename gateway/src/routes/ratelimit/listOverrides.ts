@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { PageRequestSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { ListOverridesResponse } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { type Static, Type } from "@sinclair/typebox";
+import { OverrideData } from "../../answers.ts";
 import type { Reply, RouteContext } from "../../route.ts";
 import { route } from "../../route.ts";
 import { Closed, Int, Str } from "../../schema.ts";
@@ -26,6 +27,9 @@ const nextCursor = (res: ListOverridesResponse) =>
 
 /** The contract's shape (section 4.2): data {overrides, cursor}, cursor only when another page exists. */
 export const listOverrides = route({
+  description:
+    "Answers `data: {overrides, cursor?}`, the contract's shape; `/v2/ratelimit.listOverrides` answers Unkey's list with `pagination`.",
+  answer: Closed({ overrides: Type.Array(OverrideData), cursor: Type.Optional(Type.String()) }),
   example: { namespace: "email" },
   rootKey: { needs: ["ratelimit.<namespace>.read_override"] },
   errors: [404],
@@ -41,6 +45,8 @@ export const listOverrides = route({
 
 /** The reference's shape (notes a.11): data is the array, paging in pagination {cursor, hasMore}. */
 export const listOverridesUnkey = route({
+  answer: Type.Array(OverrideData),
+  paginated: true,
   example: { namespace: "email" },
   rootKey: { needs: ["ratelimit.<namespace>.read_override"] },
   errors: [404],

@@ -1,10 +1,25 @@
 import { Type } from "@sinclair/typebox";
 import { defined, num } from "../../json.ts";
 import { route } from "../../route.ts";
+import { Closed, Int } from "../../schema.ts";
 import { limitCheck, limitCheckSchema, overrideIdOf } from "./limit.ts";
 
 /** The body is a bare JSON array of 1 to 100 checks (reference notes a.11); all pass or none is counted. */
 export const multiLimit = route({
+  answer: Closed({
+    passed: Type.Boolean(),
+    limits: Type.Array(
+      Closed({
+        namespace: Type.String(),
+        identifier: Type.String(),
+        limit: Int(),
+        remaining: Int(),
+        reset: Int(),
+        passed: Type.Boolean(),
+        overrideId: Type.Optional(Type.String()),
+      }),
+    ),
+  }),
   example: [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
   rootKey: {
     needs: ["ratelimit.<namespace>.limit"],
