@@ -5,8 +5,24 @@ import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
 import { InternalAuth } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { answerContract } from "../gateway/src/openapi-contract.ts";
 
 const root = join(import.meta.dirname, "..");
+
+const contract = answerContract();
+
+/**
+ * Every answer an operation gives here, 2xx and 4xx, is held to docs/openapi.json: a field the
+ * document does not promise, a promised one missing or a status it does not list fails the test.
+ */
+export function holdToContract(operation: string, status: number, body: unknown): void {
+  const problems = contract(operation, status, body);
+  if (problems !== undefined && problems.length > 0) {
+    throw new Error(
+      `${operation} answered ${status} outside docs/openapi.json: ${problems.join("; ")}\n${JSON.stringify(body)}`,
+    );
+  }
+}
 
 /**
  * The LATCHKEY_INTERNAL_SECRET every process started here shares (one per test run), and the
@@ -215,6 +231,7 @@ export async function startStack(
       } catch {
         parsed = text;
       }
+      holdToContract(operation, res.status, parsed);
       return { status: res.status, body: parsed };
     },
     async stop() {

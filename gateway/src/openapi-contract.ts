@@ -1,7 +1,10 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { openApiDocument } from "./openapi.ts";
 
-type Json = Record<string, any>;
+/** The parts of the document read here. */
+interface Document {
+  paths: Record<string, { post?: { responses: Record<string, { $ref?: string }> } }>;
+}
 
 /** A JSON pointer token: `~` and `/` escaped. */
 const token = (s: string) => s.replaceAll("~", "~0").replaceAll("/", "~1");
@@ -12,12 +15,13 @@ const token = (s: string) => s.replaceAll("~", "~0").replaceAll("/", "~1");
  * document among them; undefined for a path that is no operation. Ajv compiles each schema from
  * the document itself, once, on first use; the end-to-end harness runs every answer through it.
  */
-export function answerContract(doc: Json = openApiDocument()) {
+export function answerContract(document: object = openApiDocument()) {
+  const doc = document as Document;
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
   ajv.addSchema(doc, "openapi.json");
   return (operation: string, status: number, body: unknown): string[] | undefined => {
     const path = `/v2/${operation}`;
-    const op = doc["paths"][path]?.post;
+    const op = doc.paths[path]?.post;
     if (op === undefined) return undefined;
     const response = op.responses[String(status)];
     if (response === undefined) return [`${operation} does not document the status ${status}`];

@@ -151,7 +151,7 @@ function describe(operation: Operation, route: Route): string {
   let access = `**Root key:** ${needs.map(code).join(" and ")}`;
   if (also) access += `; ${also}`;
   access += ".";
-  if (masked) access += " A root key without them is answered 404, as for a resource that does not exist.";
+  if (masked) access += ` ${masked}`;
   parts.push(access);
   return parts.join("\n\n");
 }

@@ -78,8 +78,11 @@ export interface RootKeyNeeds {
   needs: string[];
   /** When it needs more, e.g. "`recoverable`: also `api.<apiId>.encrypt_key`". */
   also?: string;
-  /** A root key lacking them is answered 404, as for a resource that does not exist, rather than 403. */
-  masked?: true;
+  /**
+   * How a root key lacking them is answered when that is not 403: as for a resource that does not
+   * exist, so a caller learns nothing of resources it may not see.
+   */
+  masked?: string;
 }
 
 /** Keeps each route's input type tied to its schema. */

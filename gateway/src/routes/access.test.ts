@@ -5,7 +5,7 @@ import { answeringEverything, DOCS, harness, WORKSPACE } from "../testing.ts";
 import { OPERATIONS, routes } from "./index.ts";
 
 /** A permission no operation needs. */
-const UNRELATED = "api.api_other.read_analytics";
+const UNRELATED = "ratelimit.ns_unrelated.read_override";
 
 /**
  * The permissions an operation needs for its example body: `<apiId>` and the like filled from
@@ -19,10 +19,11 @@ function neededFor(example: unknown, needs: string[]): string[] {
 /**
  * Every operation, driven with its example body: without a valid root key it answers 401 and
  * calls nothing but the root-key lookup; with a root key lacking what `rootKey.needs` names it
- * answers 403 naming them (the gateway's own check, or the service's, which must be handed the
- * caller); with a root key holding just those, 200. The services here are fakes that hold each
- * call's caller to the documented permissions, so what this proves of the services is only that
- * the gateway passes them the caller; services/<context> test what they check.
+ * is refused: by the gateway's own check before any call, or by the service, which must be handed
+ * the caller and whose refusal is relayed; with a root key holding just those, 200. The services
+ * here are fakes that refuse with 403 whatever the operation, so what this proves of the
+ * services is only that the gateway passes them the caller and relays their verdict; the real
+ * answers, 404 where `rootKey.masked` says so, are test/openapi.e2e.test.ts's.
  */
 describe.each(OPERATIONS)("%s and its root key", (operation) => {
   const route = routes[operation];

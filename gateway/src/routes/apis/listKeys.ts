@@ -12,6 +12,7 @@ export const listKeys = route({
   example: { apiId: "api_123", limit: 100 },
   rootKey: {
     needs: ["api.<apiId>.read_key", "api.<apiId>.read_api"],
+    masked: "A root key without these on the API is answered 404, as for an API that does not exist.",
     also: "`decrypt`: also `api.<apiId>.decrypt_key`",
   },
   errors: [404, 412],

@@ -60,7 +60,7 @@ export const createKey = route({
   rootKey: {
     needs: ["api.<apiId>.create_key"],
     also: "`recoverable`: also `api.<apiId>.encrypt_key`; `roles`: also `rbac.*.add_role_to_key`; `permissions`: also `rbac.*.add_permission_to_key` (and `rbac.*.create_permission` for one that does not exist)",
-    masked: true,
+    masked: "A root key without `create_key` on the API is answered 404, as for an API that does not exist.",
   },
   errors: [404, 412],
   schema: createKeySchema,

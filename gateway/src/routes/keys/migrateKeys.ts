@@ -30,7 +30,7 @@ export const migrateKeys = route({
   rootKey: {
     needs: ["api.<apiId>.create_key"],
     also: "`roles`, `permissions`: also the `rbac.*` permissions to add them",
-    masked: true,
+    masked: "A root key without `create_key` on the API is answered 404, as for an API that does not exist.",
   },
   errors: [404],
   schema: Closed({

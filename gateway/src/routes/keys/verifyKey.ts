@@ -88,7 +88,11 @@ export const verifyKey = route({
     "Beyond Unkey: a permission query passes on a wildcard grant (a key holding `documents.*` passes `documents.read`); credits are spent exactly under any concurrency, across instances; a change to a key applies to the next verification on every instance. `CREDITS_ASYNC_COMMIT=true` (off by default) trades durability for speed: credit spends commit without waiting for PostgreSQL's disk flush, still exact, but a crash of PostgreSQL forgets its last ~0.6 s of spends.",
   answer: Verification,
   example: { key: "sk_123" },
-  rootKey: { needs: ["api.<apiId>.verify_key"] },
+  rootKey: {
+    needs: ["api.<apiId>.verify_key"],
+    masked:
+      "A root key without `verify_key` on the key's API is answered as for a key that does not exist: 200 with `valid: false` and `code: NOT_FOUND`.",
+  },
   errors: [412],
   schema: verifyKeySchema,
   refused: {

@@ -7,7 +7,11 @@ import { keyResponseData } from "./getKey.ts";
 export const whoami = route({
   answer: KeyData,
   example: { key: "sk_123" },
-  rootKey: { needs: ["api.<apiId>.read_key"], masked: true },
+  rootKey: {
+    needs: ["api.<apiId>.read_key"],
+    masked:
+      "A root key without `read_key` on the key's API is answered 404, as for a key that does not exist.",
+  },
   errors: [404],
   schema: Closed({ key: Str(1, 512) }),
   async handle(input, { caller, services }) {
