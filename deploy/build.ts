@@ -1,5 +1,6 @@
-import { existsSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { SCALAR_FILE, scalarBundle } from "../gateway/src/api-reference.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { components } from "./components.ts";
 
@@ -16,3 +17,5 @@ for (const component of components) {
   const { outfile } = await bundle(component, outdir);
   process.stdout.write(`${component.name}: ${outfile}\n`);
 }
+// The API reference's browser bundle, which the gateway serves at /docs/scalar.js: the image has no node_modules.
+copyFileSync(scalarBundle(), join(outdir, SCALAR_FILE));

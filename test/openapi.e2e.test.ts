@@ -1,42 +1,27 @@
-import { randomBytes } from "node:crypto";
 import { createRootKey, createWorkspace } from "@latchkey/keys";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATIONS, type Operation, routes } from "../gateway/src/routes/index.ts";
-import { type Stack, startStack } from "./harness.ts";
+import { analyticsOptions, type Stack, startStack } from "./harness.ts";
 
 /**
  * Every operation of the route table, driven with its example body (docs/openapi.json shows the
  * same) against the separate-process stack, ids filled in from earlier answers. The harness holds
  * every answer to the document: a field it does not promise, or a promised one missing, fails.
  */
-const natsUrl = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
-const clickhouse = process.env["TEST_CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
-const suffix = randomBytes(4).toString("hex");
-const consumer = `openapi_e2e_${suffix}`;
+const analytics = analyticsOptions("openapi_e2e");
 let stack: Stack;
 let rootKey: string;
 let workspace: string;
 
 beforeAll(async () => {
-  stack = await startStack({
-    natsUrl,
-    analytics: { clickhouseUrl: `${clickhouse}/latchkey_openapi_${suffix}`, consumer },
-  });
-  const created = await createWorkspace(stack.db.sql, `openapi-${suffix}`);
+  stack = await startStack(analytics.options);
+  const created = await createWorkspace(stack.db.sql, `openapi-${analytics.suffix}`);
   rootKey = created.rootKey;
   workspace = created.workspaceId;
 }, 120_000);
 afterAll(async () => {
   await stack?.stop();
-  const nc = await connect({ servers: natsUrl });
-  await (await jetstreamManager(nc)).consumers.delete("LATCHKEY_EVENTS", consumer).catch(() => {});
-  await nc.close();
-  await fetch(
-    `${clickhouse}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS latchkey_openapi_${suffix}`)}`,
-    { method: "POST" },
-  );
+  await analytics.drop();
 });
 
 /**

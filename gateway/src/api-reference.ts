@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { openApiDocument, openApiJson } from "./openapi.ts";
 
@@ -47,12 +48,15 @@ const HTML = `<!doctype html>
 </html>
 `;
 
-// Scalar's default fonts come from its CDN and its client would offer a hosted proxy: both off.
+// Everything that would reach Scalar's own services is off: its fonts (a CDN), telemetry, the
+// AI agent and MCP generation; the reference then runs offline.
 const INIT = `Scalar.createApiReference("#app", {
   url: "/openapi.json",
   withDefaultFonts: false,
   hideClientButton: true,
   telemetry: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
   defaultOpenAllTags: false,
 });
 `;
@@ -70,14 +74,26 @@ const builders: Record<string, () => Page> = {
   "/docs/init.js": () => ({ type: "text/javascript", body: INIT, headers: {} }),
   "/docs/scalar.js": () => ({
     type: "text/javascript",
-    // The package exports no path to its browser bundle; it sits beside its entry point.
-    body: readFileSync(
-      join(dirname(createRequire(import.meta.url).resolve("@scalar/api-reference")), "browser/standalone.js"),
-      "utf8",
-    ),
+    body: readFileSync(scalarBundle(), "utf8"),
     headers: {},
   }),
 };
+
+/** The name of Scalar's bundle beside the gateway's own in dist/ (deploy/build.ts copies it there). */
+export const SCALAR_FILE = "scalar-standalone.js";
+
+/**
+ * Scalar's browser bundle: from node_modules, or, in the image (no node_modules), beside the bundled
+ * gateway. The package exports no path to it; it sits beside the package's entry point.
+ */
+export function scalarBundle(): string {
+  try {
+    const entry = createRequire(import.meta.url).resolve("@scalar/api-reference");
+    return join(dirname(entry), "browser/standalone.js");
+  } catch {
+    return fileURLToPath(new URL(`./${SCALAR_FILE}`, import.meta.url));
+  }
+}
 
 /** The paths served here, GET or HEAD only. */
 export const REFERENCE_PATHS: ReadonlySet<string> = new Set(Object.keys(builders));
