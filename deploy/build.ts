@@ -1,10 +1,12 @@
 import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { buildConsole } from "../console/server/build.ts";
 import { SCALAR_FILE, scalarBundle } from "../gateway/src/api-reference.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { components } from "./components.ts";
 
-// `pnpm build`: dist/<component>.mjs for every component, as the image runs them.
+// `pnpm build`: dist/<component>.mjs for every component, as the image runs them, and the web console
+// in dist/console, which the gateway serves at / (console/server/pages.ts finds it beside its bundle).
 const outdir = join(repoRoot, "dist");
 rmSync(outdir, { recursive: true, force: true });
 
@@ -19,3 +21,5 @@ for (const component of components) {
 }
 // The API reference's browser bundle, which the gateway serves at /docs/scalar.js: the image has no node_modules.
 copyFileSync(scalarBundle(), join(outdir, SCALAR_FILE));
+await buildConsole(join(outdir, "console"));
+process.stdout.write(`console: ${join(outdir, "console")}\n`);

@@ -84,8 +84,9 @@ export function render(dir: string): K8sObject[] {
 /**
  * The objects a kustomization renders, for machines without kubectl: the few
  * kustomize features these overlays use (resources, namespace, images,
- * strategic-merge patches by kind and name including `$patch: delete`, and
- * JSON patches with `replace` on targets by kind and label). Anything else
+ * strategic-merge patches by kind and name including `$patch: delete` and a
+ * key set to null, and JSON patches with `replace` on targets by kind, name
+ * and label). Anything else
  * throws rather than be rendered wrongly; the manifest test compares the
  * result with `kubectl kustomize` wherever kubectl is installed.
  */
@@ -182,11 +183,14 @@ function applyJsonPatch(o: K8sObject, op: JsonPatchOp): void {
   node[last] = structuredClone(op.value);
 }
 
-/** Strategic merge as far as these patches need it: maps merge, everything else is replaced. */
+/** Strategic merge as far as these patches need it: maps merge, a key set to null goes, everything else is replaced. */
 function merge(base: unknown, patch: unknown): unknown {
   if (Array.isArray(patch)) throw new Error("renderLocally does not merge lists");
   if (typeof base !== "object" || base === null || typeof patch !== "object" || patch === null) return patch;
   const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
-  for (const [key, value] of Object.entries(patch)) out[key] = merge(out[key], value);
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else out[key] = merge(out[key], value);
+  }
   return out;
 }

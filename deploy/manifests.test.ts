@@ -138,7 +138,7 @@ function resolvePort(container: any, port: number | string): number | undefined 
 // ---- the sets checked
 
 const base = manifestSet("base", resourcesOf("base/kustomization.yaml"));
-const overlayDirs = ["overlays/dev", "overlays/prod"];
+const overlayDirs = ["overlays/dev", "overlays/prod", "overlays/redis"];
 const overlays = overlayDirs.map((dir) => manifestSet(dir, renderLocally(dir)));
 
 const reads = new Map<string, EnvReads>();
@@ -160,6 +160,7 @@ describe("the YAML files under deploy/k8s", () => {
       "deps/kustomization.yaml",
       "overlays/dev/kustomization.yaml",
       "overlays/prod/kustomization.yaml",
+      "overlays/redis/kustomization.yaml",
     ]);
     const missing = kustomizations.flatMap((file) => {
       const k = readKustomization(file);
@@ -282,6 +283,72 @@ describe("the overlays, rendered", () => {
   });
 });
 
+describe("the redis overlay, rendered", () => {
+  const redis = overlays.find((s) => s.name === "overlays/redis")!;
+  const prod = overlays.find((s) => s.name === "overlays/prod")!;
+  const ratelimit = () => workloadOf(redis, components.find((c) => c.name === "ratelimit")!);
+
+  it("runs ratelimit as a Deployment that an autoscaler scales from two replicas, with no peer list or headless Service", () => {
+    const w = ratelimit();
+    expect(w.kind).toBe("Deployment");
+    expect(hpaFor(redis, w)?.spec).toMatchObject({ minReplicas: 2, maxReplicas: 10 });
+    expect(find(redis, "StatefulSet", "ratelimit")).toBeUndefined();
+    expect(find(redis, "Service", "ratelimit-peers")).toBeUndefined();
+    expect(find(redis, "ConfigMap", "ratelimit").data).toEqual({
+      PORT: "7072",
+      LOG_LEVEL: "info",
+      RATELIMIT_STORE: "redis",
+      REDIS_URL: "redis://valkey:6379",
+    });
+  });
+
+  it("is prod otherwise: the same objects but ratelimit's, the Secret left alone, the same room per container", () => {
+    const ids = (set: ManifestSet) =>
+      set.objects
+        .filter(
+          (o) =>
+            o.metadata.labels?.[COMPONENT] !== "ratelimit" &&
+            o.metadata.labels?.[PART_OF] !== "latchkey-store",
+        )
+        .map(id)
+        .sort();
+    expect(ids(redis)).toEqual(ids(prod));
+    expect(find(redis, "Secret", "latchkey")).toBeUndefined();
+    const room = (w: any) => w.spec.template.spec.containers[0].resources;
+    expect(room(ratelimit())).toEqual(room(find(prod, "Deployment", "keys")));
+  });
+
+  it("runs one Valkey with an append-only file that refuses writes rather than evict counters when full", () => {
+    const valkey = find(redis, "StatefulSet", "valkey");
+    expect(valkey.spec.replicas).toBe(1);
+    const args: string[] = valkey.spec.template.spec.containers[0].args;
+    const flag = (name: string) => args[args.indexOf(name) + 1];
+    expect([flag("--appendonly"), flag("--maxmemory-policy")]).toEqual(["yes", "noeviction"]);
+    expect(valkey.spec.template.spec.containers[0].ports[0].containerPort).toBe(6379);
+    expect(find(redis, "Service", "valkey").spec.ports[0].port).toBe(6379);
+  });
+
+  it("lets ratelimit, and no other pod, reach Valkey", () => {
+    const valkey = find(redis, "StatefulSet", "valkey");
+    const to = { namespace: "latchkey", labels: podLabels(valkey), port: 6379 };
+    const from = (name: ComponentName): Peer => ({
+      kind: "pod",
+      namespace: { "kubernetes.io/metadata.name": "latchkey" },
+      labels: podLabels(workloadOf(redis, components.find((c) => c.name === name)!)),
+    });
+    expect(
+      Object.fromEntries(components.map((c) => [c.name, admits(redis.objects, from(c.name), to)])),
+    ).toEqual({
+      gateway: false,
+      keys: false,
+      ratelimit: true,
+      identity: false,
+      analytics: false,
+    });
+    expect(admits(redis.objects, { kind: "outside" }, to)).toBe(false);
+  });
+});
+
 function hpaFor(set: ManifestSet, w: any): any {
   return set.objects.find(
     (o: any) =>
@@ -307,8 +374,12 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         const code = reads.get(name)!;
         const helpers = expansionOnly(vars);
         const unread = [...vars.keys()].filter((v) => !code.read.has(v) && !helpers.has(v));
-        // A URL's default points at localhost, which is never right in a cluster.
-        const needed = [...code.read].filter((v) => code.required.has(v) || v.endsWith("_URL"));
+        // A URL's default points at localhost, which is never right in a cluster. REDIS_URL is read
+        // only with RATELIMIT_STORE=redis, and needed only then.
+        const redis = vars.get("RATELIMIT_STORE") === "redis";
+        const needed = [...code.read].filter(
+          (v) => code.required.has(v) || (v.endsWith("_URL") && (v !== "REDIS_URL" || redis)),
+        );
         const unset = needed.filter((v) => !vars.has(v));
         expect({ unread, unset }).toEqual({ unread: [], unset: [] });
       },
@@ -408,8 +479,15 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
     });
   });
 
-  it("gives ratelimit a peer list naming each of its replicas once, itself among them", () => {
+  it("gives ratelimit a peer list naming each of its replicas once, itself among them, or Redis and no peers", () => {
     const sts = workloadOf(set, components.find((c) => c.name === "ratelimit")!);
+    if (sts.kind === "Deployment") {
+      const vars = environment(set, sts.spec.template.spec.containers[0]);
+      expect(vars.get("RATELIMIT_STORE")).toBe("redis");
+      expect(vars.get("REDIS_URL")).toMatch(/^rediss?:\/\//);
+      expect([...vars.keys()].filter((v) => v === "RATELIMIT_PEERS" || v === "RATELIMIT_SELF")).toEqual([]);
+      return;
+    }
     const vars = environment(set, sts.spec.template.spec.containers[0]);
     const peers = vars.get("RATELIMIT_PEERS")!.split(",");
     const pods = Array.from({ length: sts.spec.replicas }, (_, i) => `${sts.metadata.name}-${i}`);
@@ -500,9 +578,11 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
             components.filter((c) => admits(set.objects, podOf(c.name), to(target.name))).map((c) => c.name),
           ]),
       );
+      // Ratelimit replicas call each other only in the peer mode (a StatefulSet).
+      const peers = workloadOf(set, byName("ratelimit")).kind === "StatefulSet";
       expect(callers).toEqual({
         keys: ["gateway"],
-        ratelimit: ["gateway", "keys", "ratelimit"],
+        ratelimit: peers ? ["gateway", "keys", "ratelimit"] : ["gateway", "keys"],
         identity: ["gateway", "keys"],
         analytics: ["gateway"],
       });

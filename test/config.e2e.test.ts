@@ -126,6 +126,18 @@ describe("a service with a bad setting stops at start, before it connects or mig
     expect(await tables()).toBe(0);
   });
 
+  it("ratelimit: RATELIMIT_STORE=redis without REDIS_URL exits 1 and leaves the database empty", async () => {
+    const { code, output } = await runService("services/ratelimit/src/main.ts", {
+      DATABASE_URL: db.url,
+      NATS_URL: "",
+      RATELIMIT_STORE: "redis",
+      REDIS_URL: "",
+    });
+    expect(code).toBe(1);
+    expect(output).toContain("REDIS_URL is required with RATELIMIT_STORE=redis");
+    expect(await tables()).toBe(0);
+  });
+
   it("ratelimit: RATELIMIT_MAX_COUNTERS_PER_WORKSPACE=0 exits 1, says what to fix and leaves the database empty", async () => {
     const { code, output } = await runService("services/ratelimit/src/main.ts", {
       DATABASE_URL: db.url,
@@ -160,7 +172,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     async (name, value, says) => {
       const dataDir = mkdtempSync(join(tmpdir(), "latchkey-config-"));
       try {
-        const { code, output } = await runService("packages/latchkey/src/start.ts", {
+        const { code, output } = await runService("apps/latchkey/src/start.ts", {
           DATABASE_URL: db.url,
           DATA_DIR: dataDir,
           NATS_URL: "",

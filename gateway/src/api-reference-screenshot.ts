@@ -2,7 +2,8 @@ import { mkdirSync } from "node:fs";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger, TestClock } from "@latchkey/runtime";
 import { chromium } from "playwright-core";
-import { createGateway, listen } from "./gateway.ts";
+import { createGateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 
 /**
  * `npm run docs:screenshot`: docs/images/api-reference.png, the reference at /docs as headless

@@ -8,9 +8,11 @@ import {
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
+import type { Cluster, Redis } from "ioredis";
 import { type RatelimitEvents, ratelimitEvents } from "./events.ts";
 import { type Limiter, LocalLimiter } from "./limiter/limiter.ts";
 import { type PeerConfig, PeerLimiter } from "./limiter/peer-limiter.ts";
+import { RedisLimiter } from "./limiter/redis-limiter.ts";
 import { SlidingWindows } from "./limiter/sliding-windows.ts";
 import { NamespaceCache } from "./namespaces.ts";
 import { OverrideCache } from "./overrides.ts";
@@ -22,8 +24,8 @@ export interface RatelimitDeps {
   store: RatelimitStore; // namespaces and overrides: PostgreSQL, or memory in unit tests
   namespaces: NamespaceCache; // namespaces by name or id, cached (they are never renamed or deleted)
   overrides: OverrideCache; // overrides per namespace, cached until events.ratelimit.overrides_changed
-  windows: SlidingWindows; // the counters this replica owns, in memory
-  limiter: Limiter; // counts checks: here, or at the owning replica when peers are configured
+  windows: SlidingWindows; // the counters this replica owns, in memory (unused with Redis)
+  limiter: Limiter; // counts checks: here, at the owning replica when peers are configured, or in Redis
   events: RatelimitEvents; // checked to the event sink (analytics), overrides_changed on the bus
   clock: Clock; // decides the windows; tests move it
   log: Logger; // causes of internal errors, peer outages
@@ -39,6 +41,8 @@ export interface RatelimitDepsOptions {
   log?: Logger;
   /** Several replicas sharing one budget (RATELIMIT_PEERS / RATELIMIT_SELF); omitted, counters are local. */
   peers?: PeerConfig;
+  /** Counters in Redis or Valkey, shared by every replica (RATELIMIT_STORE=redis); excludes `peers`. */
+  redis?: { client: Redis | Cluster; prefix: string };
   /** Most counters held in memory, all workspaces together (env RATELIMIT_MAX_COUNTERS; see README Memory). */
   maxCounters?: number;
   /** Most counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
@@ -70,7 +74,18 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
     log,
   });
   const overrides = new OverrideCache(store, options.bus);
-  const limiter = options.peers ? new PeerLimiter(options.peers, windows, log) : new LocalLimiter(windows);
+  if (options.peers && options.redis) throw new Error("peers and redis exclude each other");
+  const limiter = options.redis
+    ? new RedisLimiter(options.redis.client, {
+        prefix: options.redis.prefix,
+        maxCountersPerWorkspace: options.maxCountersPerWorkspace,
+        // A clock given by the caller (tests) decides the windows; otherwise Redis's, one for every replica.
+        ...(options.clock ? { clock: options.clock } : {}),
+        log,
+      })
+    : options.peers
+      ? new PeerLimiter(options.peers, windows, log)
+      : new LocalLimiter(windows);
   return {
     store,
     namespaces: new NamespaceCache(store),

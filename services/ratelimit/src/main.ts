@@ -15,9 +15,10 @@ import {
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createRatelimitDeps } from "./deps.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
+import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
-import { counterBoundsFromEnv } from "./settings.ts";
+import { counterBoundsFromEnv, storeFromEnv } from "./settings.ts";
 
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
@@ -33,7 +34,12 @@ const natsUrl = env.string("NATS_URL");
 const peerList = env.string("RATELIMIT_PEERS");
 const peers: PeerConfig | undefined = peerList
   ? {
-      self: env.required("RATELIMIT_SELF"),
+      // Required only with peers, so not read by env.required (which deploy/ takes for always).
+      self:
+        env.string("RATELIMIT_SELF") ??
+        (() => {
+          throw new Error("RATELIMIT_SELF is required with RATELIMIT_PEERS");
+        })(),
       peers: peerList
         .split(",")
         .map((p) => p.trim())
@@ -42,6 +48,8 @@ const peers: PeerConfig | undefined = peerList
     }
   : undefined;
 const bounds = counterBoundsFromEnv();
+// memory (here, or at each counter's owner with RATELIMIT_PEERS) or redis (shared by every replica).
+const store = storeFromEnv();
 const sql = connect(databaseUrl);
 await migrate(sql, "ratelimit", ratelimitMigrations);
 
@@ -57,6 +65,12 @@ if (peers && !natsUrl) {
   );
 }
 
+// Connects in the background: until Redis answers, checks fail fast (UNAVAILABLE) rather than wait.
+const redis = store.store === "redis" ? connectRedis(store.redis, log) : undefined;
+if (redis && !(await redisReady(redis, 5_000))) {
+  log.warn("ratelimit: Redis is not answering yet; checks fail (UNAVAILABLE) until it does");
+}
+
 const deps = createRatelimitDeps({
   sql,
   bus,
@@ -64,13 +78,23 @@ const deps = createRatelimitDeps({
   ...bounds,
   ...(sink ? { events: sink } : {}),
   ...(peers ? { peers } : {}),
+  ...(redis && store.store === "redis" ? { redis: { client: redis, prefix: store.redis.prefix } } : {}),
 });
 // The batched calls of the hot path are read and written by hand-written codecs (runtime/src/wire).
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
   codecs: ratelimitCodecs,
   auth,
 });
-log.info({ port, replicas: peers?.peers.length ?? 1, ...bounds }, "ratelimit service listening");
+log.info(
+  {
+    port,
+    store: store.store,
+    ...(store.store === "redis"
+      ? { redisMode: store.redis.mode, redisTimeoutMs: store.redis.timeoutMs }
+      : { replicas: peers?.peers.length ?? 1, ...bounds }),
+  },
+  "ratelimit service listening",
+);
 
 let stopping = false;
 async function stop(signal: string) {
@@ -84,6 +108,7 @@ async function stop(signal: string) {
     sink.close();
   }
   await deps.close();
+  redis?.disconnect();
   await bus.close();
   await sql.end({ timeout: 5 });
   process.exit(0);

@@ -5,7 +5,7 @@ import { route } from "../../route.ts";
 import { Closed, Meta, RatelimitRequest, Str } from "../../schema.ts";
 import { ratelimitConfigOf } from "./createIdentity.ts";
 
-/** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit (notes a.12). */
+/** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit, as in Unkey's v2 API. */
 export const updateIdentity = route({
   answer: Identity,
   example: { identity: "user_42", meta: { plan: "pro" } },

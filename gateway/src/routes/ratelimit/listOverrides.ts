@@ -43,7 +43,7 @@ export const listOverrides = route({
   },
 });
 
-/** The reference's shape (notes a.11): data is the array, paging in pagination {cursor, hasMore}. */
+/** Unkey's shape: data is the array, paging in pagination {cursor, hasMore}. */
 export const listOverridesUnkey = route({
   answer: Type.Array(OverrideData),
   paginated: true,

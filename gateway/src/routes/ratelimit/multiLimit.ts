@@ -4,7 +4,7 @@ import { route } from "../../route.ts";
 import { Closed, Int } from "../../schema.ts";
 import { limitCheck, limitCheckSchema, overrideIdOf } from "./limit.ts";
 
-/** The body is a bare JSON array of 1 to 100 checks (reference notes a.11); all pass or none is counted. */
+/** The body is a bare JSON array of 1 to 100 checks; all pass or none is counted. */
 export const multiLimit = route({
   answer: Closed({
     passed: Type.Boolean(),

@@ -34,3 +34,10 @@ new Gauge({
 export function watchCounters(windows: { readonly size: number }): void {
   held.add(new WeakRef(windows));
 }
+
+/** Checks that failed because Redis (RATELIMIT_STORE=redis) did not answer in time or at all. */
+export const storeFailures = new Counter({
+  name: "latchkey_ratelimit_store_failures_total",
+  help: "Rate limit checks answered UNAVAILABLE because Redis did not answer (down, unreachable or past RATELIMIT_REDIS_TIMEOUT_MS)",
+  registers: [registry],
+});

@@ -1,43 +1,11 @@
 import { createHash } from "node:crypto";
-import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { listen } from "@latchkey/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// The real services, in memory, imported by path (as real-services.test.ts does): the keys
-// routes must agree with what KeysService accepts and answers, null paths included.
-import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
-import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
-import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
-import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
-import { createGateway, listen } from "./gateway.ts";
+import { inMemoryStack } from "./stack.ts";
 
+// The keys routes must agree with what KeysService accepts and answers, null paths included.
 describe("the keys operations through the gateway over the real keys service", () => {
-  const clock = new TestClock(Date.UTC(2026, 0, 1));
-  const bus = new MemoryBus();
-  // One identity service for the gateway and keys, so roles made through the gateway exist for keys.
-  const identity = createRouterTransport(
-    identityRoutes(createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") })),
-  );
-  const ratelimit = createRouterTransport(ratelimitRoutes(createMemoryRatelimitDeps({ bus, clock })));
-  const keysDeps = createMemoryKeysDeps({
-    bus,
-    clock,
-    identity,
-    ratelimit,
-    encryptionKey: Buffer.alloc(32, 7),
-    log: createLogger("keys", "silent"),
-  });
-  const gateway = createGateway({
-    keys: createRouterTransport(keysRoutes(keysDeps)),
-    ratelimit,
-    identity,
-    analytics: createRouterTransport(
-      analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
-    ),
-    log: createLogger("gateway", "silent"),
-    clock,
-    bus,
-  });
-  const root = "lk_root_keys_flow";
+  const { gateway, rootKey: root } = inMemoryStack("keys_flow", { encryptionKey: Buffer.alloc(32, 7) });
   let server: Awaited<ReturnType<typeof listen>>;
   const post = async (operation: string, body: unknown): Promise<{ status: number; body: any }> => {
     const res = await fetch(`http://127.0.0.1:${server.port}/v2/${operation}`, {
@@ -56,13 +24,6 @@ describe("the keys operations through the gateway over the real keys service", (
   let apiId: string;
 
   beforeAll(async () => {
-    keysDeps.store.putRootKey({
-      id: "rk_flow",
-      workspaceId: "ws_flow",
-      permissions: ["*"],
-      revokedAt: null,
-      hash: hashKey(root),
-    });
     server = await listen(gateway, 0, "127.0.0.1");
     apiId = (await data("apis.createApi", { name: "payments" })).apiId;
   });

@@ -1,33 +1,9 @@
-import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { listen } from "@latchkey/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-// The real services, in memory, imported by path: the gateway package does not depend on them,
-// but its routes must agree with what they accept and answer.
-import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
-import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
-import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
-import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
-import { createGateway, listen } from "./gateway.ts";
+import { inMemoryStack } from "./stack.ts";
 
 describe("the gateway over the real keys and ratelimit services, through a real socket", () => {
-  const clock = new TestClock(Date.UTC(2026, 0, 1));
-  const bus = new MemoryBus();
-  const keysDeps = createMemoryKeysDeps({ bus, clock, log: createLogger("keys", "silent") });
-  const rlDeps = createMemoryRatelimitDeps({ bus, clock });
-  const gateway = createGateway({
-    keys: createRouterTransport(keysRoutes(keysDeps)),
-    ratelimit: createRouterTransport(ratelimitRoutes(rlDeps)),
-    identity: createRouterTransport(
-      identityRoutes(createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") })),
-    ),
-    analytics: createRouterTransport(
-      analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
-    ),
-    log: createLogger("gateway", "silent"),
-    clock,
-    bus,
-  });
-  const root = "lk_root_gateway_flow";
+  const { gateway, rootKey: root } = inMemoryStack("gateway_flow");
   let server: Awaited<ReturnType<typeof listen>>;
   const post = async (operation: string, body: unknown, key = root) => {
     const res = await fetch(`http://127.0.0.1:${server.port}/v2/${operation}`, {
@@ -39,13 +15,6 @@ describe("the gateway over the real keys and ratelimit services, through a real 
   };
 
   beforeAll(async () => {
-    keysDeps.store.putRootKey({
-      id: "rk_flow",
-      workspaceId: "ws_flow",
-      permissions: ["*"],
-      revokedAt: null,
-      hash: hashKey(root),
-    });
     server = await listen(gateway, 0, "127.0.0.1");
   });
   afterAll(() => server.close());

@@ -5,8 +5,7 @@ import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { internalTransport } from "@latchkey/runtime";
 import { createTestDatabase } from "@latchkey/runtime/testing";
-// A dev script, not part of the package: it reaches the harness the way test/ does.
-import { internalAuth, startProcess } from "../../../test/harness.ts";
+import { internalAuth, startProcess } from "../test/harness.ts";
 
 /**
  * The service as it is served, alone: the ratelimit process (RATELIMIT_ENTRY,
@@ -16,7 +15,7 @@ import { internalAuth, startProcess } from "../../../test/harness.ts";
  * or the gateway (MODE=batch, LimitBatch, one identifier). Prints the
  * process's CPU µs per call and per item, from /proc, without the gateway,
  * keys and load generator that share the CPU in the probe. Run:
- *   node --import tsx services/ratelimit/bench/serve.ts
+ *   node --import tsx bench/ratelimit-serve.ts
  * DURATION (5 s); PROFILE=1 writes the process's CPU profile to PROFILE_DIR (.bench).
  */
 const BATCH = Number(process.env["BATCH"] ?? 22);

@@ -1,0 +1,179 @@
+import { type Clock, domainError, ErrorReason, type Logger } from "@latchkey/runtime";
+import type { Cluster, Redis } from "ioredis";
+import type { Limiter } from "./limiter.ts";
+import { counterRefusals, storeFailures } from "./metrics.ts";
+import { SLIDING_WINDOWS_LUA } from "./redis-script.ts";
+import {
+  type CounterCheck,
+  type CounterOutcome,
+  DEFAULT_MAX_COUNTERS_PER_WORKSPACE,
+} from "./sliding-windows.ts";
+
+export interface RedisLimiterOptions {
+  /** Put before every key (env RATELIMIT_REDIS_PREFIX), so several deployments or tests share one Redis. */
+  prefix: string;
+  /** Most live counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
+  maxCountersPerWorkspace?: number;
+  /** The clock deciding the windows; omitted, Redis's own, so every replica sees the same windows. */
+  clock?: Clock;
+  /** Refusals (once a minute per workspace) and outages (once every few seconds). */
+  log?: Logger;
+}
+
+type WithScript = (Redis | Cluster) & {
+  latchkeyRatelimit(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+};
+
+const SEP = "\u001f";
+/** A workspace's refusals are logged at most this often; the metric counts each one. */
+const LOG_REFUSALS_EVERY = 60_000;
+/** An outage is logged at most this often: every failed check is counted in the metric. */
+const LOG_FAILURES_EVERY = 10_000;
+/** Refusal log times kept per workspace before the map is cleared (it only throttles logging). */
+const MAX_LOGGED_WORKSPACES = 10_000;
+
+/** One script call: the groups of one workspace, each counter's key once, the checks' arguments in order. */
+interface Call {
+  keys: string[];
+  /** Index in `keys` (1-based, as Lua's KEYS) of each counter id named so far. */
+  index: Map<string, number>;
+  args: (string | number)[];
+  groups: number[];
+}
+
+/**
+ * Counters in Redis or Valkey, shared by every replica: each call of `apply`
+ * is one EVALSHA per workspace it names (redis-script.ts), sent together, so
+ * a check, a multiLimit or a whole LimitBatch costs one round trip, and each
+ * counter's key is sent and read once per call however many checks name it. Keys
+ * carry the workspace as their hash tag (`prefix{workspace}…`): a workspace's
+ * counters never share a key with another's, and on a Cluster they live in
+ * one slot, which the script needs.
+ *
+ * When Redis cannot answer (down, unreachable, past the command timeout set
+ * on the client) a check fails fast with UNAVAILABLE rather than waiting: the
+ * keys service then applies RATELIMIT_FAIL_OPEN to the verification, and a
+ * standalone limit answers 503. A check whose answer was lost may still have
+ * been counted: an outage can only overcount.
+ */
+export class RedisLimiter implements Limiter {
+  private readonly redis: WithScript;
+  private readonly bound: number;
+  private readonly refusalsLogged = new Map<string, number>();
+  private failureLogged = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    redis: Redis | Cluster,
+    private readonly options: RedisLimiterOptions,
+  ) {
+    if (!("latchkeyRatelimit" in redis)) {
+      // EVALSHA, and EVAL once when the server does not have the script yet (after its restart too).
+      redis.defineCommand("latchkeyRatelimit", { lua: SLIDING_WINDOWS_LUA });
+    }
+    this.redis = redis as WithScript;
+    this.bound = options.maxCountersPerWorkspace ?? DEFAULT_MAX_COUNTERS_PER_WORKSPACE;
+  }
+
+  async apply(groups: readonly (readonly CounterCheck[])[]): Promise<CounterOutcome[][]> {
+    const out: CounterOutcome[][] = new Array(groups.length);
+    const calls = new Map<string, Call>();
+    const now = this.options.clock === undefined ? -1 : this.options.clock.now();
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g]!;
+      if (group.length === 0) {
+        out[g] = [];
+        continue;
+      }
+      // A group is one workspace's (a request, or one verification's named limits).
+      const key0 = group[0]!.key;
+      const at = key0.indexOf(SEP);
+      const workspace = at < 0 ? key0 : key0.slice(0, at);
+      let call = calls.get(workspace);
+      if (call === undefined) {
+        call = {
+          keys: [`${this.options.prefix}{${workspace}}`],
+          index: new Map(),
+          args: [now, this.bound],
+          groups: [],
+        };
+        calls.set(workspace, call);
+      }
+      call.groups.push(g);
+      call.args.push(group.length);
+      for (const c of group) {
+        // Checked, not assumed: a key of another workspace would be written under this one's tag.
+        if (
+          c.key.length <= workspace.length ||
+          !c.key.startsWith(workspace) ||
+          c.key[workspace.length] !== SEP
+        )
+          throw new Error("a group of checks spans more than one workspace");
+        // A coalesced batch names one hot counter many times: its key travels once.
+        const id = c.key + SEP + c.duration;
+        let k = call.index.get(id);
+        if (k === undefined) {
+          call.keys.push(call.keys[0] + id.slice(workspace.length));
+          k = call.keys.length;
+          call.index.set(id, k);
+        }
+        call.args.push(k, c.limit, c.duration, c.cost);
+      }
+    }
+    const answers = await Promise.all(
+      [...calls.values()].map((call) =>
+        this.redis.latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args).then(
+          (reply) => ({ call, reply }),
+          (err: unknown) => this.unavailable(err),
+        ),
+      ),
+    );
+    for (const { call, reply } of answers) {
+      const now = reply[0]!;
+      let r = 1;
+      for (const g of call.groups) {
+        const group = groups[g]!;
+        const outcomes: CounterOutcome[] = new Array(group.length);
+        for (let i = 0; i < group.length; i++) {
+          const c = group[i]!;
+          const code = reply[r++]!;
+          const remaining = reply[r++]!;
+          if (code === 2) this.refused(c.key, now);
+          outcomes[i] = {
+            success: code === 1,
+            limit: c.limit,
+            remaining,
+            reset: (Math.floor(now / c.duration) + 1) * c.duration,
+          };
+        }
+        out[g] = outcomes;
+      }
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {}
+
+  private unavailable(err: unknown): never {
+    storeFailures.inc();
+    const now = Date.now();
+    if (now - this.failureLogged >= LOG_FAILURES_EVERY) {
+      this.failureLogged = now;
+      this.options.log?.error({ err }, "ratelimit: Redis did not answer; checks fail until it does");
+    }
+    throw domainError(ErrorReason.UNAVAILABLE, "Rate limits could not be checked; retry shortly.");
+  }
+
+  private refused(key: string, now: number): void {
+    counterRefusals.inc({ reason: "workspace" });
+    const at = key.indexOf(SEP);
+    const workspace = at < 0 ? key : key.slice(0, at);
+    const last = this.refusalsLogged.get(workspace) ?? Number.NEGATIVE_INFINITY;
+    if (now - last < LOG_REFUSALS_EVERY) return;
+    if (this.refusalsLogged.size >= MAX_LOGGED_WORKSPACES) this.refusalsLogged.clear();
+    this.refusalsLogged.set(workspace, now);
+    this.options.log?.warn(
+      { workspaceId: workspace, reason: "workspace", bound: this.bound },
+      "ratelimit: no room for a new counter of this workspace; checks of its new identifiers are denied",
+    );
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The sliding windows of limiter/sliding-windows.ts, run inside Redis (or
+ * Valkey) as one script: every group of one workspace that a call carries is
+ * read, decided and written in one EVALSHA, so checks of any replica never
+ * interleave within it, and a group is counted all or nothing exactly as the
+ * memory limiter counts it (same formula, same rounding, same order).
+ *
+ * KEYS[1]   the workspace's set of counters (score: when the counter ends);
+ * KEYS[2..] each counter the call names, once: a hash {s: window sequence, c: current, p: previous}.
+ * ARGV      now (unix ms, or -1 for this server's clock), the workspace's bound on counters,
+ *           then per group: its number of checks n, and n × (key index in KEYS, limit, duration, cost).
+ * Answers   {now, then per check: code (1 passed, 0 denied, 2 denied for want of room), remaining}.
+ *
+ * Each counter is read once per call and written once at its end, whatever
+ * the number of checks naming it (a coalesced batch names one hot counter
+ * many times); in between the script keeps it in a table, exactly as the
+ * memory limiter keeps its entry. A counter expires on its own (PEXPIRE) when
+ * both its windows have ended, measured from `now`, so a clock given by the
+ * caller (tests) ages keys at Redis's pace from that point. The workspace's
+ * set holds one member per live counter; ended ones are dropped from it before
+ * a new counter is counted against the bound, as the memory limiter drops its
+ * ended counters first.
+ */
+export const SLIDING_WINDOWS_LUA = `
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local bound = tonumber(ARGV[2])
+local set = KEYS[1]
+local skip = #set + 1
+local out = { now }
+local held = -1
+local counters = {}
+local function counter(k)
+  local e = counters[k]
+  if e == nil then
+    local h = redis.call('HMGET', KEYS[k], 's', 'c', 'p')
+    if h[1] then
+      e = { s = tonumber(h[1]), c = tonumber(h[2]), p = tonumber(h[3]), held = true }
+    else
+      e = { held = false }
+    end
+    counters[k] = e
+  end
+  return e
+end
+local a = 3
+while a <= #ARGV do
+  local n = tonumber(ARGV[a])
+  a = a + 1
+  local checks = {}
+  local pending = {}
+  local claimed = {}
+  local claims = 0
+  local all = true
+  for i = 1, n do
+    local k, limit, dur, cost = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+    a = a + 4
+    local e = counter(k)
+    local seq = math.floor(now / dur)
+    local cur, prev = 0, 0
+    if e.held then
+      if e.s >= seq then
+        cur, prev = e.c, e.p
+      elseif e.s == seq - 1 then
+        prev = e.c
+      end
+    end
+    local already = pending[k] or 0
+    local effective = cur + already + math.floor(prev * (1 - (now - seq * dur) / dur)) + cost
+    local code = 0
+    if limit > 0 and effective <= limit then code = 1 end
+    -- A new counter needs room, once per group however often the group names it.
+    if code == 1 and not e.held and cost > 0 and not claimed[k] then
+      if held < 0 then
+        redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
+        held = redis.call('ZCARD', set)
+      end
+      if held + claims >= bound then
+        code = 2
+      else
+        claims = claims + 1
+        claimed[k] = true
+      end
+    end
+    if code ~= 1 then all = false end
+    out[#out + 1] = code
+    if code == 1 then out[#out + 1] = math.max(0, limit - effective) else out[#out + 1] = 0 end
+    pending[k] = already + cost
+    checks[i] = { k, seq, dur, cost }
+  end
+  if all then
+    for i = 1, n do
+      local k, seq, dur, cost = checks[i][1], checks[i][2], checks[i][3], checks[i][4]
+      if cost > 0 then
+        local e = counters[k]
+        if e.held and e.s >= seq then
+          e.c = e.c + cost
+        else
+          if e.held and e.s == seq - 1 then e.p = e.c else e.p = 0 end
+          e.s, e.c, e.held, e.ends = seq, cost, true, (seq + 2) * dur
+        end
+        e.dirty = true
+      end
+    end
+    if held >= 0 then held = held + claims end
+  end
+end
+local last = 0
+for k, e in pairs(counters) do
+  if e.dirty then
+    redis.call('HSET', KEYS[k], 's', e.s, 'c', e.c, 'p', e.p)
+    if e.ends then
+      redis.call('PEXPIRE', KEYS[k], e.ends - now)
+      redis.call('ZADD', set, e.ends, string.sub(KEYS[k], skip))
+      if e.ends > last then last = e.ends end
+    end
+  end
+end
+if last > 0 and redis.call('PTTL', set) < last - now then redis.call('PEXPIRE', set, last - now) end
+return out
+`;

@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import net from "node:net";
+import { Redis } from "ioredis";
+import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
+import type { RedisSettings } from "./settings.ts";
+
+/** The shared Redis of the integration tests; each test keeps to a prefix of its own. */
+export const testRedisUrl = process.env["TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379";
+
+/** A key prefix no other test or run uses. */
+export const uniquePrefix = (name: string) => `test:${name}:${randomBytes(6).toString("hex")}:`;
+
+/** A client as production builds it (no offline queue, a command timeout), for `url`, once connected. */
+export async function testClient(url = testRedisUrl, timeoutMs = 500): Promise<Redis> {
+  const settings: RedisSettings = {
+    urls: [url],
+    mode: "standalone",
+    sentinelMaster: "",
+    prefix: "",
+    timeoutMs,
+  };
+  const client = connectRedis(settings) as Redis;
+  if (!(await redisReady(client, 5_000))) throw new Error(`no Redis at ${url}`);
+  return client;
+}
+
+/** Deletes every key under `prefix` (SCAN, never KEYS: the Redis is shared). */
+export async function dropPrefix(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * A redis-server of the test's own (redis-server on the PATH) on a free port, which the test may stop
+ * and start again on the same port (never the shared one). No persistence:
+ * a restart forgets the counters, as a Redis without AOF would.
+ */
+export async function ownRedis(
+  options: { debug?: boolean } = {},
+): Promise<{ url: string; pid(): number | undefined; start(): Promise<void>; stop(): Promise<void> }> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const url = `redis://127.0.0.1:${port}`;
+  const start = async () => {
+    child = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        // DEBUG SLEEP makes a server that does not answer in time.
+        ...(options.debug ? ["--enable-debug-command", "yes"] : []),
+      ],
+      { stdio: "ignore" },
+    );
+    // Ready once it answers PING (a client that queues until connected, retrying every 20 ms).
+    const probe = new Redis(url, { retryStrategy: () => 20, maxRetriesPerRequest: null });
+    probe.on("error", () => {});
+    try {
+      await probe.ping();
+    } finally {
+      probe.disconnect();
+    }
+  };
+  const stop = async () => {
+    const c = child;
+    if (c === undefined || c.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => c.once("exit", () => resolve()));
+    c.kill("SIGKILL");
+    await exited;
+    child = undefined;
+  };
+  await start();
+  return { url, pid: () => child?.pid, start, stop };
+}
