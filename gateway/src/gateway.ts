@@ -25,6 +25,7 @@ import {
   type Probe,
   requirePermissions,
 } from "@latchkey/runtime";
+import { type Page, REFERENCE_PATHS, referencePage } from "./api-reference.ts";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
@@ -310,6 +311,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
         () => send(x, 503, JSON_TYPE, '{"status":"not ready"}'),
       );
       return;
+    }
+    if (REFERENCE_PATHS.has(path)) {
+      if (!isGet) return sendProblem(x, requestId, problems.methodNotAllowed(x.method, path), ALLOW_GET);
+      let page: Page;
+      try {
+        page = referencePage(path);
+      } catch (err) {
+        deps.log.error({ err, requestId, path }, "the API reference could not be built");
+        return sendProblem(x, requestId, problems.unexpected());
+      }
+      return send(x, 200, page.type, page.body, page.headers);
     }
     if (deps.pages?.(x, path)) return;
     sendProblem(x, requestId, problems.routeNotFound(path));
