@@ -46,6 +46,9 @@ function App() {
                 </a>
               </li>
             ))}
+            <li>
+              <a href="/docs">API reference</a>
+            </li>
           </ul>
         </nav>
         <button

@@ -300,6 +300,10 @@ describe("the console", { timeout: 180_000 }, () => {
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, "namespace");
 
+      // The API's reference, served by the same Latchkey, is a link away.
+      expect(await page.getByRole("link", { name: "API reference" }).getAttribute("href")).toBe("/docs");
+      expect((await fetch(`${origin}/docs`)).status).toBe(200);
+
       // Sign out forgets the key; it was never in a URL, a cookie or localStorage.
       const stored = (await page.evaluate(
         '({ local: JSON.stringify(localStorage), session: sessionStorage.getItem("latchkey.rootKey") })',
