@@ -300,6 +300,14 @@ describe("the console", { timeout: 180_000 }, () => {
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, "namespace");
 
+      // Analytics by tag: only the first verification carried one.
+      await page.getByRole("link", { name: "Analytics", exact: true }).click();
+      await page.getByLabel("Tags").fill("path=/charge");
+      await page.getByRole("button", { name: "Show" }).click();
+      await expect
+        .poll(() => page.getByTestId("chart-summary").textContent(), SLOW)
+        .toBe("1 verification in this range: 1 valid.");
+
       // The API's reference, served by the same Latchkey, is a link away.
       expect(await page.getByRole("link", { name: "API reference" }).getAttribute("href")).toBe("/docs");
       expect((await fetch(`${origin}/docs`)).status).toBe(200);
