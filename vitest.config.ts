@@ -25,7 +25,11 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["{packages,services,gateway,apps}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
+          include: [
+            "{packages,services,gateway,apps}/**/src/**/*.int.test.ts",
+            "deploy/**/*.int.test.ts",
+            "console/server/**/*.int.test.ts",
+          ],
           exclude: ["**/node_modules/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,

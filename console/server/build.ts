@@ -17,17 +17,17 @@ const SOURCES = ["src", "public", "index.html", "vite.config.ts", "package.json"
  * directory of its own and renamed into place: several starts at once (the tests) never serve
  * a half-written build, and the last rename wins with a whole one.
  */
-export async function ensureBuilt(): Promise<"built" | "current"> {
-  if (isCurrent()) return "current";
+export async function ensureBuilt(into = builtDir): Promise<"built" | "current"> {
+  if (isCurrent(into)) return "current";
   const out = mkdtempSync(join(consoleRoot, ".dist-"));
   try {
     await buildConsole(out);
-    rmSync(builtDir, { recursive: true, force: true });
-    renameSync(out, builtDir);
-    chmodSync(builtDir, 0o755);
+    rmSync(into, { recursive: true, force: true });
+    renameSync(out, into);
+    chmodSync(into, 0o755);
   } catch (err) {
     // Another start renamed its build into place first: that one is served.
-    if (!isCurrent()) throw err;
+    if (!isCurrent(into)) throw err;
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -41,8 +41,8 @@ export async function buildConsole(outDir: string): Promise<void> {
   await build({ configFile: join(consoleRoot, "vite.config.ts"), build: { outDir } });
 }
 
-function isCurrent(): boolean {
-  const index = join(builtDir, "index.html");
+function isCurrent(dir: string): boolean {
+  const index = join(dir, "index.html");
   if (!existsSync(index)) return false;
   const builtAt = statSync(index).mtimeMs;
   return SOURCES.every((s) => newest(join(consoleRoot, s)) <= builtAt);
