@@ -1,12 +1,7 @@
-import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { TestClock } from "@latchkey/runtime";
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { createMemoryRatelimitDeps } from "./deps.ts";
 import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
-import { ratelimitRoutes } from "./routes.ts";
-import { caller, LIMITER } from "./test-kit.ts";
+import { caller, floodNewCounters, harness, LIMITER } from "./test-kit.ts";
 
 // workspace-bounds.test.ts's flood, with the counters in Redis: the bound per workspace holds
 // across the replicas' shared store, and one workspace's flood costs another nothing.
@@ -23,13 +18,7 @@ afterAll(async () => {
 describe("one workspace's counters in Redis against another workspace's traffic", () => {
   it("a flood of new daily counters from workspace B stops at B's bound in Redis and leaves A's counters exact and A's room whole", async () => {
     redis = await testClient();
-    const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
-    const deps = createMemoryRatelimitDeps({
-      clock,
-      redis: { client: redis, prefix },
-      maxCountersPerWorkspace: 250,
-    });
-    const client = createClient(RatelimitService, createRouterTransport(ratelimitRoutes(deps)));
+    const { client } = harness({ redis: { client: redis, prefix }, maxCountersPerWorkspace: 250 });
     const a = caller("ws_a", ...LIMITER);
     const b = caller("ws_b", ...LIMITER);
     const named = (workspaceId: string, owner: string, limit: bigint, cost = 1n) => ({
@@ -43,43 +32,26 @@ describe("one workspace's counters in Redis against another workspace's traffic"
       duration: DAY,
       cost,
     });
-    for (let i = 0; i < 7; i++) {
-      expect(
-        (await client.checkNamedLimits({ groups: [named("ws_a", "key_a", 10n)] })).groups[0]!.passed,
-      ).toBe(true);
-      expect((await client.limit({ caller: a, check: standalone("user_1", 10n) })).result?.success).toBe(
-        true,
-      );
-    }
+    // A: a key's named limit and a standalone identifier, 10 a day each, 7 used in one batch each.
+    const named7 = await client.checkNamedLimits({ groups: Array(7).fill(named("ws_a", "key_a", 10n)) });
+    expect(named7.groups.map((g) => g.passed)).toEqual(Array(7).fill(true));
+    const standalone7 = await client.limitBatch({
+      callers: [a],
+      items: Array.from({ length: 7 }, () => ({
+        callerIndex: 0,
+        request: { check: standalone("user_1", 10n) },
+      })),
+    });
+    expect(
+      standalone7.results.map((r) => (r.result.case === "response" ? r.result.value.result?.remaining : -1n)),
+    ).toEqual([9n, 8n, 7n, 6n, 5n, 4n, 3n]);
 
-    // B: 20 verification batches of 22 verifications with 3 new limits each, and 10 coalesced
-    // ratelimits.limit batches of 64 new identifiers: 1,960 new counters against a bound of 250.
-    let n = 0;
-    let passed = 0;
-    for (let call = 0; call < 20; call++) {
-      const groups = Array.from({ length: 22 }, () => ({
-        workspaceId: "ws_b",
-        limits: Array.from({ length: 3 }, () => ({
-          owner: `key_${n++}`,
-          name: "requests",
-          limit: 1000n,
-          duration: DAY,
-        })),
-      }));
-      passed += (await client.checkNamedLimits({ groups })).groups.filter((g) => g.passed).length * 3;
-    }
-    for (let call = 0; call < 10; call++) {
-      const res = await client.limitBatch({
-        callers: [b],
-        items: Array.from({ length: 64 }, () => ({
-          callerIndex: 0,
-          request: { check: standalone(`flood_${n++}`, 1000n) },
-        })),
-      });
-      passed += res.results.filter(
-        (r) => r.result.case === "response" && r.result.value.result?.success,
-      ).length;
-    }
+    // B: 1,960 new counters (20 verification batches, 10 coalesced limit batches) against a bound of 250.
+    const passed = await floodNewCounters(client, b, {
+      verificationBatches: 20,
+      limitBatches: 10,
+      singles: 0,
+    });
     expect(passed).toBe(250);
     expect(await redis.zcard(`${prefix}{ws_b}`)).toBe(250);
     expect(await redis.zcard(`${prefix}{ws_a}`)).toBe(2);
