@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import net from "node:net";
+import { freePort } from "@latchkey/runtime/testing";
 import { Redis } from "ioredis";
 import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
 import type { RedisSettings } from "./settings.ts";
@@ -38,14 +38,6 @@ export async function dropPrefix(url: string, prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
-}
-
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /**

@@ -22,6 +22,14 @@ const refusals = async () =>
     (v) => v.labels["reason"] === "workspace",
   )?.value ?? 0;
 
+/** Numbers below n from a fixed seed (Park-Miller), so a failing step is the same on every run. */
+function seeded(seed: number) {
+  return (n: number) => {
+    seed = (seed * 48271) % 2147483647;
+    return seed % n;
+  };
+}
+
 const clients: Redis[] = [];
 const prefixes: string[] = [];
 async function limiter(
@@ -52,11 +60,7 @@ describe("counters in Redis: the same answers as in memory", () => {
     const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
     const memory = new SlidingWindows(clock, { maxCounters: 1_000_000, maxCountersPerWorkspace: 1_000_000 });
     const { limiter: redis } = await limiter({ clock, bound: 1_000_000 });
-    let seed = 7;
-    const random = (n: number) => {
-      seed = (seed * 48271) % 2147483647;
-      return seed % n;
-    };
+    const random = seeded(7);
     const limits = [0, 1, 3, 10, 25];
     const durations = [1_000, 2_500, 60_000];
     const costs = [0, 1, 1, 1, 2, 5];
@@ -92,11 +96,7 @@ describe("counters in Redis: the same answers as in memory", () => {
     const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
     const memory = new SlidingWindows(clock, { maxCounters: 1_000_000, maxCountersPerWorkspace: 5 });
     const { limiter: redis } = await limiter({ clock, bound: 5 });
-    let seed = 11;
-    const random = (n: number) => {
-      seed = (seed * 48271) % 2147483647;
-      return seed % n;
-    };
+    const random = seeded(11);
     const before = await refusals();
     for (let step = 0; step < 1_500; step++) {
       clock.advance(random(30));
