@@ -10,14 +10,18 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{packages,services,gateway}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
+          // Test files share their workers' module cache: importing the generated protobuf code, connect and
+          // the services once per worker instead of once per file makes the project several times faster
+          // (importing was three quarters of its time). A unit test builds what it uses, so nothing leaks.
+          isolate: false,
         },
       },
       {
         test: {
           name: "integration",
-          include: ["{packages,services,gateway}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
+          include: ["{packages,services,gateway,apps}/**/src/**/*.int.test.ts", "deploy/**/*.int.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
@@ -26,7 +30,7 @@ export default defineConfig({
       {
         test: {
           name: "e2e",
-          include: ["test/**/*.e2e.test.ts"],
+          include: ["test/**/*.e2e.test.ts", "console/test/**/*.e2e.test.ts"],
           exclude: ["**/node_modules/**"],
           testTimeout: 60_000,
           hookTimeout: 120_000,

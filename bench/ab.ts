@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing
 import { startStack } from "../test/harness.ts";
 import { type Call, load, type Target } from "./load.ts";
 import { fillTable } from "./seed.ts";
-import { seedFullVerification, startAllInOne } from "./throughput.ts";
+import { allInOneEntry, seedFullVerification, startAllInOne } from "./throughput.ts";
 
 /**
  * `pnpm bench:ab`: is B faster than A? Two Latchkeys run side by side, each
@@ -18,7 +18,7 @@ import { seedFullVerification, startAllInOne } from "./throughput.ts";
  * 1.02). The pnpm bench tables cannot show that: they measure each target
  * once per run.
  *
- * Settings (env): A, B; TARGET full (default: the issue-8 verification),
+ * Settings (env): A, B; TARGET full (default: the full verification),
  * unlimited or limit; STACK=1 for the services as separate processes instead
  * of `pnpm start`; EMBEDDED=1 for `pnpm start` on PGlite instead of a
  * PostgreSQL test database; PAIRS (10); SECONDS (3); CONNECTIONS (64).
@@ -47,7 +47,7 @@ function envOf(text: string): Record<string, string> {
   return env;
 }
 
-/** The body TARGET names, seeded through `call` (`full`: the issue-8 verification, when already seeded). */
+/** The body TARGET names, seeded through `call` (`full`: the full verification, when already seeded). */
 async function bodyFor(call: Call, full?: string): Promise<{ operation: string; body: string }> {
   if (TARGET === "full" && full !== undefined) return { operation: "keys.verifyKey", body: full };
   const apiId = (await call("apis.createApi", { name: "bench" })).body.data.apiId;
@@ -70,10 +70,7 @@ function checkoutOf(name: string): string | undefined {
   const dir = process.env[name];
   if (!dir) return undefined;
   const checkout = resolve(dir);
-  if (
-    !existsSync(join(checkout, "packages/latchkey/src/start.ts")) ||
-    !existsSync(join(checkout, "node_modules"))
-  ) {
+  if (!allInOneEntry(checkout) || !existsSync(join(checkout, "node_modules"))) {
     throw new Error(`${name}: ${checkout} is not a Latchkey checkout with its dependencies installed`);
   }
   return checkout;

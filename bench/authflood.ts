@@ -60,7 +60,7 @@ async function flood(url: string, mode: "distinct" | "same") {
 const rateOf = (s: FloodStats) => Math.round(s.sent / Math.max(1, s.seconds));
 
 /**
- * `pnpm bench` (BENCH=authflood): the issue-8 verification through one `pnpm start` (PostgreSQL)
+ * `pnpm bench` (BENCH=authflood): the full verification through one `pnpm start` (PostgreSQL)
  * with a valid, cached root key, measured alone and while another process sends FLOOD_RATE
  * keys.verifyKey requests per second, each with a new bogus root key of a real one's shape (every
  * one a lookup the gateway must make), RUNS pairs in alternating order; and, as the control that

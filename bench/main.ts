@@ -4,7 +4,7 @@ import { scale } from "./scale.ts";
 import { throughput } from "./throughput.ts";
 
 /**
- * `pnpm bench`: the measurements of issue 8, as tables printed to stdout
+ * `pnpm bench`: the measurements docs/performance.md describes, as tables printed to stdout
  * (progress goes to stderr). BENCH picks them: all (default), throughput,
  * propagation, scale, authflood (verification beside a flood of bogus root keys), or a
  * comma-separated list. A benchmark, not a test: it

@@ -4,7 +4,7 @@ import { serviceRssMiB } from "./procfs.ts";
 import { seededKey, seedKeys } from "./seed.ts";
 import { seedFullVerification } from "./throughput.ts";
 
-/** The sizes issue 8 names, capped by SCALE_MAX (itself measured when it is not one of them). */
+/** The key counts measured (docs/performance.md), capped by SCALE_MAX (itself measured when it is not one of them). */
 function sizes(): number[] {
   const max = Number(process.env["SCALE_MAX"] ?? 1_000_000);
   const listed = [1_000, 100_000, 1_000_000].filter((n) => n <= max);
@@ -19,7 +19,7 @@ interface Size {
   figures: Figures;
   /** The same load over HOT keys spread over the N: cost by table size, the working set fixed. */
   hot: Figures;
-  /** The issue-8 verification of one key among the N. */
+  /** The full verification of one key among the N. */
   full: Figures;
   keysRss: number;
   gatewayRss: number;
@@ -48,7 +48,7 @@ export async function scale(): Promise<void> {
     const gw = `${stack.gateway.url}/v2/keys.verifyKey`;
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const keysProc = stack.keys[0]!;
-    // The issue-8 key (credits, an autoApply limit, two roles, a permission query): one key verified
+    // The full-verification key (credits, an autoApply limit, two roles, a permission query): one key verified
     // while the table around it grows, its credit spends and look-ups included.
     const full = await seedFullVerification((op, body) => stack.call(op, body), apiId);
 
@@ -98,7 +98,7 @@ export async function scale(): Promise<void> {
         ceiling,
       );
       const fullFigures = await measure(
-        `verify the issue-8 key among ${n}`,
+        `verify the full-verification key among ${n}`,
         { url: gw, headers: auth, body: full.body, expect: '"code":"VALID"' },
         ceiling,
       );
@@ -144,14 +144,14 @@ export async function scale(): Promise<void> {
       ...heading(`keys.verifyKey, one of ${HOT.toLocaleString("en-US")} hot keys spread over N`),
       ...rows((r) => r.hot),
       "",
-      ...heading("keys.verifyKey, the issue-8 key (credits, limit, roles) among N"),
+      ...heading("keys.verifyKey, the full-verification key (credits, limit, roles) among N"),
       ...rows((r) => r.full),
       "",
       "ratio: to the ceiling run just before; vs 10^3: that ratio over the smallest N's (flat = 1.00); errors include",
       "answers that are not VALID;",
       "random key among N: the working set is the whole table, so at large N most verifications are a first",
       "look-up of their key (a PostgreSQL query; the cache holds KEY_CACHE_SIZE keys); hot keys: the working set",
-      "stays 1,000 keys whatever N is, so the row shows what the size of the table alone costs; the issue-8",
+      "stays 1,000 keys whatever N is, so the row shows what the size of the table alone costs; the full-verification",
       "key: one key with credits, a limit and roles while the table grows (its ratio is to a ceiling answering",
       "the plain verification's size);",
       "RSS: VmRSS of the service's node process after the run; keys table: pg_total_relation_size('keys').",

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing";
@@ -18,7 +18,7 @@ import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 
 /**
- * The verification issue 8 measures: a key with credits, one autoApply rate
+ * The verification docs/performance.md measures: a key with credits, one autoApply rate
  * limit, two roles, and a permission query over the roles' permissions.
  * Answers the request body, and a label saying what the key holds.
  */
@@ -41,22 +41,34 @@ export async function seedFullVerification(
     ratelimits: [{ name: "requests", limit: 1e9, duration: 60_000, autoApply: true }],
     roles,
   });
-  if (full.status !== 200) throw new Error(`could not create the issue-8 key: ${JSON.stringify(full.body)}`);
+  if (full.status !== 200)
+    throw new Error(`could not create the full-verification key: ${JSON.stringify(full.body)}`);
   const body = { key: full.body.data.key, permissions: "documents.read AND documents.write" };
   const check = await call("keys.verifyKey", body);
   if (check.body.data?.code !== "VALID")
-    throw new Error(`the issue-8 key does not verify: ${JSON.stringify(check.body)}`);
+    throw new Error(`the full-verification key does not verify: ${JSON.stringify(check.body)}`);
   return { body: JSON.stringify(body), label: "credits, autoApply limit, 2 roles, permission query" };
 }
 
 /**
- * `pnpm start` as its own process (logs at warn), with the issue-8 key seeded through it;
+ * `npm start`'s entry in a checkout. A checkout from before `apps/` existed kept it under `packages/`, so an
+ * A/B run can compare against a commit from either side of the move.
+ */
+export function allInOneEntry(checkout: string): string | undefined {
+  return ["apps/latchkey/src/start.ts", "packages/latchkey/src/start.ts"].find((entry) =>
+    existsSync(join(checkout, entry)),
+  );
+}
+
+/**
+ * `pnpm start` as its own process (logs at warn), with the full-verification key seeded through it;
  * from `checkout` (another checkout with its dependencies installed) when given.
  */
 export async function startAllInOne(env: Record<string, string>, checkout?: string) {
   const rootKey = `lk_root_bench_${Date.now()}_${Math.random().toString(36).slice(2, 8)}`;
-  const entry = "packages/latchkey/src/start.ts";
-  const proc = await startProcess("latchkey", checkout ? join(checkout, entry) : entry, {
+  const here = "apps/latchkey/src/start.ts";
+  const entry = checkout ? join(checkout, allInOneEntry(checkout) ?? here) : here;
+  const proc = await startProcess("latchkey", entry, {
     DATABASE_URL: "",
     LATCHKEY_ROOT_KEY: rootKey,
     NATS_URL: "",
@@ -72,7 +84,7 @@ export async function startAllInOne(env: Record<string, string>, checkout?: stri
   return { proc, call, full, auth: { authorization: `Bearer ${rootKey}` } };
 }
 
-/** The issue-8 verification through one `pnpm start`, with the processes whose CPU is counted. */
+/** The full verification through one `pnpm start`, with the processes whose CPU is counted. */
 function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, processes: ProcessGroups): Target {
   return {
     url: `${started.proc.url}/v2/keys.verifyKey`,

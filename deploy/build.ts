@@ -1,9 +1,11 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { buildConsole } from "../console/server/build.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { components } from "./components.ts";
 
-// `pnpm build`: dist/<component>.mjs for every component, as the image runs them.
+// `pnpm build`: dist/<component>.mjs for every component, as the image runs them, and the web console
+// in dist/console, which the gateway serves at / (console/server/pages.ts finds it beside its bundle).
 const outdir = join(repoRoot, "dist");
 rmSync(outdir, { recursive: true, force: true });
 
@@ -16,3 +18,5 @@ for (const component of components) {
   const { outfile } = await bundle(component, outdir);
   process.stdout.write(`${component.name}: ${outfile}\n`);
 }
+await buildConsole(join(outdir, "console"));
+process.stdout.write(`console: ${join(outdir, "console")}\n`);

@@ -6,13 +6,20 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 PATH="$PWD/node_modules/.bin:$PATH"
 
-# Real servers for integration and end-to-end tests (idempotent; see ../shared/services/README.md).
+# Real servers for integration and end-to-end tests (idempotent), where the machine
+# provides a start-services.sh beside the checkout.
 services=../shared/services/start-services.sh
 if [ -f "$services" ]; then
   bash "$services" >/dev/null
 fi
 # The read-only ClickHouse user the analytics query tests connect as.
 bash scripts/clickhouse-users.sh
+
+# The console's browser tests drive Debian's Chromium (console/test); installed once when missing.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
+  echo "== installing chromium for the console's browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
+fi
 
 echo "== proto: lint, and generated code is up to date"
 buf lint
@@ -30,6 +37,10 @@ biome check .
 
 echo "== typecheck"
 tsc -p tsconfig.json
+tsc -p console/tsconfig.json
+
+echo "== console: build once, before the tests' many starts (npm start builds it when missing)"
+(cd apps/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
 
 echo "== tests"
 vitest run "$@"

@@ -20,7 +20,7 @@ afterAll(async () => {
 async function cli(...args: string[]) {
   const { stdout } = await run(
     join(root, "node_modules/.bin/tsx"),
-    [join(root, "packages/latchkey/src/cli.ts"), ...args],
+    [join(root, "apps/latchkey/src/cli.ts"), ...args],
     {
       env: { ...process.env, DATABASE_URL: stack.db.url, NATS_URL: natsUrl },
     },

@@ -172,7 +172,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     async (name, value, says) => {
       const dataDir = mkdtempSync(join(tmpdir(), "latchkey-config-"));
       try {
-        const { code, output } = await runService("packages/latchkey/src/start.ts", {
+        const { code, output } = await runService("apps/latchkey/src/start.ts", {
           DATABASE_URL: db.url,
           DATA_DIR: dataDir,
           NATS_URL: "",

@@ -26,7 +26,7 @@ afterAll(() => {
 async function cli(env: Record<string, string>, ...args: string[]) {
   const { stdout } = await run(
     join(root, "node_modules/.bin/tsx"),
-    [join(root, "packages/latchkey/src/cli.ts"), ...args],
+    [join(root, "apps/latchkey/src/cli.ts"), ...args],
     { env: { ...process.env, ...env } },
   );
   return stdout.trim().split("\n");
@@ -48,7 +48,7 @@ const printedRootKey = (proc: Proc) => /Root key \(holds \*\): (\S+)/.exec(proc.
  * answers /healthz a moment before the banner is written.
  */
 async function start(env: Record<string, string>) {
-  const proc = await startProcess("latchkey", "packages/latchkey/src/start.ts", env);
+  const proc = await startProcess("latchkey", "apps/latchkey/src/start.ts", env);
   const deadline = Date.now() + 10_000;
   while (!proc.output().includes("Try: curl") && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 20));

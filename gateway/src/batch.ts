@@ -24,7 +24,7 @@ export interface BatchOptions {
 }
 
 /**
- * Coalesces concurrent unary calls into one batched call (PERFORMANCE.md:
+ * Coalesces concurrent unary calls into one batched call (docs/architecture.md:
  * batching is what amortises the cost of a call). Calls made in the same
  * event-loop turn, or while `maxInFlight` batches are out, travel together
  * in the next batch; at low load a call leaves on the next turn (setImmediate),

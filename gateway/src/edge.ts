@@ -4,10 +4,10 @@ import type { Exchange, Gateway } from "./gateway.ts";
 import { checkIntervalMs, HTTP_LIMITS, type HttpLimits } from "./http-limits.ts";
 
 /**
- * The gateway's HTTP/1.1 server, on a plain TCP socket. node:http spends about
- * 6 of its 15 µs per request here on objects the gateway never reads (an
- * IncomingMessage and a ServerResponse, both streams, per request); this
- * server reads a request into a buffer and writes its answer in one write.
+ * The gateway's HTTP/1.1 server, on a plain TCP socket. node:http spends a
+ * large share of its time per request on objects the gateway never reads (an
+ * IncomingMessage and a ServerResponse, both streams, per request; the measured
+ * gain is in docs/architecture.md); this server reads a request into a buffer and writes its answer in one write.
  *
  * It reads no request node:http (llhttp) would refuse, and reads every
  * request it accepts as node:http does: edge-differential.ts holds it to that

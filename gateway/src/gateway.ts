@@ -65,6 +65,11 @@ export interface GatewayDeps {
    * statement: more batches out let more of them share the next one.
    */
   batchesInFlight?: number;
+  /**
+   * Files served at other paths than the API's (the console, console/server/pages.ts): asked only
+   * after the path is no operation, so the API's requests never reach it. True when it answered.
+   */
+  pages?: (x: Exchange, path: string) => boolean;
 }
 
 export interface Gateway {
@@ -309,6 +314,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return;
     }
+    if (deps.pages?.(x, path)) return;
     sendProblem(x, requestId, problems.routeNotFound(path));
   }
 
@@ -330,7 +336,7 @@ const CLOSE = { connection: "close" };
 /**
  * Serves a gateway on a port (0 picks a free one); for main.ts, the all-in-one process and tests.
  * HTTP_SERVER picks the HTTP server: `edge` (default, edge.ts) or `node` (node:http), which
- * answer the same; edge costs about 6 µs less per request.
+ * answer the same; edge is the faster (docs/architecture.md).
  */
 export async function listen(
   gateway: Gateway,
@@ -484,7 +490,7 @@ function send(
 }
 
 function sendProblem(x: Exchange, requestId: string, p: Problem, headers?: Readonly<Record<string, string>>) {
-  // As Unkey: problem+json only for clients that ask for it (notes c.1).
+  // As Unkey: problem+json only for clients that ask for it as docs/api.md says.
   const type = x.accept?.includes("application/problem+json") ? "application/problem+json" : JSON_TYPE;
   send(x, p.status, type, problemBody(requestId, p), headers);
 }

@@ -1,3 +1,4 @@
+import { consolePages } from "@latchkey/console/pages";
 import { createLogger, env, InternalAuth, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createGateway, listen } from "./gateway.ts";
@@ -52,6 +53,8 @@ const gateway = createGateway({
   clock: systemClock,
   bus,
   rootKeyCacheTtlMs: env.int("ROOT_KEY_CACHE_TTL_MS", 5_000),
+  // The web console at / when it was built (deploy/build.ts builds it into the image); CONSOLE=false: none.
+  pages: consolePages(),
 });
 const server = await listen(gateway, env.int("PORT", 7070));
 // Prometheus scrapes a port of its own: the public port does not answer /metrics.

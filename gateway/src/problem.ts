@@ -4,7 +4,7 @@ import { ErrorReason, errorDetailOf, type Violation } from "@latchkey/runtime";
 /**
  * The public error body, {meta:{requestId}, error:{title, detail, status, type, errors?}},
  * with `type` a documentation URL in Unkey's spelling so Unkey's clients
- * recognise it (reference notes c.1 and c.2).
+ * recognise it (docs/api.md).
  */
 export class Problem {
   constructor(

@@ -31,7 +31,7 @@ export interface RouteContext {
 
 /**
  * What a route answers: `data`, always (an operation with nothing to say answers `{}`), and for
- * the reference's list operations `pagination` beside it; or, from a hot-path route's own
+ * Unkey's list operations `pagination` beside it; or, from a hot-path route's own
  * serialiser (keys.verifyKey, ratelimits.limit), `json`: the data already written as JSON.
  */
 export type Reply =

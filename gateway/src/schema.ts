@@ -6,7 +6,7 @@ import { MAX_META_BYTES } from "./limits.ts";
 /**
  * Request schemas are written with TypeBox (static types for free) and
  * compiled once by Ajv when the gateway starts. Limits come from the
- * contract's section 8, else from the reference spec's field constraints.
+ * contract (docs/limits.md), else from Unkey's field constraints.
  */
 const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
 
@@ -197,7 +197,7 @@ function describe(e: ErrorObject, p: Record<string, unknown>): string {
 const aType = (t: string) =>
   t === "null" ? t : `${t === "object" || t === "array" || t === "integer" ? "an" : "a"} ${t}`;
 
-/** The reference's RatelimitRequest; autoApply may be omitted (contract 2.5: then the limit is manual). */
+/** Unkey's RatelimitRequest; autoApply may be omitted (then the limit is manual). */
 export const RatelimitRequest = () =>
   Closed({
     name: Str(3, 128),
@@ -206,7 +206,7 @@ export const RatelimitRequest = () =>
     autoApply: Type.Optional(Type.Boolean()),
   });
 
-/** The reference's paging fields: limit 1 to 100 (default 100), cursor at most 1024, search at most 256. */
+/** Unkey's paging fields: limit 1 to 100 (default 100), cursor at most 1024, search at most 256. */
 export const pageFields = {
   limit: Type.Optional(Int({ minimum: 1, maximum: 100 })),
   cursor: Type.Optional(Str(0, 1024)),

@@ -83,7 +83,7 @@ describe("POST /v2/analytics.getVerifications answering 200", () => {
     });
   });
 
-  it("answers the reference's raw form {query} with its rows as data", async () => {
+  it("answers Unkey's raw form {query} with its rows as data", async () => {
     const query = "SELECT count() AS total, outcome FROM key_verifications_v1 GROUP BY outcome";
     const res = await h.post("analytics.getVerifications", { query });
     expect(res.status).toBe(200);

@@ -12,9 +12,9 @@ const GROUPINGS = {
 } as const;
 
 /**
- * Two forms (issue 6): the structured one, {start, end, filters, granularity,
- * groupBy}, answered with one bucket per time (and group); and the reference's
- * raw one, {query: "SELECT …"} (notes h.5), answered with its rows. Without a
+ * Two forms (docs/analytics-queries.md): the structured one, {start, end, filters, granularity,
+ * groupBy}, answered with one bucket per time (and group); and Unkey's
+ * raw one, {query: "SELECT …"} as Unkey's, answered with its rows. Without a
  * query, start and end are required; the service refuses a query combined
  * with structured fields.
  */

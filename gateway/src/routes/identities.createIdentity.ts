@@ -5,7 +5,7 @@ import { route } from "../route.ts";
 import { EXTERNAL_ID_PATTERN, Meta, RatelimitRequest, Str } from "../schema.ts";
 
 /**
- * Notes a.12. As in the reference, this body alone is open: a field it does
+ * As in Unkey's v2 API, this body alone is open: a field it does
  * not name is ignored rather than refused.
  */
 export const createIdentity = route({

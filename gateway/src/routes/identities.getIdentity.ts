@@ -2,7 +2,7 @@ import { identityData } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, Str } from "../schema.ts";
 
-/** `identity` is an identity id or an externalId (notes a.12). */
+/** `identity` is an identity id or an externalId, as in Unkey's v2 API. */
 export const identityRefSchema = Closed({ identity: Str(1, 255) });
 
 export const getIdentity = route({

@@ -4,7 +4,7 @@ import { route } from "../route.ts";
 import { Closed, Meta, RatelimitRequest, Str } from "../schema.ts";
 import { ratelimitConfigOf } from "./identities.createIdentity.ts";
 
-/** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit (notes a.12). */
+/** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit, as in Unkey's v2 API. */
 export const updateIdentity = route({
   schema: Closed({
     identity: Str(1, 255),

@@ -6,7 +6,7 @@ import { INTERVAL_OF } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, Enum, EXTERNAL_ID_PATTERN, ID_PATTERN, Int, Meta, Str } from "../schema.ts";
 
-/** Contract 2.3 and section 8; patterns and the ratelimit and refill shapes from the reference (notes a.2). */
+/** Bounds from docs/limits.md; patterns and the ratelimit and refill shapes as Unkey's v2 API has them. */
 export const createKeySchema = Closed({
   apiId: Str(3, 255, ID_PATTERN),
   prefix: Type.Optional(Str(1, 16, ID_PATTERN)),

@@ -17,7 +17,7 @@ export const getKey = route({
   },
 });
 
-/** The reference's KeyResponseData (notes a.4), shared by getKey, whoami and listKeys. */
+/** Unkey's KeyResponseData, shared by getKey, whoami and listKeys. */
 export function keyResponseData(k: Key) {
   return defined({
     keyId: k.keyId,

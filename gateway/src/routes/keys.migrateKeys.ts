@@ -11,7 +11,7 @@ const created = createKeySchema.properties;
  * Notes a.15: keys imported by the SHA-256 of their plaintext (64 hex or 44
  * base64 characters, checked by the service), with createKey's fields and
  * limits. `start` is ours: what reads show as the key's start. Credits follow
- * the reference's KeyCreditsData, where remaining null means unlimited.
+ * Unkey's KeyCreditsData, where remaining null means unlimited.
  */
 export const migrateKeys = route({
   schema: Closed({

@@ -32,7 +32,7 @@ function batching(
 }
 
 describe("POST /v2/keys.verifyKey answering 200", () => {
-  it("answers VALID with every field of the key, as the reference spells them", async () => {
+  it("answers VALID with every field of the key, as Unkey spells them", async () => {
     const fake = batching(() => ({
       valid: true,
       code: VerifyCode.VALID,
@@ -164,7 +164,7 @@ describe("POST /v2/keys.verifyKey answering 200", () => {
     });
   });
 
-  it("writes names, meta and permissions with quotes, backslashes and non-ASCII as JSON, fields in the reference's order", async () => {
+  it("writes names, meta and permissions with quotes, backslashes and non-ASCII as JSON, fields in Unkey's order", async () => {
     const fake = batching(() => ({
       valid: true,
       code: VerifyCode.VALID,

@@ -68,7 +68,7 @@ describe("POST /v2/keys.verifyKey answering 400", () => {
     ]);
   });
 
-  it("answers a permission query syntax error with the reference's type", async () => {
+  it("answers a permission query syntax error with Unkey's type", async () => {
     const h2 = harness({
       keys: {
         verifyKeyBatch(req) {

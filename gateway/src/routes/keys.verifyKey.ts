@@ -9,7 +9,7 @@ import { identity, meta } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, Int, Str } from "../schema.ts";
 
-/** Contract 4.1 rules 2 to 5 (tags: at most 10 of 1 to 128) and the reference's fields (notes a.3). */
+/** Bounds from docs/limits.md (tags: at most 10 of 1 to 128) and Unkey's fields. */
 export const verifyKeySchema = Closed({
   key: Str(1, 512),
   tags: Type.Optional(Type.Array(Str(1, 128), { maxItems: 10 })),
@@ -23,7 +23,7 @@ export const verifyKeySchema = Closed({
         limit: Type.Optional(Int()),
         duration: Type.Optional(Int()),
       }),
-      // As many as can apply: a key's 50 limits and its identity's 50 (the reference sets no bound).
+      // As many as can apply: a key's 50 limits and its identity's 50 (Unkey sets no bound).
       { maxItems: 100 },
     ),
   ),
@@ -80,11 +80,11 @@ function ratelimitRequest(
 }
 
 /**
- * The reference's verification data (notes b.4), written as JSON directly: a
+ * Unkey's verification data, written as JSON directly: a
  * found key carries its fields, NOT_FOUND only valid and code; unset optionals
  * are omitted. Written by hand because it is the answer of the hot path
  * (an intermediate object and JSON.stringify cost about three times as much);
- * fields in the order the reference lists them.
+ * fields in the order Unkey lists them.
  */
 export function verificationJson(r: VerifyKeyResponse): string {
   let out = `{"valid":${r.valid}`;

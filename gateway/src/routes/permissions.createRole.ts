@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { route } from "../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../schema.ts";
 
-/** Slugs that do not exist yet are created when the root key holds rbac.*.create_permission (notes a.13). */
+/** Slugs that do not exist yet are created when the root key holds rbac.*.create_permission. */
 export const createRole = route({
   schema: Closed({
     name: Str(1, 128),

@@ -2,7 +2,7 @@ import { permissionData } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../schema.ts";
 
-/** `permission` is a perm_ id or a slug (notes a.13). */
+/** `permission` is a perm_ id or a slug. */
 export const permissionRefSchema = Closed({ permission: Str(1, 128, SLUG_PATTERN) });
 
 export const getPermission = route({

@@ -2,7 +2,7 @@ import { roleData } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, Str } from "../schema.ts";
 
-/** `role` is a role_ id or a name (notes a.13). */
+/** `role` is a role_ id or a name. */
 export const roleRefSchema = Closed({ role: Str(1, 128) });
 
 export const getRole = route({

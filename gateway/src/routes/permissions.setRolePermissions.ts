@@ -3,7 +3,7 @@ import { permissionData } from "../json.ts";
 import { route } from "../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../schema.ts";
 
-/** Replaces the role's permissions with exactly these; `[]` clears them. Answers the set now held (notes a.13). */
+/** Replaces the role's permissions with exactly these; `[]` clears them. Answers the set now held. */
 export const setRolePermissions = route({
   schema: Closed({
     // The reference's ResourceIdentifier: a role id or a name.

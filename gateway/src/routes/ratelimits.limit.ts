@@ -3,7 +3,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { route } from "../route.ts";
 import { Closed, Int, Str } from "../schema.ts";
 
-/** Reference notes a.11; the v1 fields async, meta and resources do not exist in v2 (contract 4.2). */
+/** Unkey's v2 shape; its v1 fields async, meta and resources do not exist in v2. */
 export const limitCheckSchema = Closed({
   namespace: Str(1, 512),
   identifier: Str(1, 512),

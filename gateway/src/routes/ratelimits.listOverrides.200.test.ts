@@ -55,7 +55,7 @@ describe("POST /v2/ratelimits.listOverrides answering 200 (the contract's shape)
   });
 });
 
-describe("POST /v2/ratelimit.listOverrides answering 200 (the reference's shape)", () => {
+describe("POST /v2/ratelimit.listOverrides answering 200 (Unkey's shape)", () => {
   it("answers the array as data and paging in pagination {cursor, hasMore}", async () => {
     const { h } = overrides();
     const first = await h.post("ratelimit.listOverrides", { namespace: "email", limit: 2 });

@@ -36,7 +36,7 @@ export const listOverrides = route({
   },
 });
 
-/** The reference's shape (notes a.11): data is the array, paging in pagination {cursor, hasMore}. */
+/** Unkey's shape: data is the array, paging in pagination {cursor, hasMore}. */
 export const listOverridesUnkey = route({
   schema,
   async handle(input, ctx): Promise<Reply> {

@@ -3,7 +3,7 @@ import { defined, num } from "../json.ts";
 import { route } from "../route.ts";
 import { limitCheck, limitCheckSchema, overrideIdOf } from "./ratelimits.limit.ts";
 
-/** The body is a bare JSON array of 1 to 100 checks (reference notes a.11); all pass or none is counted. */
+/** The body is a bare JSON array of 1 to 100 checks; all pass or none is counted. */
 export const multiLimit = route({
   schema: Type.Array(limitCheckSchema, { minItems: 1, maxItems: 100 }),
   async handle(input, { caller, requestId, services }) {

@@ -3,8 +3,8 @@
  * time, for a cache that drops its oldest entry as it fills.
  * `map.keys().next()` walks every deleted slot ahead of the first live entry,
  * and each eviction leaves one more, so a full Map that evicts on every insert
- * pays for all of them until V8 rebuilds its table: 9 to 70 µs an eviction at
- * 100,000 entries here. This cursor resumes where the last call left off.
+ * pays for all of them until V8 rebuilds its table, which grows with the cache.
+ * This cursor resumes where the last call left off.
  *
  * For callers that delete (or delete and re-insert, which moves it to the
  * back) every key it hands out: a key handed out and left in place is not

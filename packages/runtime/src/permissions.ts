@@ -5,7 +5,7 @@ import { domainError, ErrorReason } from "./errors.ts";
  * Root-key permissions have the form resource.id.action. A held "*" grants
  * everything; a "*" segment in a held permission matches any one segment, so
  * "api.*.verify_key" covers "api.api_123.verify_key". The contract's plural
- * "apis." is accepted as an alias of the reference's "api.".
+ * "apis." is accepted as an alias of Unkey's "api.".
  */
 export function normalizePermission(permission: string): string {
   return permission.startsWith("apis.") ? `api.${permission.slice(5)}` : permission;

@@ -26,7 +26,7 @@ export interface InternalTransportOptions {
 /**
  * The transport between Latchkey's own processes: Connect protocol, binary
  * protobuf, HTTP/1.1 keep-alive and no compression (measured fastest for
- * batched calls on loopback; see PERFORMANCE.md). Unary calls go through
+ * batched calls on loopback; see docs/architecture.md). Unary calls go through
  * unaryTransport, without connect's per-call machinery; each is signed and
  * given its deadline here.
  *

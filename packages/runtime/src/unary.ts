@@ -35,8 +35,8 @@ import { rpcDuration } from "./metrics.ts";
  * The Connect protocol's unary calls with binary protobuf and no compression,
  * the only kind Latchkey's processes make to each other, without connect's
  * general machinery per call (linked abort signals, header objects, stream
- * adapters, interceptor chains). PERFORMANCE.md measured that machinery as the
- * cost of a call; batching amortises it over the items of a batch, and this
+ * adapters, interceptor chains). That machinery was measured as the
+ * cost of a call (docs/architecture.md); batching amortises it over the items of a batch, and this
  * removes most of what is left. On the wire it is the Connect protocol: any
  * Connect client can call a served method, and the client below can call any
  * Connect server. Everything else (JSON, compression, gRPC, gRPC-Web)
@@ -154,8 +154,8 @@ export async function invokeUnary(
 /**
  * The context of a call with no signal to follow, which is every call Latchkey's processes make to
  * each other. connect's createHandlerContext builds two abort controllers, three Headers and the
- * context values up front (and a timer for a deadline): about 18 µs per call on the 2-core VM the
- * bench runs on, against 0.5 µs for this. Handlers read almost none of them, so here each is built
+ * context values up front (and a timer for a deadline), most of a call's cost once calls are batched
+ * (docs/architecture.md). Handlers read almost none of them, so here each is built
  * the first time it is read; a deadline costs a timer only once a handler asks for the signal. What
  * is read is the same.
  */

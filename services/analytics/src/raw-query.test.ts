@@ -18,7 +18,7 @@ const RAW =
   "SELECT request_id, time, workspace_id, api_id, api_id AS key_space_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency FROM key_verifications_raw";
 
 describe("checkRawQuery", () => {
-  it("renders the reference's example from its tree, the view a filtered subquery, with a LIMIT one past maxRows", () => {
+  it("renders Unkey's example from its tree, the view a filtered subquery, with a LIMIT one past maxRows", () => {
     const { sql, maxRows } = checkRawQuery(
       "SELECT COUNT(*) as total FROM key_verifications_v1 WHERE outcome = 'VALID' AND time >= now() - INTERVAL 7 DAY",
       scope,

@@ -1,7 +1,7 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 
 /**
- * The permission query of keys.verifyKey (reference notes b.5):
+ * The permission query of keys.verifyKey (docs/api.md):
  *
  *   expr    := and (OR and)*
  *   and     := primary (AND primary)*

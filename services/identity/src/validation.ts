@@ -5,7 +5,7 @@ import type { RatelimitRecord } from "./store/identity-store.ts";
 /**
  * Narrowing shared by the RPCs: each answers a value with no holes or throws
  * INVALID_INPUT naming the public field (limits from the contract and the
- * reference's schema, notes a.12 and a.13).
+ * Unkey's schema).
  */
 
 const EXTERNAL_ID = /^[a-zA-Z0-9_.-]+$/;

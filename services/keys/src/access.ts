@@ -45,7 +45,7 @@ export async function visibleKey(deps: KeysDeps, caller: Caller, keyId: string):
   return key;
 }
 
-/** For operations where the reference masks a missing permission as absence (createKey, verifyKey, whoami). */
+/** For operations where Unkey masks a missing permission as absence (createKey, verifyKey, whoami). */
 export function requireOrMask(caller: Caller, wanted: readonly string[], masked: () => Error): void {
   if (!holdsAll(caller.permissions, wanted)) throw masked();
 }

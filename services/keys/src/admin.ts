@@ -5,7 +5,7 @@ import bs58 from "bs58";
 /**
  * Workspace and root-key administration, for the CLI and for start-up. Plain
  * functions over the database, no RPC: the caller announces a revocation to
- * the gateways' root-key caches (packages/latchkey/src/key-changes.ts).
+ * the gateways' root-key caches (apps/latchkey/src/key-changes.ts).
  * Problems are thrown as plain Errors whose message is meant for an operator.
  */
 

@@ -45,7 +45,7 @@ describe("key cache across instances", () => {
     const { keyId, key } = await a.client.createKey({ caller, apiId });
     expect((await a.client.verifyKey({ caller, key })).code).toBe(VerifyCode.VALID);
 
-    // Instance b changes the key and announces it, as updateKey will (issue 3).
+    // Instance b changes the key and announces it, as updateKey does.
     await db.sql`UPDATE keys SET enabled = false WHERE id = ${keyId}`;
     const [row] = await db.sql<{ hash: string }[]>`SELECT hash FROM keys WHERE id = ${keyId}`;
     keyChanged(b.deps, { workspaceId: "ws_default", hash: row!.hash, keyId, apiId });

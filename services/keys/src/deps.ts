@@ -96,7 +96,7 @@ export interface KeysDepsOptions {
   lastUsedFlushMs?: number;
   /**
    * Named limits when the ratelimit service cannot be asked: true (the
-   * default, as the reference) lets verifications through; false fails them
+   * default, as Unkey) lets verifications through; false fails them
    * with UNAVAILABLE (503), so no key outruns its limits during an outage.
    */
   ratelimitFailOpen?: boolean;

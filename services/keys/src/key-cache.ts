@@ -74,8 +74,8 @@ const entryBytes = (e: Entry) => e.bytes + e.derived.grants + e.derived.verdicts
  * The order of use is lru-cache's linked list, so a hit writes nothing to the
  * hash table. Kept as a Map's insertion order (a hit deleted and re-inserted
  * its entry), every hit of a hot key left a deleted slot in the same bucket
- * chain, which its next look-up walked until the table was rebuilt: with
- * 100,000 keys cached a hit cost 70 to 250 µs and grew between rebuilds, and
+ * chain, which its next look-up walked until the table was rebuilt (a hit
+ * grew costlier between rebuilds, the more so the larger the cache), and
  * finding the oldest entry to evict walked every slot evicted before it.
  *
  * Cached records are shared: never mutate one. Their credit balance is not

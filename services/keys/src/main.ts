@@ -36,7 +36,7 @@ if (encryptionKey && encryptionKey.length !== 32) {
   log.fatal("LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes (openssl rand -base64 32)");
   process.exit(1);
 }
-// When the ratelimit service cannot be asked: true (default, as the reference) lets verifications
+// When the ratelimit service cannot be asked: true (default, as Unkey) lets verifications
 // through, false answers 503 so no key outruns its named limits during an outage.
 const ratelimitFailOpen = env.bool("RATELIMIT_FAIL_OPEN", true);
 // true: credit spends commit without waiting for the disk (exact; a PostgreSQL crash forgets its last moments).

@@ -32,7 +32,7 @@ export interface AppliedLimit {
 }
 
 /**
- * The limits one verification checks (contract 2.5, 4.1 rule 5; notes b.6):
+ * The limits one verification checks:
  * every autoApply limit of the key and of its identity with cost 1, and each
  * named one with its own cost (a name given overrides an autoApply limit of
  * the same name). A key's limit beats its identity's limit of the same name.
@@ -105,7 +105,7 @@ function unknownLimit(name: string, key: CachedKey, identity: ResolvedIdentity |
   );
 }
 
-/** A custom limit is not stored, yet answers an id (the reference's pattern rl_…), the same on every call. */
+/** A custom limit is not stored, yet answers an id (Unkey's pattern rl_…), the same on every call. */
 export function customLimitId(keyId: string, name: string): string {
   return `rl_custom_${createHash("sha256").update(`${keyId}\u001f${name}`).digest("hex").slice(0, 20)}`;
 }
@@ -133,7 +133,7 @@ export const checkEach =
 /**
  * Many verifications' limits in one CheckNamedLimits call, each group all or
  * nothing. When the ratelimit service cannot be asked, verification fails
- * open by default, as the reference does (notes b.6): a limiter outage must
+ * open by default, as Unkey does: a limiter outage must
  * not take every key down. With deps.ratelimitFailOpen false it fails closed:
  * UNAVAILABLE (503), nothing spent. Either way the cause is logged.
  */

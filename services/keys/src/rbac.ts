@@ -79,7 +79,7 @@ export async function ensurePermissions(
 
 /**
  * createKey, updateKey and migrateKeys create the permission slugs they name
- * without rbac.*.create_permission, as the reference does: the caller was
+ * without rbac.*.create_permission, as Unkey does: the caller was
  * authorized for giving the key those permissions (rbac-changes.ts).
  */
 export async function ensureInlinePermissions(

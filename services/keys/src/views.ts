@@ -6,7 +6,7 @@ import { effectiveRemaining } from "./refills.ts";
 import type { KeyRecord, RefillRecord } from "./store/keys-store.ts";
 
 /**
- * A stored key as reads return it (the reference's KeyResponseData) at `at`:
+ * A stored key as reads return it (Unkey's KeyResponseData) at `at`:
  * a refill due and not yet applied shows as applied. `plaintext` only for a
  * recoverable key whose reader may decrypt it. `identity`: the key's identity
  * as the identity service has it (absent when unlinked or deleted).

@@ -2,7 +2,7 @@ import { counterKey } from "./checks.ts";
 import type { RatelimitDeps } from "./deps.ts";
 import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
 
-/** A named limit of a key or an identity (contract 2.5), as verification checks it. */
+/** A named limit of a key or an identity, as verification checks it. */
 export interface NamedLimitCheck {
   /** Whose limit: e.g. "key_…" for a key's own limit, "id_…" for one shared by an identity's keys. */
   owner: string;

@@ -2,7 +2,7 @@ import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { LimitCheck } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
 
-/** Limits of the reference (a.11), checked again here so every caller of the service gets the same answers. */
+/** Unkey's limits, checked again here so every caller of the service gets the same answers. */
 export const MAX_TEXT = 512;
 export const MIN_DURATION = 1000;
 export const MAX_DURATION = 2_592_000_000;

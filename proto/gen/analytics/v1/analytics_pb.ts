@@ -75,7 +75,7 @@ export type GetVerificationsRequest = Message<"analytics.v1.GetVerificationsRequ
   groupBy: GroupBy;
 
   /**
-   * The reference's raw form: one ClickHouse SELECT over the aliases
+   * Unkey's raw form: one ClickHouse SELECT over the aliases
    * key_verifications_v1 and key_verifications_per_{hour,day,month}_v1.
    *
    * @generated from field: optional string query = 10;
@@ -185,7 +185,7 @@ export type GetVerificationsResponse = Message<"analytics.v1.GetVerificationsRes
   buckets: VerificationBucket[];
 
   /**
-   * The raw form's answer: one object per row, as the reference returns them.
+   * The raw form's answer: one object per row, as Unkey returns them.
    *
    * @generated from field: repeated google.protobuf.Struct rows = 2;
    */
@@ -274,7 +274,7 @@ export const GroupBySchema: GenEnum<GroupBy> = /*@__PURE__*/
 export const AnalyticsService: GenService<{
   /**
    * Either the structured form (start, end, filters, granularity, group_by:
-   * answered with buckets) or the reference's raw form (query: answered with
+   * answered with buckets) or Unkey's raw form (query: answered with
    * rows), never both.
    *
    * @generated from rpc analytics.v1.AnalyticsService.GetVerifications

@@ -101,7 +101,7 @@ export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
   messageDesc(file_common_v1_common, 2);
 
 /**
- * A named rate limit attached to a key or an identity (contract 2.5).
+ * A named rate limit attached to a key or an identity.
  *
  * @generated from message common.v1.RatelimitConfig
  */

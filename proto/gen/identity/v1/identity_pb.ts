@@ -1007,7 +1007,7 @@ export const ResolvePermissionsResponseSchema: GenMessage<ResolvePermissionsResp
  * Identities, permissions and roles of one workspace.
  *
  * The public operations (identities.*, permissions.*) check the root-key
- * permissions the reference names for them. The lookups the keys service makes
+ * permissions Unkey names for them. The lookups the keys service makes
  * while creating, updating and verifying keys (EnsureIdentity, GetIdentities,
  * ResolveRoles, ResolvePermissions) check none of their own: the keys service
  * has already authorized the key operation they serve. Every request is

@@ -207,7 +207,7 @@ export const KeyIdentitySchema: GenMessage<KeyIdentity> = /*@__PURE__*/
   messageDesc(file_keys_v1_keys, 7);
 
 /**
- * A key as reads return it (the reference's KeyResponseData).
+ * A key as reads return it (Unkey's KeyResponseData).
  *
  * @generated from message keys.v1.Key
  */
@@ -1443,7 +1443,7 @@ export const MigrateKeysResponseSchema: GenMessage<MigrateKeysResponse> = /*@__P
   messageDesc(file_keys_v1_keys, 44);
 
 /**
- * A permission as the key operations answer it (the reference's Permission).
+ * A permission as the key operations answer it (Unkey's Permission).
  *
  * @generated from message keys.v1.KeyPermission
  */
@@ -1477,7 +1477,7 @@ export const KeyPermissionSchema: GenMessage<KeyPermission> = /*@__PURE__*/
   messageDesc(file_keys_v1_keys, 45);
 
 /**
- * A role as the key operations answer it (the reference's Role).
+ * A role as the key operations answer it (Unkey's Role).
  *
  * @generated from message keys.v1.KeyRole
  */
@@ -2033,7 +2033,7 @@ export const KeysService: GenService<{
   },
   /**
    * Many verifications in one call. The gateway coalesces concurrent requests
-   * into one batch so the cost of a call is shared (see PERFORMANCE.md).
+   * into one batch so the cost of a call is shared (see docs/architecture.md).
    *
    * @generated from rpc keys.v1.KeysService.VerifyKeyBatch
    */

@@ -962,7 +962,7 @@ export const RatelimitService: GenService<{
   },
   /**
    * Many independent Limit calls in one call. The gateway coalesces concurrent
-   * requests into one batch so the cost of a call is shared (see PERFORMANCE.md).
+   * requests into one batch so the cost of a call is shared (see docs/architecture.md).
    *
    * @generated from rpc ratelimit.v1.RatelimitService.LimitBatch
    */
@@ -973,9 +973,9 @@ export const RatelimitService: GenService<{
   },
   /**
    * Internal, for the keys service: the named limits of many verifications in
-   * one call (contract 2.5, 4.1 rule 5). It trusts its caller: no root-key
-   * permission is checked (the keys service authorized each verification) and
-   * the gateway never exposes it. Overrides do not apply to named limits.
+   * one call. No root-key permission is checked (the keys service authorized
+   * each verification; the call is signed as every internal call is) and the
+   * gateway never exposes it. Overrides do not apply to named limits.
    *
    * @generated from rpc ratelimit.v1.RatelimitService.CheckNamedLimits
    */

@@ -46,7 +46,7 @@ describe("getVerifications on ClickHouse", () => {
     ]);
   });
 
-  it("answers the reference's raw form over key_verifications_v1, only the caller's workspace", async () => {
+  it("answers Unkey's raw form over key_verifications_v1, only the caller's workspace", async () => {
     const { rows } = await client.getVerifications({
       caller: admin,
       query: "SELECT outcome, COUNT(*) AS total FROM key_verifications_v1 GROUP BY outcome ORDER BY outcome",

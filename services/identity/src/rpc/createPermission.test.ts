@@ -28,7 +28,7 @@ describe("createPermission", () => {
       ]);
     });
 
-    it("accepts every slug character the reference allows, including a wildcard", async () => {
+    it("accepts every slug character Unkey allows, including a wildcard", async () => {
       const { client } = harness();
       const { permissionId } = await client.createPermission({
         caller: root(CREATE),

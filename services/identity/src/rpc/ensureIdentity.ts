@@ -13,7 +13,7 @@ import { identityView } from "../views.ts";
 /**
  * For keys.createKey and keys.updateKey with an externalId. No root-key
  * permission of its own: the keys service authorized the key operation, and
- * the reference asks nothing more of it (notes d.3).
+ * Unkey's v2 API asks nothing more of it.
  */
 export function ensureIdentity(deps: IdentityDeps) {
   return async (

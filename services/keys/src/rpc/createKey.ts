@@ -17,7 +17,7 @@ export function createKey(deps: KeysDeps) {
   return async (req: CreateKeyRequest): Promise<MessageInitShape<typeof CreateKeyResponseSchema>> => {
     const caller = authenticatedCaller(req);
     const input = validCreateKey(req);
-    // A root key that may not create keys here learns nothing about the API: the reference masks it as 404.
+    // A root key that may not create keys here learns nothing about the API: Unkey masks it as 404.
     requireOrMask(caller, [need("api", input.apiId, "create_key")], apiNotFound);
     const api = await visibleApi(deps, caller, input.apiId);
     if (input.recoverable) requireOrMask(caller, [need("api", api.id, "encrypt_key")], apiNotFound);
@@ -28,7 +28,7 @@ export function createKey(deps: KeysDeps) {
     );
     const vault = input.recoverable ? requireVault(deps) : undefined;
     const roles = (await requireRoles(deps, caller, input.roles)).map((r) => r.name);
-    // As the reference: the key's permission slugs exist from now on, created with no rbac permission asked.
+    // As Unkey: the key's permission slugs exist from now on, created with no rbac permission asked.
     await ensureInlinePermissions(deps, caller, input.permissions);
     const identity = input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
     const material = generateKey(input.prefix, input.byteLength);

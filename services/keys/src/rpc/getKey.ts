@@ -11,7 +11,7 @@ export function getKey(deps: KeysDeps) {
   return async (req: GetKeyRequest): Promise<MessageInitShape<typeof GetKeyResponseSchema>> => {
     const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
-    // As the reference: a key of the caller's workspace it may not read is a 403, not a 404.
+    // As Unkey: a key of the caller's workspace it may not read is a 403, not a 404.
     requirePermissions(caller, [
       need("api", key.apiId, "read_key"),
       ...(req.decrypt ? [need("api", key.apiId, "decrypt_key")] : []),

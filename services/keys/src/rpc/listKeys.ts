@@ -11,7 +11,7 @@ export function listKeys(deps: KeysDeps) {
   return async (req: ListKeysRequest): Promise<MessageInitShape<typeof ListKeysResponseSchema>> => {
     const caller = authenticatedCaller(req);
     const input = validListKeys(req);
-    // As the reference: a root key that may not read this API's keys learns nothing about the API.
+    // As Unkey: a root key that may not read this API's keys learns nothing about the API.
     requireOrMask(
       caller,
       [need("api", input.apiId, "read_key"), need("api", input.apiId, "read_api")],

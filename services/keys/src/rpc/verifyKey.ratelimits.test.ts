@@ -249,7 +249,7 @@ describe("verifyKey named rate limits", () => {
       expect(calls.get("CheckNamedLimits")).toBe(1);
     });
 
-    it("lets verifications through when the ratelimit service fails (fail open, as the reference)", async () => {
+    it("lets verifications through when the ratelimit service fails (fail open, as Unkey)", async () => {
       const { seed, verify, balance } = verificationKit({ ratelimit: limiterDown() });
       const { keyId, key } = await seed.key({
         apiId: await seed.api(),

@@ -14,7 +14,7 @@ export function whoami(deps: KeysDeps) {
     // From the store, not the verification cache: a read should show the latest record.
     const key = await deps.store.findKeyByHash(caller.workspaceId, hashKey(req.key));
     if (!keyIsVisible(caller, key)) throw keyNotFound();
-    // As the reference: without read_key the key is not found, so a plaintext reveals nothing.
+    // As Unkey: without read_key the key is not found, so a plaintext reveals nothing.
     requireOrMask(caller, [need("api", key.apiId, "read_key")], keyNotFound);
     const identity = (await identitiesById(deps, caller, [key.identityId])).get(key.identityId ?? "");
     return { key: keyView(deps.lastUsed.latest(key), deps.clock.now(), undefined, identity) };

@@ -298,8 +298,8 @@ export class PostgresKeysStore implements KeysStore {
   async findKeysByHash(lookups: readonly KeyLookup[]): Promise<CachedKey[]> {
     if (lookups.length === 0) return [];
     // One lookup as scalars, several as arrays behind sub-selects: handed the arrays themselves,
-    // PostgreSQL planned the look-up anew on every call (see spendCreditsGroups). Its CPU per
-    // look-up on 10^5 keys: one hash 211 -> 91 us, three 215 -> 126 us. Each lookup goes through
+    // PostgreSQL planned the look-up anew on every call (see spendCreditsGroups), which cost more
+    // than the look-up itself. Each lookup goes through
     // the (workspace_id, hash) index, whatever the workspaces of a batch.
     const only = lookups.length === 1 ? lookups[0]! : undefined;
     const wanted = only
@@ -391,10 +391,8 @@ export class PostgresKeysStore implements KeysStore {
    * Handed the arrays themselves, PostgreSQL planned the statement anew on
    * every call: a plan for the arrays' length looked cheaper than its generic
    * plan, which joined the whole table (and was no better on a table of a few
-   * thousand keys). Measured here, PostgreSQL's CPU per statement on a table
-   * of 10^3 to 10^5 keys: one key 0.58-0.83 ms then, 0.17-0.18 ms now; three
-   * keys 0.46-0.83 ms then, 0.22-0.31 ms now; thirty 0.51-0.63 ms then, 0.45
-   * ms now.
+   * thousand keys). Planned once, the statement costs PostgreSQL a fraction of
+   * the CPU (docs/architecture.md).
    */
   async spendCreditsGroups(groups: SpendGroup[], at: number): Promise<(GroupSpend | undefined)[]> {
     if (groups.length === 0) return [];

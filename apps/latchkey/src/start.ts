@@ -10,6 +10,7 @@ import {
   openClickHouse,
   startConsumer,
 } from "@latchkey/analytics";
+import { builtConsolePages } from "@latchkey/console/build";
 import { createGateway, listen, metricsPortOf, serveMetrics } from "@latchkey/gateway";
 import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
 import {
@@ -177,6 +178,8 @@ async function main() {
     // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
     // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
     batchesInFlight: 8,
+    // The web console at /, built on the first start of a checkout.
+    pages: await builtConsolePages(),
   });
 
   // Root-key revocations by the CLI, announced through the database, reach this process's gateway at once.
@@ -188,6 +191,7 @@ async function main() {
 
   say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
   for (const line of bootstrap) say(line);
+  say(`Console: http://localhost:${server.port}/ (sign in with the root key)`);
   if (metrics) say(`Prometheus metrics: http://${settings.metricsHost}:${metrics.port}/metrics`);
   say(
     `Try: curl -s localhost:${server.port}/v2/apis.createApi -H "Authorization: Bearer $ROOT_KEY" -d '{"name":"my-api"}'`,

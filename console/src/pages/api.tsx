@@ -1,0 +1,182 @@
+import { useEffect, useState } from "preact/hooks";
+import { call, type Key, type Pagination } from "../api.ts";
+import { VerificationsChart } from "../chart.tsx";
+import { rememberApi } from "../known.ts";
+import { href } from "../router.ts";
+import { Curl, Empty, ErrorBox, Field, Loading, TableWrap, useAction, useLoad, when } from "../ui.tsx";
+
+const PAGE = 50;
+
+export function ApiPage({ apiId }: { apiId: string }) {
+  const api = useLoad(async () => {
+    const { data } = await call<{ id: string; name: string }>("apis.getApi", { apiId });
+    rememberApi({ apiId: data.id, name: data.name });
+    return data;
+  }, [apiId]);
+  return (
+    <>
+      <p class="crumbs">
+        <a href={href("apis")}>APIs</a> /
+      </p>
+      <h1>{api.data?.name ?? apiId}</h1>
+      <p class="muted">
+        API id <code>{apiId}</code>
+      </p>
+      {api.loading && !api.data ? <Loading what="the API" /> : null}
+      <ErrorBox error={api.error} />
+      {api.data && (
+        <>
+          <div class="row wrap">
+            <a class="button primary" href={href("apis", apiId, "new-key")}>
+              Create a key
+            </a>
+            <a class="button" href={`${href("analytics")}?apiId=${encodeURIComponent(apiId)}`}>
+              Analytics
+            </a>
+          </div>
+          <Keys apiId={apiId} />
+          <VerificationsChart title="Verifications of this API" filter={{ apiId }} />
+        </>
+      )}
+    </>
+  );
+}
+
+type Tri = "any" | "yes" | "no";
+
+function Keys({ apiId }: { apiId: string }) {
+  const [externalId, setExternalId] = useState("");
+  const [query, setQuery] = useState("");
+  const [search, setSearch] = useState("");
+  const [enabled, setEnabled] = useState<Tri>("any");
+  const [expired, setExpired] = useState<Tri>("any");
+  const [keys, setKeys] = useState<Key[]>([]);
+  const [page, setPage] = useState<Pagination | undefined>(undefined);
+  const load = useAction();
+  const [loaded, setLoaded] = useState(false);
+
+  const fetchPage = async (cursor: string | undefined, from: Key[]) => {
+    const res = await load.run(() =>
+      call<Key[]>("apis.listKeys", {
+        apiId,
+        limit: PAGE,
+        ...(cursor ? { cursor } : {}),
+        ...(externalId ? { externalId } : {}),
+      }),
+    );
+    if (res) {
+      setKeys([...from, ...res.data]);
+      setPage(res.pagination);
+    }
+    setLoaded(true);
+  };
+  useEffect(() => {
+    fetchPage(undefined, []);
+  }, [apiId, externalId]);
+
+  const now = Date.now();
+  const needle = search.trim().toLowerCase();
+  const shown = keys.filter((k) => {
+    if (enabled !== "any" && k.enabled !== (enabled === "yes")) return false;
+    const isExpired = k.expires !== undefined && k.expires <= now;
+    if (expired !== "any" && isExpired !== (expired === "yes")) return false;
+    if (!needle) return true;
+    return [k.name, k.start, k.keyId].some((v) => v?.toLowerCase().includes(needle));
+  });
+
+  return (
+    <section aria-labelledby="keys-title">
+      <h2 id="keys-title">Keys</h2>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setExternalId(query.trim());
+        }}
+      >
+        <Field label="Name, prefix or id">
+          <input type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        </Field>
+        <Field label="External id">
+          <input type="search" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        </Field>
+        <Field label="Enabled">
+          <select value={enabled} onChange={(e) => setEnabled(e.currentTarget.value as Tri)}>
+            <option value="any">any</option>
+            <option value="yes">enabled</option>
+            <option value="no">disabled</option>
+          </select>
+        </Field>
+        <Field label="Expired">
+          <select value={expired} onChange={(e) => setExpired(e.currentTarget.value as Tri)}>
+            <option value="any">any</option>
+            <option value="yes">expired</option>
+            <option value="no">not expired</option>
+          </select>
+        </Field>
+        <button type="submit">Search</button>
+      </form>
+      <p class="muted small">
+        The external id is searched by Latchkey; name, prefix, enabled and expired filter the keys loaded here
+        ({keys.length}
+        {page?.hasMore ? ", more to load" : ""}).
+      </p>
+      <ErrorBox error={load.error} />
+      {!loaded && <Loading what="keys" />}
+      {loaded && keys.length === 0 && !load.error && (
+        <Empty title={externalId ? `No keys with external id ${externalId}` : "No keys in this API yet"}>
+          <p>
+            <a href={href("apis", apiId, "new-key")}>Create a key</a>, or with curl:
+          </p>
+          <Curl operation="keys.createKey" body={{ apiId, prefix: "sk", name: "my first key" }} />
+        </Empty>
+      )}
+      {keys.length > 0 && (
+        <TableWrap label="Keys">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Starts with</th>
+              <th scope="col">External id</th>
+              <th scope="col">State</th>
+              <th scope="col">Credits</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((k) => (
+              <tr key={k.keyId}>
+                <td>
+                  <a href={href("apis", apiId, "keys", k.keyId)}>{k.name ?? k.keyId}</a>
+                </td>
+                <td>
+                  <code>{k.start ?? ""}</code>
+                </td>
+                <td>{k.identity?.externalId ?? "—"}</td>
+                <td>{state(k, now)}</td>
+                <td>{k.credits ? (k.credits.remaining ?? "unlimited") : "unlimited"}</td>
+                <td>{when(k.createdAt)}</td>
+              </tr>
+            ))}
+            {shown.length === 0 && (
+              <tr>
+                <td colSpan={6}>No key loaded here matches these filters.</td>
+              </tr>
+            )}
+          </tbody>
+        </TableWrap>
+      )}
+      {page?.hasMore && (
+        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, keys)}>
+          Load more keys
+        </button>
+      )}
+    </section>
+  );
+}
+
+function state(k: Key, now: number): string {
+  if (!k.enabled) return "disabled";
+  if (k.expires !== undefined && k.expires <= now) return "expired";
+  return "enabled";
+}

@@ -1,0 +1,363 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Proc, startProcess } from "../../test/harness.ts";
+import { ensureBuilt } from "../server/build.ts";
+import { launch, seriousViolations, watch } from "./browser.ts";
+
+// The console as a person uses it: Debian's Chromium driving the console that `npm start` serves, against
+// that same Latchkey (embedded storage), and the test checking through the API what the pages did.
+
+const root = join(import.meta.dirname, "..", "..");
+const run = promisify(execFile);
+const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-"));
+/** CONSOLE_SCREENSHOTS=docs/images writes the main pages' screenshots there. */
+const shots = process.env["CONSOLE_SCREENSHOTS"];
+
+let latchkey: Proc;
+let browser: Browser;
+let rootKey: string;
+let origin: string;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
+    DATA_DIR: dataDir,
+    DATABASE_URL: "",
+    NATS_URL: "",
+    METRICS_PORT: "0",
+  });
+  const deadline = Date.now() + 10_000;
+  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  origin = latchkey.url;
+  browser = await launch();
+  if (shots) mkdirSync(join(root, shots), { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await latchkey?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function post(operation: string, body: unknown, key = rootKey) {
+  const res = await fetch(`${origin}/v2/${operation}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+async function open(width: number, height = 900): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width, height }, baseURL: origin });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  const page = await context.newPage();
+  return { context, page };
+}
+
+async function signIn(page: Page, key = rootKey) {
+  await page.goto("/");
+  await page.getByLabel("Root key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Sections" }).waitFor();
+}
+
+async function screenshot(page: Page, name: string) {
+  if (shots) await page.screenshot({ path: join(root, shots, `${name}.png`), fullPage: true });
+}
+
+/** Once nothing on the page is loading any more. */
+async function settled(page: Page) {
+  await expect.poll(() => page.getByRole("status").filter({ hasText: "Loading" }).count()).toBe(0);
+}
+
+/** The page's content is no wider than its viewport: nothing to scroll sideways but tables in their regions. */
+async function fitsWidth(page: Page) {
+  return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth");
+}
+
+describe("the console", { timeout: 180_000 }, () => {
+  it("is served at / with its Content-Security-Policy and long-lived hashed assets", async () => {
+    const index = await fetch(`${origin}/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get("cache-control")).toBe("no-cache");
+    expect(index.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const html = await index.text();
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const asset = await fetch(origin + script);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    expect(html).not.toMatch(/<script>|<style>| style="/);
+  });
+
+  it("signs in, creates an API and a key, copies it, charts its verification, changes credits, rerolls and deletes it", async () => {
+    const { context, page } = await open(1280);
+    const seen = watch(context, origin);
+    try {
+      await page.goto("/");
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, "sign-in");
+      // A key Latchkey does not know is refused with the API's own message.
+      await page.getByLabel("Root key").fill("lk_root_not_a_real_key_0123456789");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      const refusal = await post(
+        "identities.listIdentities",
+        { limit: 1 },
+        "lk_root_not_a_real_key_0123456789",
+      );
+      expect(refusal.status).toBe(401);
+      await expect.poll(() => page.getByRole("alert").textContent()).toContain(refusal.body.error.detail);
+
+      await signIn(page);
+      await page.getByText("No APIs yet").waitFor();
+      expect(await page.locator("pre.code").textContent()).toContain(`${origin}/v2/apis.createApi`);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.getByLabel("Name", { exact: true }).fill("payments");
+      await page.getByRole("button", { name: "Create API" }).click();
+      await page.getByRole("heading", { name: "payments", level: 1 }).waitFor();
+      const apiId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
+      expect((await post("apis.getApi", { apiId })).body.data).toEqual({ id: apiId, name: "payments" });
+      await page.getByText("No keys in this API yet").waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.getByRole("link", { name: "Create a key" }).first().click();
+      await page.getByRole("heading", { name: "Create a key" }).waitFor();
+      await page.getByLabel("Prefix").fill("sk");
+      await page.getByLabel("Name", { exact: true }).fill("first key");
+      await page.getByLabel("External id").fill("customer_42");
+      await page.getByLabel("Meta (JSON object)").fill('{"plan": "pro"}');
+      await page.getByLabel("Credits", { exact: true }).fill("10");
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, "create-key");
+      await page.getByRole("button", { name: "Create key" }).click();
+      await page.getByText("This is the only time the key is shown").waitFor();
+      const key = await page.getByTestId("new-key").inputValue();
+      expect(key).toMatch(/^sk_/);
+      await page.getByRole("button", { name: "Copy key" }).click();
+      await page.getByText("Copied").waitFor();
+      expect(await page.evaluate("navigator.clipboard.readText()")).toBe(key);
+      expect(await seriousViolations(page)).toEqual([]);
+
+      const verified = await post("keys.verifyKey", { key, tags: ["path=/charge"] });
+      expect(verified.body.data).toMatchObject({
+        valid: true,
+        code: "VALID",
+        credits: 9,
+        meta: { plan: "pro" },
+      });
+
+      await page.getByRole("link", { name: "Open the key" }).click();
+      await page.getByRole("heading", { name: "first key", level: 1 }).waitFor();
+      expect(await page.getByTestId("key-credits").textContent()).toBe("9 remaining");
+      // Analytics are written shortly after the verification: Refresh until the chart counts it.
+      const chart = page.getByTestId("chart-summary");
+      await expect
+        .poll(
+          async () => {
+            await page.getByRole("button", { name: "Refresh" }).click();
+            return chart.textContent();
+          },
+          { timeout: 30_000, interval: 500 },
+        )
+        .toBe("1 verification in this range: 1 valid.");
+      await page.getByText("Show the table").click();
+      const row = page
+        .getByRole("region", { name: "Verifications of this key, as a table" })
+        .locator("tbody tr");
+      expect(await row.count()).toBe(1);
+      expect(await row.locator("td").allTextContents()).toEqual([
+        "1",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "1",
+        "1",
+      ]);
+      expect(await page.locator(".plot canvas").count()).toBe(1);
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, "key");
+
+      // Credits: set to 50, then take 5 away.
+      const credits = page.getByRole("region", { name: "Credits" });
+      await credits.getByLabel("Credits", { exact: true }).fill("50");
+      await credits.getByRole("button", { name: "Update credits" }).click();
+      await expect.poll(() => page.getByTestId("key-credits").textContent()).toBe("50 remaining");
+      await credits.getByLabel("Change").selectOption("decrement");
+      await credits.getByLabel("Credits", { exact: true }).fill("5");
+      await credits.getByRole("button", { name: "Update credits" }).click();
+      await expect.poll(() => page.getByTestId("key-credits").textContent()).toBe("45 remaining");
+      const keyId = verified.body.data.keyId;
+      expect((await post("keys.getKey", { keyId })).body.data.credits).toEqual({ remaining: 45 });
+
+      // Disable, then enable again.
+      await page.getByRole("button", { name: "Disable key" }).click();
+      await expect.poll(() => page.getByTestId("key-state").textContent()).toBe("disabled");
+      expect((await post("keys.verifyKey", { key })).body.data).toMatchObject({
+        valid: false,
+        code: "DISABLED",
+      });
+      await page.getByRole("button", { name: "Enable key" }).click();
+      await expect.poll(() => page.getByTestId("key-state").textContent()).toBe("enabled");
+
+      // Reroll with an hour's grace: both keys verify; the new one is shown once.
+      const reroll = page.getByRole("region", { name: "Reroll" });
+      await reroll.getByLabel("Grace period").selectOption({ label: "1 hour" });
+      await reroll.getByRole("button", { name: "Reroll key" }).click();
+      const rerolled = await reroll.getByTestId("new-key").inputValue();
+      expect(rerolled).toMatch(/^sk_/);
+      expect(rerolled).not.toBe(key);
+      expect((await post("keys.verifyKey", { key: rerolled })).body.data.valid).toBe(true);
+      expect((await post("keys.verifyKey", { key })).body.data.valid).toBe(true);
+
+      // Delete the original, confirming in a dialog that names it.
+      await page.getByRole("button", { name: "Delete key" }).click();
+      const dialog = page.getByRole("dialog", { name: "Delete the key “first key”?" });
+      await dialog.waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      await dialog.getByRole("button", { name: "Delete key" }).click();
+      await page.getByRole("heading", { name: "payments", level: 1 }).waitFor();
+      expect((await post("keys.verifyKey", { key })).body.data).toMatchObject({
+        valid: false,
+        code: "NOT_FOUND",
+      });
+      expect((await post("keys.verifyKey", { key: rerolled })).body.data.valid).toBe(true);
+      // The list holds the rerolled key alone, found by its external id.
+      await page.getByLabel("External id").fill("customer_42");
+      await page.getByRole("button", { name: "Search" }).click();
+      await expect.poll(() => page.getByRole("region", { name: "Keys" }).locator("tbody tr").count()).toBe(1);
+      await screenshot(page, "api");
+
+      // The other sections, each without serious accessibility violations.
+      for (const [link, heading] of [
+        ["Identities", "Identities"],
+        ["Permissions & roles", "Permissions and roles"],
+        ["Rate limits", "Rate limits"],
+        ["Analytics", "Analytics"],
+        ["APIs", "APIs"],
+      ] as const) {
+        await page.getByRole("link", { name: link, exact: true }).click();
+        await page.getByRole("heading", { name: heading, level: 1 }).waitFor();
+        await settled(page);
+        expect(await seriousViolations(page), link).toEqual([]);
+        await screenshot(page, link.toLowerCase().replace(/[^a-z]+/g, "-"));
+      }
+      await page.getByRole("link", { name: "Identities", exact: true }).click();
+      await page.getByRole("link", { name: "customer_42" }).click();
+      await page.getByRole("heading", { name: "customer_42", level: 1 }).waitFor();
+      await page.getByRole("link", { name: "first key" }).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // Rate limits: an override, then a check that it applies to.
+      await page.getByRole("link", { name: "Rate limits", exact: true }).click();
+      await page.getByLabel("Namespace").fill("api.requests");
+      await page.getByRole("button", { name: "Open" }).click();
+      await page.getByRole("heading", { name: "api.requests", level: 1 }).waitFor();
+      await page.getByText("This namespace does not exist yet").waitFor();
+      const tryForm = page.locator("form", { has: page.getByRole("heading", { name: "Try a limit" }) });
+      await tryForm.getByLabel("Identifier").fill("someone");
+      await tryForm.getByRole("button", { name: "Check" }).click();
+      await expect.poll(() => tryForm.getByRole("status").textContent()).toMatch(/^Allowed: 9 of 10 left/);
+      await page.getByText("No overrides in this namespace").waitFor();
+      await page.getByLabel("Identifier").first().fill("user_1");
+      await page.getByLabel("Limit", { exact: true }).first().fill("2");
+      await page.getByRole("button", { name: "Set override" }).click();
+      await page.getByRole("cell", { name: "2 per 1 min" }).waitFor();
+      await tryForm.getByLabel("Identifier").fill("user_1");
+      await tryForm.getByRole("button", { name: "Check" }).click();
+      await expect.poll(() => tryForm.getByRole("status").textContent()).toMatch(/^Allowed: 1 of 2 left/);
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, "namespace");
+
+      // Sign out forgets the key; it was never in a URL, a cookie or localStorage.
+      const stored = (await page.evaluate(
+        '({ local: JSON.stringify(localStorage), session: sessionStorage.getItem("latchkey.rootKey") })',
+      )) as { local: string; session: string | null };
+      expect(stored.session).toBe(rootKey);
+      expect(stored.local).not.toContain(rootKey);
+      expect(await context.cookies()).toEqual([]);
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByLabel("Root key").waitFor();
+      expect(await page.evaluate("sessionStorage.length")).toBe(0);
+      expect(seen.outside).toEqual([]);
+      expect(seen.cspViolations).toEqual([]);
+      expect(seen.errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("shows the API's 403 message as written when the root key lacks a permission", async () => {
+    const { stdout } = await run(
+      join(root, "node_modules/.bin/tsx"),
+      [join(root, "apps/latchkey/src/cli.ts"), "root-key", "create", "--permissions", "api.*.read_api"],
+      { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
+    );
+    const limited = stdout.trim().split("\n").at(-1)!;
+    expect(limited).toMatch(/^lk_root_/);
+    const refused = await post("apis.createApi", { name: "not allowed" }, limited);
+    expect(refused.status).toBe(403);
+
+    const { context, page } = await open(1280);
+    try {
+      await signIn(page, limited);
+      await page.getByLabel("Name", { exact: true }).fill("not allowed");
+      await page.getByRole("button", { name: "Create API" }).click();
+      const alert = page.getByRole("alert");
+      await alert.waitFor();
+      expect(await alert.textContent()).toContain("Refused: this root key lacks a permission");
+      expect(await alert.textContent()).toContain(refused.body.error.detail);
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("works 390 pixels wide: every page fits and has no serious accessibility violation", async () => {
+    const { context, page } = await open(390, 844);
+    try {
+      await page.goto("/");
+      expect(await fitsWidth(page)).toBe(true);
+      await signIn(page);
+      const apiId = (await post("apis.createApi", { name: "mobile" })).body.data.apiId;
+      const made = (await post("keys.createKey", { apiId, name: "phone key", credits: { remaining: 3 } }))
+        .body.data;
+      const pages: [string, string][] = [
+        ["#/apis", "APIs"],
+        [`#/apis/${apiId}`, "mobile"],
+        [`#/apis/${apiId}/new-key`, "Create a key"],
+        [`#/apis/${apiId}/keys/${made.keyId}`, "phone key"],
+        ["#/identities", "Identities"],
+        ["#/permissions", "Permissions and roles"],
+        ["#/ratelimits", "Rate limits"],
+        ["#/ratelimits/api.requests", "api.requests"],
+        ["#/analytics", "Analytics"],
+      ];
+      for (const [hash, heading] of pages) {
+        await page.goto(`/${hash}`);
+        await page.getByRole("heading", { name: heading, level: 1 }).waitFor();
+        await settled(page);
+        expect(await fitsWidth(page), hash).toBe(true);
+        expect(await seriousViolations(page), hash).toEqual([]);
+      }
+      await screenshot(page, "key-390");
+      // The check itself finds what it should: an image without a text alternative is critical.
+      await page.evaluate('document.querySelector("main").append(document.createElement("img"))');
+      expect(await seriousViolations(page)).toEqual([expect.stringMatching(/^critical image-alt/)]);
+    } finally {
+      await context.close();
+    }
+  });
+});
