@@ -30,6 +30,9 @@ function seeded(seed: number) {
   };
 }
 
+const storeFailures = async () =>
+  (await registry.getSingleMetric("latchkey_ratelimit_store_failures_total")!.get()).values[0]?.value ?? 0;
+
 const clients: Redis[] = [];
 const prefixes: string[] = [];
 async function limiter(
@@ -221,12 +224,14 @@ describe("counters in Redis: Redis down", () => {
       expect((await redis.apply([[check({ duration: 60_000 })]]))[0]![0]!.remaining).toBe(9);
       await server.stop();
       // 200 checks at once while it is down: each fails, none waits for a reconnection or the timeout.
+      const failedBefore = await storeFailures();
       const started = performance.now();
       const failures = await Promise.all(
         Array.from({ length: 200 }, () => redis.apply([[check({ duration: 60_000 })]]).catch(unavailable)),
       );
       expect(failures).toEqual(Array(200).fill(true));
       expect(performance.now() - started).toBeLessThan(1_000);
+      expect((await storeFailures()) - failedBefore).toBe(200);
       await server.start();
       // Reconnection is retried every 500 ms at most: answered again within a few seconds.
       const back = performance.now();
