@@ -74,14 +74,15 @@ describe("counters in Redis: the same answers as in memory", () => {
       const batch: CounterCheck[][] = [];
       for (let g = 1 + random(3); g > 0; g--) {
         const ws = `ws_${random(2)}`;
-        batch.push(
-          Array.from({ length: 1 + random(3) }, () => ({
-            key: key(ws, `u${random(4)}`),
-            limit: limits[random(limits.length)]!,
-            duration: durations[random(durations.length)]!,
-            cost: costs[random(costs.length)]!,
-          })),
-        );
+        const group = Array.from({ length: 1 + random(3) }, () => ({
+          key: key(ws, `u${random(4)}`),
+          limit: limits[random(limits.length)]!,
+          duration: durations[random(durations.length)]!,
+          cost: costs[random(costs.length)]!,
+        }));
+        // Often the same lone check many times in a row, as a coalesced batch of one identifier.
+        const times = group.length === 1 && random(2) === 0 ? 1 + random(12) : 1;
+        for (let t = 0; t < times; t++) batch.push(group.map((c) => ({ ...c })));
       }
       const expected = batch.map((g) => memory.apply(g));
       const got = await redis.apply(batch);
@@ -129,6 +130,18 @@ describe("counters in Redis: the same answers as in memory", () => {
       Array.from({ length: 500 }, () => redis.apply([[check({ limit: 100, duration: 60_000 })]])),
     );
     expect(outcomes.filter((o) => o[0]![0]!.success)).toHaveLength(100);
+    // And in one call, as a coalesced batch: 300 lone checks in a row, then one of cost 0.
+    const { limiter: other } = await limiter({ clock: new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5)) });
+    const batch = [
+      ...Array.from({ length: 300 }, () => [check({ limit: 100, duration: 60_000 })]),
+      [check({ cost: 0, limit: 100, duration: 60_000 })],
+    ];
+    const answers = (await other.apply(batch)).map((g) => g[0]!);
+    expect(answers.slice(0, 100).map((o) => o.remaining)).toEqual(
+      Array.from({ length: 100 }, (_, i) => 99 - i),
+    );
+    expect(answers.slice(100, 300).every((o) => !o.success && o.remaining === 0)).toBe(true);
+    expect(answers[300]).toMatchObject({ success: true, remaining: 0 });
   });
 
   it("keeps each workspace's counters under its own hash tag, so two workspaces never share one", async () => {
