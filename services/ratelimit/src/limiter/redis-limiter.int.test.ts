@@ -245,6 +245,11 @@ describe("counters in Redis: Redis down", () => {
       expect(failures).toEqual(Array(200).fill(true));
       expect(performance.now() - started).toBeLessThan(1_000);
       expect((await storeFailures()) - failedBefore).toBe(200);
+      // A batch fails as a whole and counts every check it carried.
+      await redis
+        .apply([[check()], [check({ key: key("ws_b", "u") })], [check(), check({ key: key("ws_a", "v") })]])
+        .catch(unavailable);
+      expect((await storeFailures()) - failedBefore).toBe(204);
       await server.start();
       // Reconnection is retried every 500 ms at most: answered again within a few seconds.
       const back = performance.now();

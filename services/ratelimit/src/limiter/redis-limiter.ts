@@ -39,6 +39,8 @@ interface Call {
   index: Map<string, number>;
   args: (string | number)[];
   groups: number[];
+  /** Checks the call carries, for the failure metric. */
+  checks: number;
   /** Where in `args` the last group stands when it is a run of one check (-r), and that check. */
   run: number;
   last: CounterCheck | undefined;
@@ -98,12 +100,14 @@ export class RedisLimiter implements Limiter {
           index: new Map(),
           args: [now, this.bound],
           groups: [],
+          checks: 0,
           run: -1,
           last: undefined,
         };
         calls.set(workspace, call);
       }
       call.groups.push(g);
+      call.checks += group.length;
       // A coalesced batch of one hot identifier: the same lone check many times in a row travels once.
       const last = call.last;
       if (group.length === 1 && last !== undefined) {
@@ -149,7 +153,7 @@ export class RedisLimiter implements Limiter {
       [...calls.values()].map((call) =>
         this.redis.latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args).then(
           (reply) => ({ call, reply }),
-          (err: unknown) => this.unavailable(err),
+          (err: unknown) => this.unavailable(err, call.checks),
         ),
       ),
     );
@@ -179,8 +183,8 @@ export class RedisLimiter implements Limiter {
 
   async close(): Promise<void> {}
 
-  private unavailable(err: unknown): never {
-    storeFailures.inc();
+  private unavailable(err: unknown, checks: number): never {
+    storeFailures.inc(checks);
     const now = Date.now();
     if (now - this.failureLogged >= LOG_FAILURES_EVERY) {
       this.failureLogged = now;
