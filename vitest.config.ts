@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config";
 
 // Three projects, from fastest to most complete:
-//   unit         in memory, no servers: *.test.ts
+//   unit         in memory, no servers: *.test.ts, and test/in-memory: the gateway over the real services
 //   integration  real PostgreSQL / NATS / ClickHouse from start-services.sh: *.int.test.ts
 //   e2e          the gateway and services as separate processes, over HTTP: test/**/*.e2e.test.ts
 export default defineConfig({
@@ -10,7 +10,11 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{packages,services,gateway,apps}/**/src/**/*.test.ts", "deploy/**/*.test.ts"],
+          include: [
+            "{packages,services,gateway,apps}/**/src/**/*.test.ts",
+            "deploy/**/*.test.ts",
+            "test/in-memory/**/*.test.ts",
+          ],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
           // Test files share their workers' module cache: importing the generated protobuf code, connect and
           // the services once per worker instead of once per file makes the project several times faster

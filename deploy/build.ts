@@ -1,6 +1,7 @@
-import { existsSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { buildConsole } from "../console/server/build.ts";
+import { SCALAR_FILE, scalarBundle } from "../gateway/src/api-reference.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { components } from "./components.ts";
 
@@ -18,5 +19,7 @@ for (const component of components) {
   const { outfile } = await bundle(component, outdir);
   process.stdout.write(`${component.name}: ${outfile}\n`);
 }
+// The API reference's browser bundle, which the gateway serves at /docs/scalar.js: the image has no node_modules.
+copyFileSync(scalarBundle(), join(outdir, SCALAR_FILE));
 await buildConsole(join(outdir, "console"));
 process.stdout.write(`console: ${join(outdir, "console")}\n`);

@@ -39,6 +39,9 @@ echo "== typecheck"
 tsc -p tsconfig.json
 tsc -p console/tsconfig.json
 
+echo "== layers: no import cycles, no service importing another's source (docs/architecture.md, Layers)"
+npm run --silent check:layers
+
 echo "== console: build once, before the tests' many starts (npm start builds it when missing)"
 (cd apps/latchkey && tsx -e 'import("@latchkey/console/build").then((m) => m.ensureBuilt())')
 

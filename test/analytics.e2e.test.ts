@@ -1,37 +1,20 @@
-import { randomBytes } from "node:crypto";
 import { createWorkspace } from "@latchkey/keys";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { analyticsOptions, type Stack, startStack } from "./harness.ts";
 
 // Verifications through the gateway -> KeyVerified on JetStream -> the analytics consumer -> ClickHouse -> the query.
-const natsUrl = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
-const clickhouse = process.env["TEST_CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
-const suffix = randomBytes(4).toString("hex");
-const consumer = `analytics_e2e_${suffix}`;
+const analytics = analyticsOptions("analytics_e2e");
 let stack: Stack;
 let rootKey: string;
 
 beforeAll(async () => {
-  stack = await startStack({
-    natsUrl,
-    analytics: { clickhouseUrl: `${clickhouse}/latchkey_e2e_${suffix}`, consumer },
-  });
+  stack = await startStack(analytics.options);
   // A workspace of its own: other tests' verifications on the shared stream are not counted here.
-  rootKey = (await createWorkspace(stack.db.sql, `analytics-${suffix}`)).rootKey;
+  rootKey = (await createWorkspace(stack.db.sql, `analytics-${analytics.suffix}`)).rootKey;
 });
 afterAll(async () => {
   await stack?.stop();
-  const nc = await connect({ servers: natsUrl });
-  await (await jetstreamManager(nc)).consumers.delete("LATCHKEY_EVENTS", consumer).catch(() => {});
-  await nc.close();
-  await fetch(
-    `${clickhouse}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS latchkey_e2e_${suffix}`)}`,
-    {
-      method: "POST",
-    },
-  );
+  await analytics.drop();
 });
 
 const call = (operation: string, body: unknown) => stack.call(operation, body, rootKey);

@@ -4,8 +4,26 @@ import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
 import { InternalAuth } from "@latchkey/runtime";
 import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import { answerContract } from "../gateway/src/openapi-contract.ts";
 
 const root = join(import.meta.dirname, "..");
+
+const contract = answerContract();
+
+/**
+ * Every answer an operation gives here, 2xx and 4xx, is held to docs/openapi.json: a field the
+ * document does not promise, a promised one missing or a status it does not list fails the test.
+ */
+export function holdToContract(operation: string, status: number, body: unknown): void {
+  const problems = contract(operation, status, body);
+  if (problems !== undefined && problems.length > 0) {
+    throw new Error(
+      `${operation} answered ${status} outside docs/openapi.json: ${problems.join("; ")}\n${JSON.stringify(body)}`,
+    );
+  }
+}
 
 /**
  * The LATCHKEY_INTERNAL_SECRET every process started here shares (one per test run), and the
@@ -208,6 +226,7 @@ export async function startStack(
       } catch {
         parsed = text;
       }
+      holdToContract(operation, res.status, parsed);
       return { status: res.status, body: parsed };
     },
     async stop() {
@@ -219,6 +238,31 @@ export async function startStack(
         ...keys.map((k) => k.stop()),
       ]);
       await db.drop();
+    },
+  };
+}
+
+/**
+ * What a stack with the analytics service needs: NATS, and a ClickHouse database and JetStream
+ * consumer of its own, named after `name` and a random suffix; `drop` removes both once the stack
+ * has stopped.
+ */
+export function analyticsOptions(name: string) {
+  const natsUrl = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
+  const clickhouse = process.env["TEST_CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
+  const suffix = randomBytes(4).toString("hex");
+  const consumer = `${name}_${suffix}`;
+  const database = `latchkey_${name}_${suffix}`;
+  return {
+    suffix,
+    options: { natsUrl, analytics: { clickhouseUrl: `${clickhouse}/${database}`, consumer } },
+    async drop() {
+      const nc = await connect({ servers: natsUrl });
+      await (await jetstreamManager(nc)).consumers.delete("LATCHKEY_EVENTS", consumer).catch(() => {});
+      await nc.close();
+      await fetch(`${clickhouse}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, {
+        method: "POST",
+      });
     },
   };
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { listeningTcpPorts } from "@latchkey/latchkey/test-kit";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort, type Proc, startProcess } from "./harness.ts";
+import { freePort, holdToContract, type Proc, startProcess } from "./harness.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");
@@ -38,7 +38,9 @@ async function post(proc: Proc, operation: string, body: unknown, rootKey: strin
     headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-  return { status: res.status, body: (await res.json()) as any };
+  const answer = { status: res.status, body: (await res.json()) as any };
+  holdToContract(operation, answer.status, answer.body);
+  return answer;
 }
 
 const printedRootKey = (proc: Proc) => /Root key \(holds \*\): (\S+)/.exec(proc.output())?.[1];

@@ -3,7 +3,9 @@ import net from "node:net";
 import fc from "fast-check";
 import { type EdgeServer, listenEdge } from "./edge.ts";
 import type { Exchange, Gateway } from "./gateway.ts";
+import { readBody } from "./node-body.ts";
 import { listenNode } from "./node-server.ts";
+import { Problem } from "./problem.ts";
 
 /**
  * The differential test of edge.ts against node:http (llhttp): the same raw bytes go to both
@@ -78,8 +80,7 @@ class Recorder implements Gateway {
     else setImmediate(answer);
   }
 
-  // As gateway.ts reads a body: refused unread when its Content-Length is too large, else up to the
-  // limit. Recorded in the order the requests came, each once its body is whole (never, if it is not).
+  // The body read as the gateway reads it (node-body.ts). Recorded in the order the requests came, each once its body is whole (never, if it is not).
   handle = (req: IncomingMessage, res: ServerResponse): void => {
     const at = this.seen.length;
     this.record(
@@ -102,28 +103,13 @@ class Recorder implements Gateway {
       if (seen.url.startsWith("/sync")) send();
       else setImmediate(send);
     };
-    if (Number(req.headers["content-length"]) > DIFF_MAX_BODY) {
-      req.resume();
-      answer(TOO_LARGE);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > DIFF_MAX_BODY) {
-        done = true;
-        return answer(TOO_LARGE);
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (done) return;
-      done = true;
-      answer(Buffer.concat(chunks).toString("latin1"));
-    });
+    readBody(req, DIFF_MAX_BODY).then(
+      (body) => answer(body.toString("latin1")),
+      // Too large: answered 413; a body that never ended stays INCOMPLETE, unanswered.
+      (err: unknown) => {
+        if (err instanceof Problem && err.status === 413) answer(TOO_LARGE);
+      },
+    );
   };
 
   private record(seen: Seen, view: NodeView | undefined) {

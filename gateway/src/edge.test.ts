@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type EdgeOptions, type EdgeServer, listenEdge } from "./edge.ts";
-import { listen } from "./gateway.ts";
+import { listen } from "./listen.ts";
 import { harness, passingLimits } from "./testing.ts";
 
 interface Answer {

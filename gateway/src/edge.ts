@@ -1,5 +1,6 @@
 import { METHODS, STATUS_CODES } from "node:http";
 import net from "node:net";
+import { listening } from "@latchkey/runtime";
 import type { Exchange, Gateway } from "./gateway.ts";
 import { checkIntervalMs, HTTP_LIMITS, type HttpLimits } from "./http-limits.ts";
 
@@ -59,15 +60,8 @@ export async function listenEdge(
     for (const c of connections) c.expire(now);
   }, checkIntervalMs(settings));
   sweep.unref();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
   return {
-    port: (server.address() as net.AddressInfo).port,
+    port: await listening(server, port, host),
     close: () =>
       new Promise<void>((resolve) => {
         closing = true;

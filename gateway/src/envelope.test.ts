@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { OPERATIONS } from "./routes/index.ts";
-import { answeringEverything, harness, VALID_BODIES } from "./testing.ts";
+import { OPERATIONS, routes } from "./routes/index.ts";
+import { answeringEverything, harness } from "./testing.ts";
 
 describe("the success envelope of every operation", () => {
   const h = harness(answeringEverything());
 
   it.each(OPERATIONS)("%s answers 200 with meta.requestId and data", async (operation) => {
-    const res = await h.post(operation, VALID_BODIES[operation]);
+    const res = await h.post(operation, routes[operation].example);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.meta).toEqual({ requestId: expect.stringMatching(/^req_[a-zA-Z0-9]{16}$/) });
     expect(res.body).toHaveProperty("data");

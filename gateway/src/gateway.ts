@@ -20,18 +20,16 @@ import {
   type Bus,
   type Clock,
   collectProcessMetrics,
-  env,
   httpDuration,
   type Logger,
   type Probe,
   requirePermissions,
 } from "@latchkey/runtime";
+import { type Page, REFERENCE_PATHS, referencePage } from "./api-reference.ts";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
-import { listenEdge } from "./edge.ts";
-import { httpLimits } from "./http-limits.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
-import { listenNode } from "./node-server.ts";
+import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -314,6 +312,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return;
     }
+    if (REFERENCE_PATHS.has(path)) {
+      if (!isGet) return sendProblem(x, requestId, problems.methodNotAllowed(x.method, path), ALLOW_GET);
+      let page: Page;
+      try {
+        page = referencePage(path);
+      } catch (err) {
+        deps.log.error({ err, requestId, path }, "the API reference could not be built");
+        return sendProblem(x, requestId, problems.unexpected());
+      }
+      return send(x, 200, page.type, page.body, page.headers);
+    }
     if (deps.pages?.(x, path)) return;
     sendProblem(x, requestId, problems.routeNotFound(path));
   }
@@ -332,23 +341,6 @@ const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };
 // The rest of a body that was not read cannot be told from the next request: the connection ends.
 const CLOSE = { connection: "close" };
-
-/**
- * Serves a gateway on a port (0 picks a free one); for main.ts, the all-in-one process and tests.
- * HTTP_SERVER picks the HTTP server: `edge` (default, edge.ts) or `node` (node:http), which
- * answer the same; edge is the faster (docs/architecture.md).
- */
-export async function listen(
-  gateway: Gateway,
-  port: number,
-  host = "0.0.0.0",
-): Promise<{ port: number; close(): Promise<void> }> {
-  const kind = env.string("HTTP_SERVER", "edge");
-  if (kind !== "edge" && kind !== "node") throw new Error(`HTTP_SERVER must be edge or node, got '${kind}'`);
-  // Timeouts and the connection cap, the same for both (http-limits.ts).
-  const limits = httpLimits();
-  return kind === "edge" ? listenEdge(gateway, port, host, limits) : listenNode(gateway, port, host, limits);
-}
 
 /** The envelope by hand: requestId is letters and digits, so only data and pagination need JSON.stringify. */
 function answer(x: Exchange, requestId: string, reply: Reply) {
@@ -432,44 +424,6 @@ function nulAt(body: unknown): string | undefined {
     }
   }
   return undefined;
-}
-
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"]);
-    if (declared > max) {
-      req.resume();
-      return reject(problems.tooLarge(max));
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    req.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > max) {
-        done = true;
-        return reject(problems.tooLarge(max));
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => {
-      if (done) return;
-      done = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.on("error", (err) => {
-      if (done) return;
-      done = true;
-      reject(err);
-    });
-    // A client that goes away mid-body never sends "end"; settle so nothing waits forever.
-    req.on("close", () => {
-      if (done) return;
-      done = true;
-      reject(new Error("the client closed the connection before the body ended"));
-    });
-  });
 }
 
 function send(

@@ -1,4 +1,5 @@
 export { KEYS_CHANGED_SUBJECT } from "./auth.ts";
-export { createGateway, type Gateway, type GatewayDeps, listen } from "./gateway.ts";
+export { createGateway, type Gateway, type GatewayDeps } from "./gateway.ts";
+export { listen } from "./listen.ts";
 export { metricsPortOf, serveMetrics } from "./metrics-server.ts";
 export { OPERATIONS, type Operation } from "./routes/index.ts";

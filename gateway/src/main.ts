@@ -1,7 +1,8 @@
 import { consolePages } from "@latchkey/console/pages";
 import { createLogger, env, InternalAuth, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
-import { createGateway, listen } from "./gateway.ts";
+import { createGateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 import { serveMetrics } from "./metrics-server.ts";
 import { withBatchCodecs } from "./wire.ts";
 

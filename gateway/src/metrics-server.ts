@@ -1,6 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { type Logger, metricsText } from "@latchkey/runtime";
+import { type Logger, listening, metricsText } from "@latchkey/runtime";
 
 /**
  * Prometheus metrics on a port of their own (METRICS_PORT), never on the public port: they name
@@ -44,12 +43,8 @@ export async function listenMetrics(port: number, host: string): Promise<Metrics
       () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics could not be collected\n"),
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, resolve);
-  });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: await listening(server, port, host),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { listening } from "@latchkey/runtime";
 import type { EdgeServer } from "./edge.ts";
 import type { Gateway } from "./gateway.ts";
 import { checkIntervalMs, HTTP_LIMITS, type HttpLimits } from "./http-limits.ts";
@@ -32,15 +32,8 @@ export async function listenNode(
   // Over the cap node:http closes a new connection as it is accepted, unread.
   server.maxConnections = limits.maxConnections;
   configure?.(server);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: await listening(server, port, host),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -9,7 +9,8 @@ import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { createLogger, systemClock } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGateway, listen } from "./gateway.ts";
+import { createGateway } from "./gateway.ts";
+import { listen } from "./listen.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "console-pages-"));
 mkdirSync(join(dir, "assets"));

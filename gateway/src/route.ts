@@ -45,11 +45,44 @@ export type Reply =
  */
 export interface Route<S extends TSchema = TSchema> {
   schema: S;
+  /**
+   * A body the operation accepts: the example of docs/openapi.json, and what tests send when the
+   * body is not what they are about.
+   */
+  example: Static<S>;
+  /** The root-key permissions it needs, in docs/api.md's spelling; checked here or by the service. */
+  rootKey: RootKeyNeeds;
+  /**
+   * The error statuses it answers beyond those every operation may (400, 401, 403, 405, 408,
+   * 413, 500, 503): documented in docs/openapi.json, and the only other 4xx the fuzz test allows.
+   */
+  errors?: ErrorStatus[];
+  /** What `data` holds on success (JSON Schema): documented, and held against every answer end to end. */
+  answer: TSchema;
+  /** Whether a success carries `pagination {cursor?, hasMore}` beside `data`. */
+  paginated?: true;
+  /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
+  description?: string;
   /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */
   refused?: Record<string, Omit<Violation, "location">>;
   /** Permissions needed whatever the resource's state, checked before any call (403 when lacking). */
   permissions?(input: Static<S>): string[];
   handle(input: Static<S>, ctx: RouteContext): Promise<Reply>;
+}
+
+/** 404 a resource, 409 a taken name, 412 a precondition, 422 and 429 analytics' limits (docs/api.md). */
+export type ErrorStatus = 404 | 409 | 412 | 422 | 429;
+
+export interface RootKeyNeeds {
+  /** Each of these, with `<apiId>`, `<namespace>` standing for the resource the request names. */
+  needs: string[];
+  /** When it needs more, e.g. "`recoverable`: also `api.<apiId>.encrypt_key`". */
+  also?: string;
+  /**
+   * How a root key lacking them is answered when that is not 403: as for a resource that does not
+   * exist, so a caller learns nothing of resources it may not see.
+   */
+  masked?: string;
 }
 
 /** Keeps each route's input type tied to its schema. */

@@ -29,9 +29,7 @@ import {
   newId,
   TestClock,
 } from "@latchkey/runtime";
-import { describe, expect, it } from "vitest";
 import { createGateway, type Gateway } from "./gateway.ts";
-import type { Operation } from "./routes/index.ts";
 import { withBatchCodecs } from "./wire.ts";
 
 export interface Answer {
@@ -203,170 +201,6 @@ export type Harness = ReturnType<typeof harness>;
 
 export const DOCS = "https://unkey.com/docs/errors/";
 
-/** A body each operation accepts, so suites that are about something else get past validation. */
-export const VALID_BODIES = {
-  "apis.createApi": { name: "payments" },
-  "apis.getApi": { apiId: "api_123" },
-  "keys.createKey": { apiId: "api_123" },
-  "keys.getKey": { keyId: "key_123" },
-  "keys.verifyKey": { key: "sk_123" },
-  "apis.listKeys": { apiId: "api_123" },
-  "apis.deleteApi": { apiId: "api_123" },
-  "keys.updateKey": { keyId: "key_123", name: "Acme" },
-  "keys.updateCredits": { keyId: "key_123", operation: "set", value: 10 },
-  "keys.deleteKey": { keyId: "key_123" },
-  "keys.whoami": { key: "sk_123" },
-  "keys.rerollKey": { keyId: "key_123", expiration: 0 },
-  "keys.migrateKeys": {
-    migrationId: "acme",
-    apiId: "api_123",
-    keys: [{ hash: "LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564=" }],
-  },
-  "keys.addPermissions": { keyId: "key_123", permissions: ["documents.read"] },
-  "keys.removePermissions": { keyId: "key_123", permissions: ["documents.read"] },
-  "keys.setPermissions": { keyId: "key_123", permissions: ["documents.read"] },
-  "keys.addRoles": { keyId: "key_123", roles: ["admin"] },
-  "keys.removeRoles": { keyId: "key_123", roles: ["admin"] },
-  "keys.setRoles": { keyId: "key_123", roles: ["admin"] },
-  "ratelimits.limit": { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
-  "ratelimits.multiLimit": [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
-  "ratelimits.setOverride": { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 },
-  "ratelimits.getOverride": { namespace: "email", identifier: "user_1" },
-  "ratelimits.listOverrides": { namespace: "email" },
-  "ratelimits.deleteOverride": { namespace: "email", identifier: "user_1" },
-  "ratelimit.limit": { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 },
-  "ratelimit.multiLimit": [{ namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 }],
-  "ratelimit.setOverride": { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 },
-  "ratelimit.getOverride": { namespace: "email", identifier: "user_1" },
-  "ratelimit.listOverrides": { namespace: "email" },
-  "ratelimit.deleteOverride": { namespace: "email", identifier: "user_1" },
-  "identities.createIdentity": { externalId: "user_42" },
-  "identities.getIdentity": { identity: "user_42" },
-  "identities.listIdentities": {},
-  "identities.updateIdentity": { identity: "user_42", meta: { plan: "pro" } },
-  "identities.deleteIdentity": { identity: "user_42" },
-  "permissions.createPermission": { name: "documents.read", slug: "documents.read" },
-  "permissions.getPermission": { permission: "documents.read" },
-  "permissions.deletePermission": { permission: "documents.read" },
-  "permissions.listPermissions": {},
-  "permissions.createRole": { name: "admin" },
-  "permissions.getRole": { role: "admin" },
-  "permissions.deleteRole": { role: "admin" },
-  "permissions.listRoles": {},
-  "permissions.setRolePermissions": { roleId: "role_123", permissions: ["documents.read"] },
-  "analytics.getVerifications": { start: 1_767_225_600_000, end: 1_767_312_000_000 },
-} satisfies Record<Operation, unknown>;
-
-/** The keys RPCs the 401 suite also counts (createApi to verifyKeyBatch are listed by name). */
-const KEYS_RPCS = [
-  "listKeys",
-  "deleteApi",
-  "updateKey",
-  "updateCredits",
-  "deleteKey",
-  "whoami",
-  "rerollKey",
-  "migrateKeys",
-  "addPermissions",
-  "removePermissions",
-  "setPermissions",
-  "addRoles",
-  "removeRoles",
-  "setRoles",
-] as const;
-
-const IDENTITY_RPCS = [
-  "createIdentity",
-  "getIdentity",
-  "listIdentities",
-  "updateIdentity",
-  "deleteIdentity",
-  "createPermission",
-  "getPermission",
-  "deletePermission",
-  "listPermissions",
-  "createRole",
-  "getRole",
-  "deleteRole",
-  "listRoles",
-  "setRolePermissions",
-] as const;
-
-/**
- * The 401 suite every operation runs: a missing header, a malformed one and
- * an unknown root key are refused before any service is asked for anything
- * but the root key.
- */
-export function describeUnauthenticated(...operations: Operation[]) {
-  for (const operation of operations) {
-    describe(`${operation} without a valid root key`, () => {
-      const served: string[] = [];
-      const count =
-        (name: string) =>
-        (..._args: unknown[]): never => {
-          served.push(name);
-          throw new Error(`${name} must not be called`);
-        };
-      const h = harness({
-        keys: {
-          createApi: count("createApi"),
-          getApi: count("getApi"),
-          createKey: count("createKey"),
-          getKey: count("getKey"),
-          verifyKey: count("verifyKey"),
-          verifyKeyBatch: count("verifyKeyBatch"),
-          ...Object.fromEntries(KEYS_RPCS.map((name) => [name, count(name)])),
-        },
-        ratelimit: {
-          limit: count("limit"),
-          multiLimit: count("multiLimit"),
-          setOverride: count("setOverride"),
-          getOverride: count("getOverride"),
-          listOverrides: count("listOverrides"),
-          deleteOverride: count("deleteOverride"),
-        },
-        identity: Object.fromEntries(IDENTITY_RPCS.map((name) => [name, count(name)])),
-        analytics: { getVerifications: count("getVerifications") },
-      });
-      const body = VALID_BODIES[operation];
-
-      it("answers 401 authentication/missing without an Authorization header", async () => {
-        const res = await h.post(operation, body, { authorization: null });
-        expect(res.status).toBe(401);
-        expect(res.body.error.type).toBe(`${DOCS}unkey/authentication/missing`);
-        expect(res.body.meta.requestId).toMatch(/^req_[a-zA-Z0-9]{16}$/);
-      });
-
-      it.each([
-        ["Basic dXNlcjpwYXNz"],
-        ["Bearer"],
-        ["Bearer "],
-        ["Bearer two words"],
-        ["root_key_without_scheme"],
-      ])("answers 401 authentication/malformed for the header '%s'", async (authorization) => {
-        const res = await h.post(operation, body, { authorization });
-        expect(res.status).toBe(401);
-        expect(res.body.error.type).toBe(`${DOCS}unkey/authentication/malformed`);
-      });
-
-      it("answers 401 authentication/key_not_found for an unknown root key", async () => {
-        const res = await h.post(operation, body, { key: "root_nobody_has_this" });
-        expect(res.status).toBe(401);
-        expect(res.body.error).toEqual({
-          title: "Unauthorized",
-          detail: "The provided root key is invalid. We could not find the requested key.",
-          status: 401,
-          type: `${DOCS}unkey/authentication/key_not_found`,
-        });
-      });
-
-      it("calls no operation RPC", () => {
-        expect(served).toEqual([]);
-      });
-    });
-  }
-}
-
 /** A LimitBatch answer that lets every item through, reporting the limit each asked for (9 remaining). */
 export function passingLimits(req: LimitBatchRequest) {
   return {
@@ -403,35 +237,58 @@ export function filledMessage(desc: DescMessage, depth = 0): Record<string, unkn
   return message;
 }
 
-/** Every RPC of `service` but those named in `except`, each answering a filled message. */
-function answeringAll(service: DescService, except: string[] = []) {
+/** Called by every fake RPC of answeringEverything with the caller the gateway passed; may throw. */
+export type Guard = (caller: Caller | undefined, rpc: string) => void;
+
+/** Every RPC of `service` but those named in `except`, each answering a filled message once `guard` lets it. */
+function answeringAll(service: DescService, guard: Guard, except: string[] = []) {
   return Object.fromEntries(
     service.methods
       .filter((m) => !except.includes(m.localName))
-      .map((m) => [m.localName, () => filledMessage(m.output)]),
+      .map((m) => [
+        m.localName,
+        (req: { caller?: Caller }) => {
+          guard(req.caller, m.localName);
+          return filledMessage(m.output);
+        },
+      ]),
   );
 }
 
 /**
  * Fakes of every RPC the gateway may call, each answering success with a filled message
  * (VerifyKeyBatch one per item; LimitBatch through the harness's own, from the faked Limit).
- * Root keys stay the harness's. For tests that run every operation: the envelope, the fuzz test.
+ * Root keys stay the harness's. `guard` sees each call's caller first (each item's, in a batch)
+ * and may refuse it by throwing. For tests that run every operation: the envelope, access, fuzz.
  */
-export function answeringEverything(): HarnessOptions {
+export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
   return {
     keys: {
-      ...answeringAll(KeysService, ["authenticateRootKey", "verifyKeyBatch"]),
+      ...answeringAll(KeysService, guard, ["authenticateRootKey", "verifyKeyBatch"]),
       verifyKeyBatch: (req) => ({
-        results: req.items.map(() => ({
-          result: {
-            case: "response" as const,
-            value: filledMessage(VerifyKeyResponseSchema) as unknown as VerifyKeyResponse,
-          },
-        })),
+        results: req.items.map((item) => {
+          try {
+            guard(req.callers[item.callerIndex], "verifyKey");
+          } catch (err) {
+            const e = ConnectError.from(err);
+            return {
+              result: {
+                case: "error" as const,
+                value: { code: e.code, message: e.rawMessage, detail: errorDetailOf(e) },
+              },
+            };
+          }
+          return {
+            result: {
+              case: "response" as const,
+              value: filledMessage(VerifyKeyResponseSchema) as unknown as VerifyKeyResponse,
+            },
+          };
+        }),
       }),
     },
-    ratelimit: answeringAll(RatelimitService, ["limitBatch"]),
-    identity: answeringAll(IdentityService),
-    analytics: answeringAll(AnalyticsService),
+    ratelimit: answeringAll(RatelimitService, guard, ["limitBatch"]),
+    identity: answeringAll(IdentityService, guard),
+    analytics: answeringAll(AnalyticsService, guard),
   };
 }

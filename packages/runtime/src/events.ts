@@ -1,38 +1,9 @@
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
+import type { EventSink, EventSinkStats } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { watchEventSink } from "./metrics.ts";
-
-/**
- * Where services put their events (verifications, rate-limit checks). The
- * request path only appends to a buffer: publish never waits and never throws.
- */
-export interface EventSink {
-  /** `id` is unique per event: JetStream drops a re-sent duplicate, the consumer dedupes redeliveries. */
-  publish(subject: string, id: string, data: Uint8Array): void;
-  /**
-   * The same event for a sink in this process (the embedded analytics of `pnpm start`): `fields`
-   * are its message's fields by their names (int64 as number), handed over instead of encoded and
-   * decoded again. Publishers call it when the sink has it; the object is the sink's from then on.
-   */
-  publishFields?(subject: string, id: string, fields: EventFields): void;
-  /** Publishes what is buffered; resolves when the buffer is empty or `timeoutMs` passes. */
-  flush(timeoutMs?: number): Promise<void>;
-  stats(): EventSinkStats;
-}
-
-/** An event message's fields by name, as publishFields hands them over. */
-export type EventFields = object;
-
-export interface EventSinkStats {
-  /** Events waiting in the buffer. */
-  buffered: number;
-  /** Events published and acknowledged by the stream. */
-  published: number;
-  /** Events dropped because the buffer was full: counted and logged, never silent. */
-  dropped: number;
-}
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";

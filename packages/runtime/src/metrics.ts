@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, register } from "prom-client";
-import type { EventSink } from "./events.ts";
+import type { EventSink } from "./event-sink.ts";
 
 /**
  * Prometheus metrics, served at /metrics by every process. One registry per

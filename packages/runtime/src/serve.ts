@@ -5,6 +5,7 @@ import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type InternalAuth, verifyingInterceptor } from "./internal-auth.ts";
+import { listening } from "./listening.ts";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
 import { registeredServices, unaryFastPath, unaryMethods, type WireCodecs } from "./unary.ts";
 
@@ -103,13 +104,8 @@ export async function serveRpc(
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host ?? "0.0.0.0", resolve);
-  });
-  const address = server.address() as net.AddressInfo;
   return {
-    port: address.port,
+    port: await listening(server, port, host ?? "0.0.0.0"),
     close: () =>
       new Promise<void>((resolve) => {
         // Stop accepting, let in-flight calls finish: idle HTTP/1.1 connections

@@ -1,0 +1,99 @@
+// The layer rules, checked by `npm test` (scripts/test.sh) and by `npm run check:layers`.
+// Why each rule exists: docs/architecture.md ("Layers"). A violation fails the run; there is no baseline.
+
+/** The parts of the repository, by path from its root. */
+const SERVICE = "^services/([^/]+)/";
+const OWN_SERVICE = "^services/$1/";
+const PACKAGES = "^packages/";
+const PROTO = "^proto/";
+/** Tests and test kits: they compose services as the all-in-one does; production code never does. */
+const TEST_CODE = "^services/([^/]+)/.*(\\.test|test-kit|\\.suite|\\.contract)\\.ts$";
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-cycles",
+      comment:
+        "A module may not reach itself through its imports: a cycle makes the load order decide which side sees the other half-initialised.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "service-imports-another-service",
+      comment:
+        "A service reaches another one only through its generated client (proto/gen) and the shared packages, so each can run as a process of its own.",
+      severity: "error",
+      from: { path: SERVICE, pathNot: TEST_CODE },
+      to: { path: "^services/", pathNot: OWN_SERVICE },
+    },
+    {
+      name: "service-test-imports-another-service-inside",
+      comment:
+        "A service's tests and test kits may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals.",
+      severity: "error",
+      from: { path: TEST_CODE },
+      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$"] },
+    },
+    {
+      name: "service-imports-a-composition",
+      comment:
+        "A service depends on proto/gen and packages/* only: never on the gateway, an app, the console, the end-to-end tests, bench or deploy.",
+      severity: "error",
+      from: { path: SERVICE },
+      to: { path: "^(gateway|apps|console|test|bench|deploy)/" },
+    },
+    {
+      name: "package-imports-upward",
+      comment:
+        "packages/* are libraries under everything else: they may import proto/gen and each other, never a service, the gateway or an app.",
+      severity: "error",
+      from: { path: PACKAGES },
+      to: { path: "^(services|gateway|apps|console|test|bench|deploy)/" },
+    },
+    {
+      name: "gateway-imports-service-source",
+      comment:
+        "The gateway calls the services through their generated clients (proto/gen), which is what lets it run in front of separate processes.",
+      severity: "error",
+      from: { path: "^gateway/" },
+      to: { path: "^(services|apps|test|bench|deploy)/" },
+    },
+    {
+      name: "console-imports-the-server",
+      comment:
+        "The console (its pages and the server code that builds and serves them) is a client of the public API: it imports packages/* at most, never a service, the gateway or an app. console/test holds end-to-end tests, which compose everything as test/ does.",
+      severity: "error",
+      from: { path: "^console/", pathNot: "^console/test/" },
+      to: { path: "^(services|gateway|apps|test|bench|deploy)/" },
+    },
+    {
+      name: "proto-imports-ours",
+      comment: "proto/gen is generated from the .proto files alone and depends on nothing of ours.",
+      severity: "error",
+      from: { path: PROTO },
+      to: { path: "^(services|gateway|apps|console|packages|test|bench|deploy)/" },
+    },
+    {
+      name: "unresolvable",
+      comment:
+        "An import the checker cannot resolve would be invisible to the rules above: every import must resolve.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(node_modules|dist)/" },
+    // Type-only imports count: importing another service's types is depending on its source.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".cjs", ".json"],
+    },
+  },
+};

@@ -1,0 +1,116 @@
+import { ensureRootKey } from "@latchkey/keys";
+import { ownRedis } from "@latchkey/ratelimit/redis-testing";
+import { createTestDatabase } from "@latchkey/runtime/testing";
+import autocannon from "autocannon";
+import { type Proc, startProcess } from "../test/harness.ts";
+import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
+
+/**
+ * ratelimits.limit through the gateway beside rate-limiter-flexible on Redis,
+ * alternating, like `pnpm bench` but only this pair (and with the ratelimit
+ * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
+ * versions can be compared on the same machine in the same minutes):
+ *   node --import tsx bench/ratelimit-gateway-limit.ts
+ * ROUNDS (2), DURATION (5 s), CONNECTIONS (64), PROFILE (a directory for a CPU
+ * profile of the ratelimit process). STORE=redis counts in Redis
+ * (RATELIMIT_STORE=redis), on a redis-server of this run's own that
+ * rate-limiter-flexible uses too, so both pay for the same Redis.
+ */
+const ROUNDS = Number(process.env["ROUNDS"] ?? 2);
+const DURATION = Number(process.env["DURATION"] ?? 5);
+const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
+const STORE = process.env["STORE"] ?? "memory";
+
+/** Load for `duration` s; with `processes`, the CPU µs per request each group used meanwhile. */
+async function load(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  duration: number,
+  processes: ProcessGroups = {},
+) {
+  const before = cpuOf(processes);
+  const r = await autocannon({
+    url,
+    method: "POST",
+    connections: CONNECTIONS,
+    duration,
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+  const after = cpuOf(processes);
+  const requests = r.requests.total as number;
+  const cpu = Object.entries(after)
+    .map(([name, us]) => `${name} ${Math.round((us - before[name]!) / requests)}`)
+    .join(", ");
+  return { rps: r.requests.average as number, p99: r.latency.p99 as number, bad: r.non2xx + r.errors, cpu };
+}
+
+const db = await createTestDatabase();
+const procs: Proc[] = [];
+const redis = await ownRedis();
+try {
+  const env = { DATABASE_URL: db.url, LOG_LEVEL: "warn" };
+  const store: Record<string, string> =
+    STORE === "redis" ? { RATELIMIT_STORE: "redis", REDIS_URL: redis.url } : {};
+  const keys = await startProcess("keys", "services/keys/src/main.ts", env);
+  procs.push(keys);
+  const entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
+  // PROFILE=dir writes a CPU profile of the ratelimit process there when it stops.
+  const profile = process.env["PROFILE"];
+  const ratelimit = await startProcess(
+    "ratelimit",
+    entry,
+    { ...env, ...store },
+    undefined,
+    profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : [],
+  );
+  procs.push(ratelimit);
+  const identity = await startProcess("identity", "services/identity/src/main.ts", env);
+  procs.push(identity);
+  const gateway = await startProcess("gateway", "gateway/src/main.ts", {
+    ...env,
+    KEYS_URL: keys.url,
+    RATELIMIT_URL: ratelimit.url,
+    IDENTITY_URL: identity.url,
+  });
+  procs.push(gateway);
+  const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {
+    REDIS_URL: redis.url,
+  });
+  procs.push(rlflex);
+  const rootKey = `lk_root_bench_${Date.now()}`;
+  await ensureRootKey(db.sql, rootKey);
+  const auth = { authorization: `Bearer ${rootKey}` };
+  const body = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: 1e9, duration: 60_000 });
+  const first = await fetch(`${gateway.url}/v2/ratelimits.limit`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...auth },
+    body,
+  });
+  if (first.status !== 200)
+    throw new Error(`ratelimits.limit answered ${first.status}: ${await first.text()}`);
+  await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, 2);
+  await load(`${rlflex.url}/`, body, {}, 2);
+  const redisServer = () => {
+    const pid = redis.pid();
+    return pid === undefined ? [] : [pid];
+  };
+  const ourProcesses = {
+    gateway: treeOf(gateway.child.pid),
+    ratelimit: treeOf(ratelimit.child.pid),
+    redis: redisServer,
+  };
+  const peerProcesses = { server: treeOf(rlflex.child.pid), redis: redisServer };
+  for (let i = 0; i < ROUNDS; i++) {
+    const ours = await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, DURATION, ourProcesses);
+    const peer = await load(`${rlflex.url}/`, body, {}, DURATION, peerProcesses);
+    process.stdout.write(
+      `${entry} (${STORE}): latchkey ${Math.round(ours.rps)} req/s (p99 ${ours.p99} ms, ${ours.bad} bad; µs CPU/req ${ours.cpu}) · rate-limiter-flexible ${Math.round(peer.rps)} req/s (p99 ${peer.p99} ms; µs CPU/req ${peer.cpu}) · ratio ${(ours.rps / peer.rps).toFixed(2)}\n`,
+    );
+  }
+} finally {
+  for (const p of procs.reverse()) await p.stop();
+  await redis.stop();
+  await db.drop();
+}

@@ -1,0 +1,21 @@
+import { need } from "@latchkey/runtime";
+import { Type } from "@sinclair/typebox";
+import { route } from "../../route.ts";
+import { Closed, ID_PATTERN, Str } from "../../schema.ts";
+
+export const getApi = route({
+  answer: Closed({
+    id: Type.String({ examples: ["api_2cGKbMxRyIzhCxo1Idjz8q"] }),
+    name: Type.String({ examples: ["payments"] }),
+  }),
+  example: { apiId: "api_123" },
+  rootKey: { needs: ["api.<apiId>.read_api"] },
+  errors: [404],
+  schema: Closed({ apiId: Str(3, 255, ID_PATTERN) }),
+  permissions: (input) => [need("api", input.apiId, "read_api")],
+  async handle(input, { caller, services }) {
+    const { api } = await services.keys.getApi({ caller, apiId: input.apiId });
+    if (!api) throw new Error("GetApi answered without an api");
+    return { data: { id: api.id, name: api.name } };
+  },
+});

@@ -1,0 +1,12 @@
+import type { Route } from "../../route.ts";
+import { createApi } from "./createApi.ts";
+import { deleteApi } from "./deleteApi.ts";
+import { getApi } from "./getApi.ts";
+import { listKeys } from "./listKeys.ts";
+
+export const apisRoutes = {
+  "apis.createApi": createApi,
+  "apis.getApi": getApi,
+  "apis.listKeys": listKeys,
+  "apis.deleteApi": deleteApi,
+} satisfies Record<`apis.${string}`, Route>;

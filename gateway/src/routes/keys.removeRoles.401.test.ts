@@ -1,3 +1,0 @@
-import { describeUnauthenticated } from "../testing.ts";
-
-describeUnauthenticated("keys.removeRoles");

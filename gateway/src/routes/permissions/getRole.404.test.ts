@@ -1,0 +1,24 @@
+import { domainError, ErrorReason } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { DOCS, harness } from "../../testing.ts";
+import { routes } from "../index.ts";
+
+describe("POST /v2/permissions.getRole answering 404", () => {
+  it("answers data/role_not_found for a role that is missing or in another workspace", async () => {
+    const h = harness({
+      identity: {
+        getRole() {
+          throw domainError(ErrorReason.ROLE_NOT_FOUND, "The role 'admin' was not found.");
+        },
+      },
+    });
+    const res = await h.post("permissions.getRole", routes["permissions.getRole"].example);
+    expect(res.status).toBe(404);
+    expect(res.body.error).toEqual({
+      title: "Not Found",
+      detail: "The role 'admin' was not found.",
+      status: 404,
+      type: `${DOCS}unkey/data/role_not_found`,
+    });
+  });
+});
