@@ -11,7 +11,8 @@ import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
  * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
  * versions can be compared on the same machine in the same minutes):
  *   node --import tsx bench/ratelimit-gateway-limit.ts
- * ROUNDS (2), DURATION (5 s), CONNECTIONS (64). STORE=redis counts in Redis
+ * ROUNDS (2), DURATION (5 s), CONNECTIONS (64), PROFILE (a directory for a CPU
+ * profile of the ratelimit process). STORE=redis counts in Redis
  * (RATELIMIT_STORE=redis), on a redis-server of this run's own that
  * rate-limiter-flexible uses too, so both pay for the same Redis.
  */
@@ -55,7 +56,15 @@ try {
   const keys = await startProcess("keys", "services/keys/src/main.ts", env);
   procs.push(keys);
   const entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
-  const ratelimit = await startProcess("ratelimit", entry, { ...env, ...store });
+  // PROFILE=dir writes a CPU profile of the ratelimit process there when it stops.
+  const profile = process.env["PROFILE"];
+  const ratelimit = await startProcess(
+    "ratelimit",
+    entry,
+    { ...env, ...store },
+    undefined,
+    profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : [],
+  );
   procs.push(ratelimit);
   const identity = await startProcess("identity", "services/identity/src/main.ts", env);
   procs.push(identity);

@@ -149,8 +149,47 @@ export async function throughput(): Promise<void> {
 
     const ceiling = await startProcess("ceiling", "bench/ceiling.ts", { BODY_SIZE: String(size) });
     peers.push(ceiling);
-    const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {});
+    // rate-limiter-flexible and Latchkey's Redis store count in the same Redis.
+    const redisUrl = process.env["REDIS_URL"] || "redis://127.0.0.1:6379";
+    const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {
+      REDIS_URL: redisUrl,
+    });
     peers.push(rlflex);
+    // ratelimits.limit with RATELIMIT_STORE=redis: its own ratelimit process and a gateway in front of it.
+    const redisRatelimit = await startProcess(
+      "ratelimit-redis",
+      "services/ratelimit/src/main.ts",
+      {
+        DATABASE_URL: stack.db.url,
+        NATS_URL: natsUrl,
+        RATELIMIT_STORE: "redis",
+        REDIS_URL: redisUrl,
+        RATELIMIT_REDIS_PREFIX: `bench:${Date.now()}:`,
+      },
+      undefined,
+      profile,
+    );
+    peers.push(redisRatelimit);
+    const redisGateway = await startProcess(
+      "gateway-redis",
+      "gateway/src/main.ts",
+      {
+        DATABASE_URL: stack.db.url,
+        NATS_URL: natsUrl,
+        KEYS_URL: stack.keys.map((k) => k.url).join(","),
+        RATELIMIT_URL: redisRatelimit.url,
+        IDENTITY_URL: stack.identity.url,
+      },
+      undefined,
+      profile,
+    );
+    peers.push(redisGateway);
+    const redisGw = `${redisGateway.url}/v2/ratelimits.limit`;
+    await fetch(redisGw, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${stack.rootKey}` },
+      body: limitBody,
+    });
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const gw = (op: string) => `${stack.gateway.url}/v2/${op}`;
     const postgres = () => pidsMatching("postgres");
@@ -207,6 +246,16 @@ export async function throughput(): Promise<void> {
       headers: allInOne.auth,
       processes: oneProcess,
     });
+    const limitRedis = await paired("ratelimits.limit, RATELIMIT_STORE=redis", {
+      url: redisGw,
+      body: limitBody,
+      headers: auth,
+      processes: {
+        gateway: treeOf(redisGateway.child.pid),
+        ratelimit: treeOf(redisRatelimit.child.pid),
+        redis: () => pidsMatching("redis-server"),
+      },
+    });
     const peer = await paired("rate-limiter-flexible", {
       url: `${rlflex.url}/`,
       body: limitBody,
@@ -224,12 +273,15 @@ export async function throughput(): Promise<void> {
       row("keys.verifyKey, the same, pnpm start, CREDITS_ASYNC_COMMIT=true", verifyRelaxed, top),
       row("ratelimits.limit through the gateway (separate processes)", limit, top),
       row("ratelimits.limit, pnpm start (one process)", limitAllInOne, top),
+      row("ratelimits.limit through the gateway, counters in Redis", limitRedis, top),
       row("rate-limiter-flexible on Redis, bare node:http", peer, top),
       "",
       // Each ratio is to the ceiling run just before it, so the machine's drift between them cancels out.
       `ratelimits.limit / rate-limiter-flexible: ${(ratioOf(limit, top) / ratioOf(peer, top)).toFixed(2)} separate processes, ${(
         ratioOf(limitAllInOne, top) / ratioOf(peer, top)
-      ).toFixed(2)} pnpm start`,
+      ).toFixed(
+        2,
+      )} pnpm start, ${(ratioOf(limitRedis, top) / ratioOf(peer, top)).toFixed(2)} RATELIMIT_STORE=redis (the same Redis)`,
       "",
       ...cpuTable([
         ["ceiling", top],
@@ -240,6 +292,7 @@ export async function throughput(): Promise<void> {
         ["verify full (pnpm start, async commit)", verifyRelaxed],
         ["ratelimits.limit (separate)", limit],
         ["ratelimits.limit (pnpm start)", limitAllInOne],
+        ["ratelimits.limit (Redis store)", limitRedis],
         ["rate-limiter-flexible", peer],
       ]),
       "",

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { buildConsole } from "../console/server/build.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { freePort, killBundles, startBundle, waitForOk } from "./bundle-process.ts";
 import { components } from "./components.ts";
@@ -93,4 +94,30 @@ describe.each(components.map((c) => [c.name, c] as const))("dist/%s.mjs", (name,
     },
     30_000,
   );
+});
+
+describe("the console in the image", () => {
+  it("is served by dist/gateway.mjs from dist/console beside it, as pnpm build lays it out", async () => {
+    await buildConsole(join(outdir, "console"));
+    const port = await freePort();
+    const { child, exited } = startBundle(outdir, "gateway", {
+      PORT: String(port),
+      METRICS_PORT: "0",
+      LOG_LEVEL: "warn",
+      ...given,
+    });
+    await waitForOk(`http://127.0.0.1:${port}/healthz`, Date.now() + 15_000, exited);
+    const index = await fetch(`http://127.0.0.1:${port}/`);
+    expect(index.status).toBe(200);
+    expect(index.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(index.headers.get("content-security-policy")).toMatch(/^default-src 'self';/);
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await index.text())![1]!;
+    const asset = await fetch(`http://127.0.0.1:${port}${script}`);
+    expect([asset.status, asset.headers.get("cache-control")]).toEqual([
+      200,
+      "public, max-age=31536000, immutable",
+    ]);
+    child.kill("SIGTERM");
+    expect((await exited).code).toBe(0);
+  }, 60_000);
 });

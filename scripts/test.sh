@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: contracts, lint, types, then unit,
-# integration and end-to-end tests against real PostgreSQL, NATS and ClickHouse.
+# integration and end-to-end tests against real PostgreSQL, NATS, ClickHouse and Redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh

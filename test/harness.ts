@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import net from "node:net";
 import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
 import { InternalAuth } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { answerContract } from "../gateway/src/openapi-contract.ts";
@@ -34,13 +33,7 @@ export const internalSecret = randomBytes(32).toString("base64");
 export const internalAuth = new InternalAuth([internalSecret]);
 
 /** A free loopback port, for a child process to listen on. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort };
 
 export interface Proc {
   name: string;

@@ -24,6 +24,9 @@ const RANGES = [
 ] as const;
 
 type Granularity = "hour" | "day";
+const WHOLE = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8, 1e9,
+];
 const STEP: Record<Granularity, number> = { hour: 3_600_000, day: 86_400_000 };
 
 export interface ChartFilter {
@@ -123,38 +126,32 @@ export function VerificationsChart({ filter, title }: { filter: ChartFilter; tit
           </ul>
           <details>
             <summary>Show the table</summary>
-            <TableWrap label={`${title}, as a table`}>
-              <thead>
-                <tr>
-                  <th scope="col">{granularity === "hour" ? "Hour" : "Day"}</th>
-                  {OUTCOMES.map((o) => (
-                    <th scope="col" key={o.field}>
-                      {o.label}
-                    </th>
-                  ))}
-                  <th scope="col">Total</th>
-                  <th scope="col">Credits spent</th>
-                </tr>
-              </thead>
-              <tbody>
-                {buckets
-                  .filter((b) => b.total > 0)
-                  .map((b) => (
-                    <tr key={b.time}>
-                      <th scope="row">{timeLabel(b.time, granularity)}</th>
-                      {OUTCOMES.map((o) => (
-                        <td key={o.field}>{b[o.field]}</td>
-                      ))}
-                      <td>{b.total}</td>
-                      <td>{b.spentCredits}</td>
-                    </tr>
-                  ))}
-                {total === 0 && (
-                  <tr>
-                    <td colSpan={OUTCOMES.length + 3}>No verifications in this range.</td>
+            <TableWrap
+              label={`${title}, as a table`}
+              columns={[
+                granularity === "hour" ? "Hour" : "Day",
+                ...OUTCOMES.map((o) => o.label),
+                "Total",
+                "Credits spent",
+              ]}
+            >
+              {buckets
+                .filter((b) => b.total > 0)
+                .map((b) => (
+                  <tr key={b.time}>
+                    <th scope="row">{timeLabel(b.time, granularity)}</th>
+                    {OUTCOMES.map((o) => (
+                      <td key={o.field}>{b[o.field]}</td>
+                    ))}
+                    <td>{b.total}</td>
+                    <td>{b.spentCredits}</td>
                   </tr>
-                )}
-              </tbody>
+                ))}
+              {total === 0 && (
+                <tr>
+                  <td colSpan={OUTCOMES.length + 3}>No verifications in this range.</td>
+                </tr>
+              )}
             </TableWrap>
           </details>
         </>
@@ -230,7 +227,8 @@ function Plot({
         scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [
           { stroke: "#374151", grid: { stroke: "#e5e7eb" } },
-          { stroke: "#374151", grid: { stroke: "#e5e7eb" }, size: 40 },
+          // Counts are whole: ticks at 1, 2, 5, 10… only.
+          { stroke: "#374151", grid: { stroke: "#e5e7eb" }, size: 48, incrs: WHOLE },
         ],
         series: [
           {},

@@ -228,13 +228,77 @@ export function Field({
   );
 }
 
-/** A scrollable table region that a keyboard can reach. */
-export function TableWrap({ label, children }: { label: string; children: ComponentChildren }) {
+/**
+ * A table in a scrollable region that a keyboard can reach: a header row of `columns` (and one for the
+ * row's buttons when `actions`), then `children`, the body's rows.
+ */
+export function TableWrap({
+  label,
+  columns,
+  actions = false,
+  children,
+}: {
+  label: string;
+  columns: string[];
+  actions?: boolean;
+  children: ComponentChildren;
+}) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
     <section class="table-wrap" aria-label={label} tabIndex={0}>
-      <table>{children}</table>
+      <table>
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th scope="col" key={c}>
+                {c}
+              </th>
+            ))}
+            {actions && (
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
     </section>
+  );
+}
+
+/** A row's delete button, named for screen readers after what it deletes. */
+export function DeleteButton({ what, onClick }: { what: string; onClick(): void }) {
+  return (
+    <button type="button" class="danger" onClick={onClick}>
+      Delete<span class="sr-only"> {what}</span>
+    </button>
+  );
+}
+
+/** Previous and next page over a cursor API: `cursors` are the pages' cursors so far, `next` the next one's. */
+export function Pager({
+  cursors,
+  next,
+  onChange,
+}: {
+  cursors: string[];
+  next: string | undefined;
+  onChange(cursors: string[]): void;
+}) {
+  return (
+    <div class="row">
+      {cursors.length > 0 && (
+        <button type="button" onClick={() => onChange(cursors.slice(0, -1))}>
+          Previous page
+        </button>
+      )}
+      {next && (
+        <button type="button" onClick={() => onChange([...cursors, next])}>
+          Next page
+        </button>
+      )}
+    </div>
   );
 }
 

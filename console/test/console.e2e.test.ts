@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,6 +15,8 @@ import { launch, seriousViolations, watch } from "./browser.ts";
 const root = join(import.meta.dirname, "..", "..");
 const run = promisify(execFile);
 const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-"));
+/** How long an expectation on the page is retried: long enough for a loaded machine. */
+const SLOW = { timeout: 30_000, interval: 200 };
 /** CONSOLE_SCREENSHOTS=docs/images writes the main pages' screenshots there. */
 const shots = process.env["CONSOLE_SCREENSHOTS"];
 
@@ -38,7 +40,7 @@ beforeAll(async () => {
   rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
   origin = latchkey.url;
   browser = await launch();
-  if (shots) mkdirSync(join(root, shots), { recursive: true });
+  if (shots) mkdirSync(resolve(root, shots), { recursive: true });
 });
 
 afterAll(async () => {
@@ -71,12 +73,12 @@ async function signIn(page: Page, key = rootKey) {
 }
 
 async function screenshot(page: Page, name: string) {
-  if (shots) await page.screenshot({ path: join(root, shots, `${name}.png`), fullPage: true });
+  if (shots) await page.screenshot({ path: join(resolve(root, shots), `${name}.png`), fullPage: true });
 }
 
 /** Once nothing on the page is loading any more. */
 async function settled(page: Page) {
-  await expect.poll(() => page.getByRole("status").filter({ hasText: "Loading" }).count()).toBe(0);
+  await expect.poll(() => page.getByRole("status").filter({ hasText: "Loading" }).count(), SLOW).toBe(0);
 }
 
 /** The page's content is no wider than its viewport: nothing to scroll sideways but tables in their regions. */
@@ -114,7 +116,9 @@ describe("the console", { timeout: 180_000 }, () => {
         "lk_root_not_a_real_key_0123456789",
       );
       expect(refusal.status).toBe(401);
-      await expect.poll(() => page.getByRole("alert").textContent()).toContain(refusal.body.error.detail);
+      await expect
+        .poll(() => page.getByRole("alert").textContent(), SLOW)
+        .toContain(refusal.body.error.detail);
 
       await signIn(page);
       await page.getByText("No APIs yet").waitFor();
@@ -194,23 +198,32 @@ describe("the console", { timeout: 180_000 }, () => {
       const credits = page.getByRole("region", { name: "Credits" });
       await credits.getByLabel("Credits", { exact: true }).fill("50");
       await credits.getByRole("button", { name: "Update credits" }).click();
-      await expect.poll(() => page.getByTestId("key-credits").textContent()).toBe("50 remaining");
+      await expect.poll(() => page.getByTestId("key-credits").textContent(), SLOW).toBe("50 remaining");
       await credits.getByLabel("Change").selectOption("decrement");
       await credits.getByLabel("Credits", { exact: true }).fill("5");
       await credits.getByRole("button", { name: "Update credits" }).click();
-      await expect.poll(() => page.getByTestId("key-credits").textContent()).toBe("45 remaining");
+      await expect.poll(() => page.getByTestId("key-credits").textContent(), SLOW).toBe("45 remaining");
       const keyId = verified.body.data.keyId;
       expect((await post("keys.getKey", { keyId })).body.data.credits).toEqual({ remaining: 45 });
 
+      // A permission, made on the way (the root key holds rbac.*.create_permission).
+      await page.getByLabel("Add permissions").fill("documents.read");
+      await page.getByRole("button", { name: "Add permissions" }).click();
+      await page.getByRole("button", { name: "Remove permission documents.read" }).waitFor();
+      expect((await post("keys.getKey", { keyId })).body.data.permissions).toEqual(["documents.read"]);
+      expect((await post("keys.verifyKey", { key, permissions: "documents.read" })).body.data.valid).toBe(
+        true,
+      );
+
       // Disable, then enable again.
       await page.getByRole("button", { name: "Disable key" }).click();
-      await expect.poll(() => page.getByTestId("key-state").textContent()).toBe("disabled");
+      await expect.poll(() => page.getByTestId("key-state").textContent(), SLOW).toBe("disabled");
       expect((await post("keys.verifyKey", { key })).body.data).toMatchObject({
         valid: false,
         code: "DISABLED",
       });
       await page.getByRole("button", { name: "Enable key" }).click();
-      await expect.poll(() => page.getByTestId("key-state").textContent()).toBe("enabled");
+      await expect.poll(() => page.getByTestId("key-state").textContent(), SLOW).toBe("enabled");
 
       // Reroll with an hour's grace: both keys verify; the new one is shown once.
       const reroll = page.getByRole("region", { name: "Reroll" });
@@ -237,7 +250,9 @@ describe("the console", { timeout: 180_000 }, () => {
       // The list holds the rerolled key alone, found by its external id.
       await page.getByLabel("External id").fill("customer_42");
       await page.getByRole("button", { name: "Search" }).click();
-      await expect.poll(() => page.getByRole("region", { name: "Keys" }).locator("tbody tr").count()).toBe(1);
+      await expect
+        .poll(() => page.getByRole("region", { name: "Keys" }).locator("tbody tr").count(), SLOW)
+        .toBe(1);
       await screenshot(page, "api");
 
       // The other sections, each without serious accessibility violations.
@@ -269,7 +284,9 @@ describe("the console", { timeout: 180_000 }, () => {
       const tryForm = page.locator("form", { has: page.getByRole("heading", { name: "Try a limit" }) });
       await tryForm.getByLabel("Identifier").fill("someone");
       await tryForm.getByRole("button", { name: "Check" }).click();
-      await expect.poll(() => tryForm.getByRole("status").textContent()).toMatch(/^Allowed: 9 of 10 left/);
+      await expect
+        .poll(() => tryForm.getByRole("status").textContent(), SLOW)
+        .toMatch(/^Allowed: 9 of 10 left/);
       await page.getByText("No overrides in this namespace").waitFor();
       await page.getByLabel("Identifier").first().fill("user_1");
       await page.getByLabel("Limit", { exact: true }).first().fill("2");
@@ -277,7 +294,9 @@ describe("the console", { timeout: 180_000 }, () => {
       await page.getByRole("cell", { name: "2 per 1 min" }).waitFor();
       await tryForm.getByLabel("Identifier").fill("user_1");
       await tryForm.getByRole("button", { name: "Check" }).click();
-      await expect.poll(() => tryForm.getByRole("status").textContent()).toMatch(/^Allowed: 1 of 2 left/);
+      await expect
+        .poll(() => tryForm.getByRole("status").textContent(), SLOW)
+        .toMatch(/^Allowed: 1 of 2 left/);
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, "namespace");
 
@@ -294,6 +313,11 @@ describe("the console", { timeout: 180_000 }, () => {
       expect(seen.outside).toEqual([]);
       expect(seen.cspViolations).toEqual([]);
       expect(seen.errors).toEqual([]);
+    } catch (err) {
+      // What the page showed when it failed, for whoever reads the failure.
+      const at = join(tmpdir(), "latchkey-console-failure.png");
+      await page.screenshot({ path: at, fullPage: true }).catch(() => {});
+      throw new Error(`${(err as Error).message}\n(the page at the failure: ${at})`, { cause: err });
     } finally {
       await context.close();
     }
@@ -332,8 +356,14 @@ describe("the console", { timeout: 180_000 }, () => {
       expect(await fitsWidth(page)).toBe(true);
       await signIn(page);
       const apiId = (await post("apis.createApi", { name: "mobile" })).body.data.apiId;
-      const made = (await post("keys.createKey", { apiId, name: "phone key", credits: { remaining: 3 } }))
-        .body.data;
+      const made = (
+        await post("keys.createKey", {
+          apiId,
+          name: "phone key",
+          credits: { remaining: 3 },
+          recoverable: true,
+        })
+      ).body.data;
       const pages: [string, string][] = [
         ["#/apis", "APIs"],
         [`#/apis/${apiId}`, "mobile"],
@@ -351,8 +381,13 @@ describe("the console", { timeout: 180_000 }, () => {
         await settled(page);
         expect(await fitsWidth(page), hash).toBe(true);
         expect(await seriousViolations(page), hash).toEqual([]);
+        if (heading === "phone key") await screenshot(page, "key-390");
       }
-      await screenshot(page, "key-390");
+      // A recoverable key is shown again, on its page, to a root key holding decrypt_key.
+      await page.goto(`/#/apis/${apiId}/keys/${made.keyId}`);
+      const recover = page.getByRole("region", { name: "Recover" });
+      await recover.getByRole("button", { name: "Show the key" }).click();
+      await expect.poll(() => recover.getByLabel("The key").inputValue(), SLOW).toBe(made.key);
       // The check itself finds what it should: an image without a text alternative is critical.
       await page.evaluate('document.querySelector("main").append(document.createElement("img"))');
       expect(await seriousViolations(page)).toEqual([expect.stringMatching(/^critical image-alt/)]);

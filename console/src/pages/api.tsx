@@ -132,38 +132,29 @@ function Keys({ apiId }: { apiId: string }) {
         </Empty>
       )}
       {keys.length > 0 && (
-        <TableWrap label="Keys">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Starts with</th>
-              <th scope="col">External id</th>
-              <th scope="col">State</th>
-              <th scope="col">Credits</th>
-              <th scope="col">Created</th>
+        <TableWrap
+          label="Keys"
+          columns={["Name", "Starts with", "External id", "State", "Credits", "Created"]}
+        >
+          {shown.map((k) => (
+            <tr key={k.keyId}>
+              <td>
+                <a href={href("apis", apiId, "keys", k.keyId)}>{k.name ?? k.keyId}</a>
+              </td>
+              <td>
+                <code>{k.start ?? ""}</code>
+              </td>
+              <td>{k.identity?.externalId ?? "—"}</td>
+              <td>{state(k, now)}</td>
+              <td>{k.credits ? (k.credits.remaining ?? "unlimited") : "unlimited"}</td>
+              <td>{when(k.createdAt)}</td>
             </tr>
-          </thead>
-          <tbody>
-            {shown.map((k) => (
-              <tr key={k.keyId}>
-                <td>
-                  <a href={href("apis", apiId, "keys", k.keyId)}>{k.name ?? k.keyId}</a>
-                </td>
-                <td>
-                  <code>{k.start ?? ""}</code>
-                </td>
-                <td>{k.identity?.externalId ?? "—"}</td>
-                <td>{state(k, now)}</td>
-                <td>{k.credits ? (k.credits.remaining ?? "unlimited") : "unlimited"}</td>
-                <td>{when(k.createdAt)}</td>
-              </tr>
-            ))}
-            {shown.length === 0 && (
-              <tr>
-                <td colSpan={6}>No key loaded here matches these filters.</td>
-              </tr>
-            )}
-          </tbody>
+          ))}
+          {shown.length === 0 && (
+            <tr>
+              <td colSpan={6}>No key loaded here matches these filters.</td>
+            </tr>
+          )}
         </TableWrap>
       )}
       {page?.hasMore && (

@@ -2,7 +2,18 @@ import { useState } from "preact/hooks";
 import { type ApiError, call } from "../api.ts";
 import { forgetApi, knownApis, rememberApi } from "../known.ts";
 import { go, href } from "../router.ts";
-import { Confirm, Curl, Empty, ErrorBox, Field, Loading, TableWrap, useAction, useLoad } from "../ui.tsx";
+import {
+  Confirm,
+  Curl,
+  DeleteButton,
+  Empty,
+  ErrorBox,
+  Field,
+  Loading,
+  TableWrap,
+  useAction,
+  useLoad,
+} from "../ui.tsx";
 
 interface Row {
   apiId: string;
@@ -78,44 +89,31 @@ export function ApisPage() {
         </Empty>
       )}
       {apis.data && apis.data.length > 0 && (
-        <TableWrap label="APIs">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Id</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+        <TableWrap label="APIs" columns={["Name", "Id"]} actions>
+          {apis.data.map((row) => (
+            <tr key={row.apiId}>
+              <td>{row.error ? row.name : <a href={href("apis", row.apiId)}>{row.name}</a>}</td>
+              <td>
+                <code>{row.apiId}</code>
+                {row.error && <div class="muted small">{row.error.detail}</div>}
+              </td>
+              <td class="actions">
+                {row.error ? (
+                  <button
+                    type="button"
+                    onClick={() => {
+                      forgetApi(row.apiId);
+                      apis.reload();
+                    }}
+                  >
+                    Forget
+                  </button>
+                ) : (
+                  <DeleteButton what={`API ${row.name}`} onClick={() => setDeleting(row)} />
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {apis.data.map((row) => (
-              <tr key={row.apiId}>
-                <td>{row.error ? row.name : <a href={href("apis", row.apiId)}>{row.name}</a>}</td>
-                <td>
-                  <code>{row.apiId}</code>
-                  {row.error && <div class="muted small">{row.error.detail}</div>}
-                </td>
-                <td class="actions">
-                  {row.error ? (
-                    <button
-                      type="button"
-                      onClick={() => {
-                        forgetApi(row.apiId);
-                        apis.reload();
-                      }}
-                    >
-                      Forget
-                    </button>
-                  ) : (
-                    <button type="button" class="danger" onClick={() => setDeleting(row)}>
-                      Delete
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
       <div class="grid2">

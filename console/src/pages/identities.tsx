@@ -12,6 +12,7 @@ import {
   ErrorBox,
   Field,
   Loading,
+  Pager,
   parseMeta,
   TableWrap,
   useAction,
@@ -79,45 +80,29 @@ export function IdentitiesPage() {
         </Empty>
       )}
       {rows.length > 0 && (
-        <TableWrap label="Identities">
-          <thead>
-            <tr>
-              <th scope="col">External id</th>
-              <th scope="col">Id</th>
-              <th scope="col">Rate limits</th>
+        <TableWrap label="Identities" columns={["External id", "Id", "Rate limits"]}>
+          {rows.map((i) => (
+            <tr key={i.id}>
+              <td>
+                <a href={href("identities", i.externalId)}>{i.externalId}</a>
+              </td>
+              <td>
+                <code>{i.id}</code>
+              </td>
+              <td>
+                {(i.ratelimits ?? [])
+                  .map((r) => `${r.name}: ${r.limit}/${duration(r.duration)}`)
+                  .join(", ") || "—"}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((i) => (
-              <tr key={i.id}>
-                <td>
-                  <a href={href("identities", i.externalId)}>{i.externalId}</a>
-                </td>
-                <td>
-                  <code>{i.id}</code>
-                </td>
-                <td>
-                  {(i.ratelimits ?? [])
-                    .map((r) => `${r.name}: ${r.limit}/${duration(r.duration)}`)
-                    .join(", ") || "—"}
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
-      <div class="row">
-        {cursors.length > 0 && (
-          <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
-            Previous page
-          </button>
-        )}
-        {pagination?.hasMore && pagination.cursor && (
-          <button type="button" onClick={() => setCursors([...cursors, pagination.cursor!])}>
-            Next page
-          </button>
-        )}
-      </div>
+      <Pager
+        cursors={cursors}
+        next={pagination?.hasMore ? pagination.cursor : undefined}
+        onChange={setCursors}
+      />
       <form class="card" onSubmit={submit}>
         <h2>Create an identity</h2>
         <Field label="External id" hint="Letters, digits, _ . and -">

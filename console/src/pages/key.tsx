@@ -32,6 +32,7 @@ export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
       {k && (
         <>
           <Details k={k} />
+          <VerificationsChart title="Verifications of this key" filter={{ keyId: k.keyId }} />
           <EnabledCard k={k} onChanged={key.reload} />
           <CreditsCard k={k} onChanged={key.reload} />
           <ExpiryCard k={k} onChanged={key.reload} />
@@ -40,7 +41,6 @@ export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
           <RolesCard k={k} onChanged={key.reload} />
           <RerollCard apiId={apiId} k={k} />
           <RecoverCard k={k} />
-          <VerificationsChart title="Verifications of this key" filter={{ keyId: k.keyId }} />
           <DeleteCard apiId={apiId} k={k} />
         </>
       )}

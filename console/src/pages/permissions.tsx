@@ -1,21 +1,28 @@
 import { useState } from "preact/hooks";
-import { call, type Permission, type Role } from "../api.ts";
+import { call, type Pagination, type Permission, type Role } from "../api.ts";
 import {
   Confirm,
   Curl,
+  DeleteButton,
   Empty,
   ErrorBox,
   Field,
   Loading,
   list,
+  Pager,
   TableWrap,
   useAction,
   useLoad,
 } from "../ui.tsx";
 
 export function PermissionsPage() {
-  const permissions = useLoad(() => call<Permission[]>("permissions.listPermissions", { limit: 100 }), []);
-  const roles = useLoad(() => call<Role[]>("permissions.listRoles", { limit: 100 }), []);
+  const [permissionPages, setPermissionPages] = useState<string[]>([]);
+  const [rolePages, setRolePages] = useState<string[]>([]);
+  const permissions = useLoad(
+    () => call<Permission[]>("permissions.listPermissions", page(permissionPages.at(-1))),
+    [permissionPages],
+  );
+  const roles = useLoad(() => call<Role[]>("permissions.listRoles", page(rolePages.at(-1))), [rolePages]);
   const reload = () => {
     permissions.reload();
     roles.reload();
@@ -28,14 +35,26 @@ export function PermissionsPage() {
         <code>documents.read AND documents.write</code>). Give them to a key on its page.
       </p>
       <div class="grid2">
-        <Permissions loaded={permissions} onChanged={reload} />
-        <Roles loaded={roles} onChanged={reload} />
+        <div>
+          <Permissions loaded={permissions} onChanged={reload} />
+          <Pager
+            cursors={permissionPages}
+            next={permissions.data?.pagination?.cursor}
+            onChange={setPermissionPages}
+          />
+        </div>
+        <div>
+          <Roles loaded={roles} onChanged={reload} />
+          <Pager cursors={rolePages} next={roles.data?.pagination?.cursor} onChange={setRolePages} />
+        </div>
       </div>
     </>
   );
 }
 
-type Loaded<T> = ReturnType<typeof useLoad<{ data: T[] }>>;
+const page = (cursor: string | undefined) => ({ limit: 100, ...(cursor ? { cursor } : {}) });
+
+type Loaded<T> = ReturnType<typeof useLoad<{ data: T[]; pagination?: Pagination }>>;
 
 function Permissions({ loaded, onChanged }: { loaded: Loaded<Permission>; onChanged(): void }) {
   const [name, setName] = useState("");
@@ -77,34 +96,21 @@ function Permissions({ loaded, onChanged }: { loaded: Loaded<Permission>; onChan
         </Empty>
       )}
       {rows.length > 0 && (
-        <TableWrap label="Permissions">
-          <thead>
-            <tr>
-              <th scope="col">Slug</th>
-              <th scope="col">Name</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+        <TableWrap label="Permissions" columns={["Slug", "Name"]} actions>
+          {rows.map((p) => (
+            <tr key={p.id}>
+              <td>
+                <code>{p.slug}</code>
+              </td>
+              <td>
+                {p.name}
+                {p.description && <div class="muted small">{p.description}</div>}
+              </td>
+              <td class="actions">
+                <DeleteButton what={`permission ${p.slug}`} onClick={() => setDeleting(p)} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((p) => (
-              <tr key={p.id}>
-                <td>
-                  <code>{p.slug}</code>
-                </td>
-                <td>
-                  {p.name}
-                  {p.description && <div class="muted small">{p.description}</div>}
-                </td>
-                <td class="actions">
-                  <button type="button" class="danger" onClick={() => setDeleting(p)}>
-                    Delete<span class="sr-only"> permission {p.slug}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
       <form class="card" onSubmit={submit}>
@@ -181,40 +187,27 @@ function Roles({ loaded, onChanged }: { loaded: Loaded<Role>; onChanged(): void 
         </Empty>
       )}
       {rows.length > 0 && (
-        <TableWrap label="Roles">
-          <thead>
-            <tr>
-              <th scope="col">Role</th>
-              <th scope="col">Permissions</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
+        <TableWrap label="Roles" columns={["Role", "Permissions"]} actions>
+          {rows.map((r) => (
+            <tr key={r.id}>
+              <td>
+                {r.name}
+                {r.description && <div class="muted small">{r.description}</div>}
+              </td>
+              <td>{(r.permissions ?? []).map((p) => p.slug).join(", ") || "—"}</td>
+              <td class="actions">
+                <button
+                  type="button"
+                  onClick={() =>
+                    setEditing({ role: r, text: (r.permissions ?? []).map((p) => p.slug).join(", ") })
+                  }
+                >
+                  Permissions<span class="sr-only"> of role {r.name}</span>
+                </button>{" "}
+                <DeleteButton what={`role ${r.name}`} onClick={() => setDeleting(r)} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.id}>
-                <td>
-                  {r.name}
-                  {r.description && <div class="muted small">{r.description}</div>}
-                </td>
-                <td>{(r.permissions ?? []).map((p) => p.slug).join(", ") || "—"}</td>
-                <td class="actions">
-                  <button
-                    type="button"
-                    onClick={() =>
-                      setEditing({ role: r, text: (r.permissions ?? []).map((p) => p.slug).join(", ") })
-                    }
-                  >
-                    Permissions<span class="sr-only"> of role {r.name}</span>
-                  </button>{" "}
-                  <button type="button" class="danger" onClick={() => setDeleting(r)}>
-                    Delete<span class="sr-only"> role {r.name}</span>
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
+          ))}
         </TableWrap>
       )}
       {editing && (

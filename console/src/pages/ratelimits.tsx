@@ -5,11 +5,13 @@ import { go, href } from "../router.ts";
 import {
   Confirm,
   Curl,
+  DeleteButton,
   duration,
   Empty,
   ErrorBox,
   Field,
   Loading,
+  Pager,
   TableWrap,
   useAction,
   useLoad,
@@ -116,32 +118,26 @@ export function NamespacePage({ namespace }: { namespace: string }) {
       </p>
       <h1>{namespace}</h1>
       <h2>Overrides</h2>
-      {overrides.loading && !overrides.data ? <Loading what="overrides" /> : null}
-      {overrides.error instanceof ApiError && overrides.error.status === 404 ? (
-        <Empty title="This namespace does not exist yet">
-          <p>The first limit check in it makes it: try one below. Latchkey said: {overrides.error.detail}</p>
-        </Empty>
-      ) : (
-        <ErrorBox error={overrides.error} />
-      )}
-      <ErrorBox error={remove.error} />
-      {overrides.data && rows.length === 0 && (
-        <Empty title="No overrides in this namespace">
-          <p>An override replaces the limit for one identifier (or a pattern with *). Set one below.</p>
-        </Empty>
-      )}
-      {rows.length > 0 && (
-        <TableWrap label="Overrides">
-          <thead>
-            <tr>
-              <th scope="col">Identifier</th>
-              <th scope="col">Limit</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+      {/* One element around what comes and goes, so the forms below keep their state (and a result). */}
+      <div>
+        {overrides.loading && !overrides.data ? <Loading what="overrides" /> : null}
+        {overrides.error instanceof ApiError && overrides.error.status === 404 ? (
+          <Empty title="This namespace does not exist yet">
+            <p>
+              The first limit check in it makes it: try one below. Latchkey said: {overrides.error.detail}
+            </p>
+          </Empty>
+        ) : (
+          <ErrorBox error={overrides.error} />
+        )}
+        <ErrorBox error={remove.error} />
+        {overrides.data && rows.length === 0 && (
+          <Empty title="No overrides in this namespace">
+            <p>An override replaces the limit for one identifier (or a pattern with *). Set one below.</p>
+          </Empty>
+        )}
+        {rows.length > 0 && (
+          <TableWrap label="Overrides" columns={["Identifier", "Limit"]} actions>
             {rows.map((o) => (
               <tr key={o.overrideId}>
                 <td>
@@ -149,26 +145,13 @@ export function NamespacePage({ namespace }: { namespace: string }) {
                 </td>
                 <td>{o.limit === 0 ? "banned (limit 0)" : `${o.limit} per ${duration(o.duration)}`}</td>
                 <td class="actions">
-                  <button type="button" class="danger" onClick={() => setDeleting(o)}>
-                    Delete<span class="sr-only"> override {o.identifier}</span>
-                  </button>
+                  <DeleteButton what={`override ${o.identifier}`} onClick={() => setDeleting(o)} />
                 </td>
               </tr>
             ))}
-          </tbody>
-        </TableWrap>
-      )}
-      <div class="row">
-        {cursors.length > 0 && (
-          <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
-            Previous page
-          </button>
+          </TableWrap>
         )}
-        {overrides.data?.cursor && (
-          <button type="button" onClick={() => setCursors([...cursors, overrides.data!.cursor!])}>
-            Next page
-          </button>
-        )}
+        <Pager cursors={cursors} next={overrides.data?.cursor} onChange={setCursors} />
       </div>
       <div class="grid2">
         <form class="card" onSubmit={submit}>

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect, type Sql } from "./db.ts";
@@ -39,4 +40,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await admin.end({ timeout: 5 });
     },
   };
+}
+
+/** A TCP port free on 127.0.0.1 right now, for a server a test starts (and may restart) on a port it knows. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -4,6 +4,7 @@ import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/pro
 import { createLogger, type EventSink } from "@latchkey/runtime";
 import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
+import { testClient, uniquePrefix } from "../src/redis-testing.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
 import { formatSplit, splitCpuPerItem } from "./split.ts";
 
@@ -14,6 +15,7 @@ import { formatSplit, splitCpuPerItem } from "./split.ts";
  * Connect server adds on top is HTTP). Run:
  *   node --import tsx services/ratelimit/bench/limit-batch.ts        (add --cpu-prof to profile)
  * EVENTS=1 records analytics events to a sink that drops them (their encoding included).
+ * STORE=redis counts in Redis (REDIS_URL, default the local one; the CPU is this process's only).
  */
 const BATCH = 64;
 const SECONDS = Number(process.env["SECONDS"] ?? 5);
@@ -23,8 +25,13 @@ const dropping: EventSink = {
   flush: async () => {},
   stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
 };
+const redis =
+  process.env["STORE"] === "redis"
+    ? { client: await testClient(process.env["REDIS_URL"]), prefix: uniquePrefix("bench") }
+    : undefined;
 const deps = createMemoryRatelimitDeps({
   log: createLogger("ratelimit", "silent"),
+  ...(redis ? { redis } : {}),
   ...(recording ? { events: dropping } : {}),
 });
 const caller = create(CallerSchema, {
@@ -67,4 +74,7 @@ const r = await splitCpuPerItem({
   encode: encodeResponse,
   ...(recording ? { between: () => new Promise<void>((r) => setImmediate(r)) } : {}),
 });
-process.stdout.write(`LimitBatch of ${BATCH}${recording ? " +events" : ""}: ${formatSplit(r, "check")}\n`);
+process.stdout.write(
+  `LimitBatch of ${BATCH}${recording ? " +events" : ""}${redis ? " (Redis)" : ""}: ${formatSplit(r, "check")}\n`,
+);
+redis?.client.disconnect();

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import net from "node:net";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "@latchkey/runtime/testing";
 import { Redis } from "ioredis";
 import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
 import type { RedisSettings } from "./settings.ts";
@@ -40,29 +42,44 @@ export async function dropPrefix(url: string, prefix: string): Promise<void> {
   }
 }
 
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /**
  * A redis-server of the test's own (redis-server on the PATH) on a free port, which the test may stop
  * and start again on the same port (never the shared one). No persistence:
  * a restart forgets the counters, as a Redis without AOF would.
  */
 export async function ownRedis(
-  options: { debug?: boolean } = {},
-): Promise<{ url: string; pid(): number | undefined; start(): Promise<void>; stop(): Promise<void> }> {
+  options: {
+    debug?: boolean;
+    /** A Cluster node, its state kept in this directory. */
+    clusterDir?: string;
+    /** A Sentinel watching the primary on this port as `name`, its configuration kept in `dir`. */
+    sentinel?: { primaryPort: number; name: string; dir: string };
+  } = {},
+): Promise<{
+  url: string;
+  port: number;
+  pid(): number | undefined;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const url = `redis://127.0.0.1:${port}`;
+  const sentinel = options.sentinel;
+  let config: string[] = [];
+  if (sentinel) {
+    const file = join(sentinel.dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      file,
+      `sentinel monitor ${sentinel.name} 127.0.0.1 ${sentinel.primaryPort} 1\nsentinel down-after-milliseconds ${sentinel.name} 1000\n`,
+    );
+    config = [file, "--sentinel"];
+  }
   const start = async () => {
     child = spawn(
       "redis-server",
       [
+        ...config,
         "--port",
         String(port),
         "--bind",
@@ -73,6 +90,16 @@ export async function ownRedis(
         "no",
         // DEBUG SLEEP makes a server that does not answer in time.
         ...(options.debug ? ["--enable-debug-command", "yes"] : []),
+        ...(options.clusterDir
+          ? [
+              "--cluster-enabled",
+              "yes",
+              "--cluster-config-file",
+              `nodes-${port}.conf`,
+              "--dir",
+              options.clusterDir,
+            ]
+          : []),
       ],
       { stdio: "ignore" },
     );
@@ -94,5 +121,5 @@ export async function ownRedis(
     child = undefined;
   };
   await start();
-  return { url, pid: () => child?.pid, start, stop };
+  return { url, port, pid: () => child?.pid, start, stop };
 }

@@ -11,12 +11,12 @@ import {
   serveRpc,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryRatelimitDeps, createRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { ratelimitMigrations } from "./migrations.ts";
-import { dropPrefix, freePort, ownRedis, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
+import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
 import { ratelimitRoutes } from "./routes.ts";
 import { caller, LIMITER } from "./test-kit.ts";
 

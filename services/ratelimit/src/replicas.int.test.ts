@@ -1,4 +1,3 @@
-import net from "node:net";
 import { type Client, createClient } from "@connectrpc/connect";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import {
@@ -11,7 +10,7 @@ import {
   serveRpc,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counterKey } from "./checks.ts";
 import { createRatelimitDeps, type RatelimitDeps } from "./deps.ts";
@@ -35,14 +34,6 @@ const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5));
 const c = caller("ws_1", ...LIMITER);
 // Replicas sign their forwards and refuse unsigned calls, as in production.
 const auth = new InternalAuth(["replicas-test-secret-replicas-test-secret"]);
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();

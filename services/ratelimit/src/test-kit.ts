@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { type Caller, CallerSchema, type ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import {
@@ -10,6 +10,7 @@ import {
   type Logger,
   TestClock,
 } from "@latchkey/runtime";
+import type { Redis } from "ioredis";
 import { expect } from "vitest";
 import { createMemoryRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { ratelimitRoutes } from "./routes.ts";
@@ -18,6 +19,8 @@ import type { RatelimitStore } from "./store/ratelimit-store.ts";
 /** A ratelimit service in memory behind the router transport, with a clock the test moves. */
 export function harness(
   options: {
+    /** Counters in Redis rather than in memory (RATELIMIT_STORE=redis). */
+    redis?: { client: Redis; prefix: string };
     store?: RatelimitStore;
     bus?: Bus;
     clock?: TestClock;
@@ -74,4 +77,56 @@ export function recordingLog(): { log: Logger; warnings: { obj: Record<string, u
     warnings.push({ obj, ...(msg === undefined ? {} : { msg }) });
   }) as Logger["warn"];
   return { log, warnings };
+}
+
+/**
+ * New counters of one workspace, as a flooding tenant makes them, each a
+ * daily limit of 1000: `verificationBatches` CheckNamedLimits calls of 22
+ * verifications with 3 new named limits each (what keys.verifyKey's
+ * `ratelimits` carries), `limitBatches` coalesced LimitBatch calls of 64 new
+ * identifiers, and `singles` Limit and two-check MultiLimit calls. Answers how
+ * many new counters were counted.
+ */
+export async function floodNewCounters(
+  client: Client<typeof RatelimitService>,
+  tenant: Caller,
+  counts: { verificationBatches: number; limitBatches: number; singles: number },
+): Promise<number> {
+  const DAY = 86_400_000n;
+  const check = (identifier: string) => ({ namespace: "api", identifier, limit: 1000n, duration: DAY });
+  let n = 0;
+  let counted = 0;
+  for (let call = 0; call < counts.verificationBatches; call++) {
+    const groups = Array.from({ length: 22 }, () => ({
+      workspaceId: tenant.workspaceId,
+      limits: Array.from({ length: 3 }, () => ({
+        owner: `key_${n++}`,
+        name: "requests",
+        limit: 1000n,
+        duration: DAY,
+      })),
+    }));
+    counted += (await client.checkNamedLimits({ groups })).groups.filter((g) => g.passed).length * 3;
+  }
+  for (let call = 0; call < counts.limitBatches; call++) {
+    const res = await client.limitBatch({
+      callers: [tenant],
+      items: Array.from({ length: 64 }, () => ({
+        callerIndex: 0,
+        request: { check: check(`flood_${n++}`) },
+      })),
+    });
+    counted += res.results.filter(
+      (r) => r.result.case === "response" && r.result.value.result?.success,
+    ).length;
+  }
+  for (let i = 0; i < counts.singles; i++) {
+    if ((await client.limit({ caller: tenant, check: check(`flood_${n++}`) })).result?.success) counted++;
+    const multi = await client.multiLimit({
+      caller: tenant,
+      checks: [check(`flood_${n++}`), check(`flood_${n++}`)],
+    });
+    if (multi.passed) counted += 2;
+  }
+  return counted;
 }

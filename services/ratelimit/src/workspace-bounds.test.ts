@@ -2,7 +2,7 @@ import { MemoryBus, registry } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { NamespaceCache } from "./namespaces.ts";
 import { OverrideCache } from "./overrides.ts";
-import { caller, harness, LIMITER, recordingLog } from "./test-kit.ts";
+import { caller, floodNewCounters, harness, LIMITER, recordingLog } from "./test-kit.ts";
 
 const DAY = 86_400_000n;
 const MINUTE = 60_000n;
@@ -43,37 +43,9 @@ describe("one workspace's counters against another workspace's traffic", () => {
       );
     }
 
-    // B: 50 verification batches of 22 verifications with 3 new limits each, what keys.verifyKey's
-    // `ratelimits` carries, and 20 coalesced ratelimits.limit batches of 64 new identifiers.
-    let n = 0;
-    for (let call = 0; call < 50; call++) {
-      const groups = Array.from({ length: 22 }, () => ({
-        workspaceId: "ws_b",
-        limits: Array.from({ length: 3 }, () => ({
-          owner: `key_${n++}`,
-          name: "requests",
-          limit: 1000n,
-          duration: DAY,
-        })),
-      }));
-      await client.checkNamedLimits({ groups });
-    }
-    for (let call = 0; call < 20; call++) {
-      await client.limitBatch({
-        callers: [b],
-        items: Array.from({ length: 64 }, () => ({
-          callerIndex: 0,
-          request: { check: standalone(`flood_${n++}`, 1000n) },
-        })),
-      });
-    }
-    for (let i = 0; i < 20; i++) {
-      await client.limit({ caller: b, check: standalone(`flood_${n++}`, 1000n) });
-      await client.multiLimit({
-        caller: b,
-        checks: [standalone(`flood_${n++}`, 1000n), standalone(`flood_${n++}`, 1000n)],
-      });
-    }
+    // B: 50 verification batches of 22 verifications with 3 new limits each, 20 coalesced
+    // ratelimits.limit batches of 64 new identifiers, 20 limits and 20 multiLimits.
+    await floodNewCounters(client, b, { verificationBatches: 50, limitBatches: 20, singles: 20 });
     expect(deps.windows.size).toBeLessThanOrEqual(1000);
 
     // A has exactly 3 left on both, then is denied.

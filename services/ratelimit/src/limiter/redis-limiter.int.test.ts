@@ -22,6 +22,17 @@ const refusals = async () =>
     (v) => v.labels["reason"] === "workspace",
   )?.value ?? 0;
 
+/** Numbers below n from a fixed seed (Park-Miller), so a failing step is the same on every run. */
+function seeded(seed: number) {
+  return (n: number) => {
+    seed = (seed * 48271) % 2147483647;
+    return seed % n;
+  };
+}
+
+const storeFailures = async () =>
+  (await registry.getSingleMetric("latchkey_ratelimit_store_failures_total")!.get()).values[0]?.value ?? 0;
+
 const clients: Redis[] = [];
 const prefixes: string[] = [];
 async function limiter(
@@ -52,11 +63,7 @@ describe("counters in Redis: the same answers as in memory", () => {
     const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
     const memory = new SlidingWindows(clock, { maxCounters: 1_000_000, maxCountersPerWorkspace: 1_000_000 });
     const { limiter: redis } = await limiter({ clock, bound: 1_000_000 });
-    let seed = 7;
-    const random = (n: number) => {
-      seed = (seed * 48271) % 2147483647;
-      return seed % n;
-    };
+    const random = seeded(7);
     const limits = [0, 1, 3, 10, 25];
     const durations = [1_000, 2_500, 60_000];
     const costs = [0, 1, 1, 1, 2, 5];
@@ -67,14 +74,15 @@ describe("counters in Redis: the same answers as in memory", () => {
       const batch: CounterCheck[][] = [];
       for (let g = 1 + random(3); g > 0; g--) {
         const ws = `ws_${random(2)}`;
-        batch.push(
-          Array.from({ length: 1 + random(3) }, () => ({
-            key: key(ws, `u${random(4)}`),
-            limit: limits[random(limits.length)]!,
-            duration: durations[random(durations.length)]!,
-            cost: costs[random(costs.length)]!,
-          })),
-        );
+        const group = Array.from({ length: 1 + random(3) }, () => ({
+          key: key(ws, `u${random(4)}`),
+          limit: limits[random(limits.length)]!,
+          duration: durations[random(durations.length)]!,
+          cost: costs[random(costs.length)]!,
+        }));
+        // Often the same lone check many times in a row, as a coalesced batch of one identifier.
+        const times = group.length === 1 && random(2) === 0 ? 1 + random(12) : 1;
+        for (let t = 0; t < times; t++) batch.push(group.map((c) => ({ ...c })));
       }
       const expected = batch.map((g) => memory.apply(g));
       const got = await redis.apply(batch);
@@ -92,11 +100,7 @@ describe("counters in Redis: the same answers as in memory", () => {
     const clock = new TestClock(Date.UTC(2026, 0, 1, 0, 0, 0, 500));
     const memory = new SlidingWindows(clock, { maxCounters: 1_000_000, maxCountersPerWorkspace: 5 });
     const { limiter: redis } = await limiter({ clock, bound: 5 });
-    let seed = 11;
-    const random = (n: number) => {
-      seed = (seed * 48271) % 2147483647;
-      return seed % n;
-    };
+    const random = seeded(11);
     const before = await refusals();
     for (let step = 0; step < 1_500; step++) {
       clock.advance(random(30));
@@ -126,6 +130,18 @@ describe("counters in Redis: the same answers as in memory", () => {
       Array.from({ length: 500 }, () => redis.apply([[check({ limit: 100, duration: 60_000 })]])),
     );
     expect(outcomes.filter((o) => o[0]![0]!.success)).toHaveLength(100);
+    // And in one call, as a coalesced batch: 300 lone checks in a row, then one of cost 0.
+    const { limiter: other } = await limiter({ clock: new TestClock(Date.UTC(2026, 0, 1, 0, 0, 5)) });
+    const batch = [
+      ...Array.from({ length: 300 }, () => [check({ limit: 100, duration: 60_000 })]),
+      [check({ cost: 0, limit: 100, duration: 60_000 })],
+    ];
+    const answers = (await other.apply(batch)).map((g) => g[0]!);
+    expect(answers.slice(0, 100).map((o) => o.remaining)).toEqual(
+      Array.from({ length: 100 }, (_, i) => 99 - i),
+    );
+    expect(answers.slice(100, 300).every((o) => !o.success && o.remaining === 0)).toBe(true);
+    expect(answers[300]).toMatchObject({ success: true, remaining: 0 });
   });
 
   it("keeps each workspace's counters under its own hash tag, so two workspaces never share one", async () => {
@@ -221,12 +237,19 @@ describe("counters in Redis: Redis down", () => {
       expect((await redis.apply([[check({ duration: 60_000 })]]))[0]![0]!.remaining).toBe(9);
       await server.stop();
       // 200 checks at once while it is down: each fails, none waits for a reconnection or the timeout.
+      const failedBefore = await storeFailures();
       const started = performance.now();
       const failures = await Promise.all(
         Array.from({ length: 200 }, () => redis.apply([[check({ duration: 60_000 })]]).catch(unavailable)),
       );
       expect(failures).toEqual(Array(200).fill(true));
       expect(performance.now() - started).toBeLessThan(1_000);
+      expect((await storeFailures()) - failedBefore).toBe(200);
+      // A batch fails as a whole and counts every check it carried.
+      await redis
+        .apply([[check()], [check({ key: key("ws_b", "u") })], [check(), check({ key: key("ws_a", "v") })]])
+        .catch(unavailable);
+      expect((await storeFailures()) - failedBefore).toBe(204);
       await server.start();
       // Reconnection is retried every 500 ms at most: answered again within a few seconds.
       const back = performance.now();

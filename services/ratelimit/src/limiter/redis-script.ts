@@ -8,7 +8,9 @@
  * KEYS[1]   the workspace's set of counters (score: when the counter ends);
  * KEYS[2..] each counter the call names, once: a hash {s: window sequence, c: current, p: previous}.
  * ARGV      now (unix ms, or -1 for this server's clock), the workspace's bound on counters,
- *           then per group: its number of checks n, and n × (key index in KEYS, limit, duration, cost).
+ *           then per group: its number of checks n, and n × (key index in KEYS, limit, duration, cost);
+ *           or -r and one check: r groups in a row of that one check (a coalesced batch of one
+ *           hot identifier), each decided and counted in turn as if sent r times.
  * Answers   {now, then per check: code (1 passed, 0 denied, 2 denied for want of room), remaining}.
  *
  * Each counter is read once per call and written once at its end, whatever
@@ -47,9 +49,20 @@ local function counter(k)
   return e
 end
 local a = 3
-while a <= #ARGV do
-  local n = tonumber(ARGV[a])
-  a = a + 1
+local run, runs, from = 0, 0, 0
+while a <= #ARGV or run < runs do
+  local n
+  if run < runs then
+    run = run + 1
+    n, a = 1, from
+  else
+    n = tonumber(ARGV[a])
+    a = a + 1
+    if n < 0 then
+      run, runs, from = 1, -n, a
+      n = 1
+    end
+  end
   local checks = {}
   local pending = {}
   local claimed = {}
