@@ -102,6 +102,11 @@ describe("pnpm start with no configuration", { timeout: 300_000 }, () => {
       expect(listeningTcpPorts(proc.child.pid!)).toEqual(ports);
       expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
       expect((await fetch(`${proc.url}/metrics`)).status).toBe(404);
+      // The API reference, beside the API: the document and the page that shows it.
+      expect((await fetch(`${proc.url}/openapi.json`)).status).toBe(200);
+      expect((await fetch(`${proc.url}/docs`)).headers.get("content-security-policy")).toContain(
+        "default-src 'none'",
+      );
       expect(statSync(env.DATA_DIR).mode & 0o777).toBe(0o700);
       expect(statSync(join(env.DATA_DIR, ".s.PGSQL.5432")).mode & 0o777).toBe(0o600);
 

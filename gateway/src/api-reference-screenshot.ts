@@ -7,7 +7,7 @@ import { listen } from "./listen.ts";
 
 /**
  * `npm run docs:screenshot`: docs/images/api-reference.png, the reference at /docs as headless
- * Chromium shows it (Debian's chromium, CHROMIUM to use another). The gateway runs over services
+ * Chromium shows it (Debian's chromium, apt-get install -y chromium). The gateway runs over services
  * that answer nothing: the reference needs only what the gateway serves itself.
  */
 const none = createRouterTransport(() => {});
@@ -21,7 +21,7 @@ const gateway = createGateway({
 });
 const server = await listen(gateway, 0, "127.0.0.1");
 const browser = await chromium.launch({
-  executablePath: process.env["CHROMIUM"] ?? "/usr/bin/chromium",
+  executablePath: "/usr/bin/chromium",
   args: [
     "--no-sandbox",
     "--headless",
