@@ -262,12 +262,11 @@ async function bootstrapRootKey(sql: Sql): Promise<string[]> {
   ];
 }
 
+/** Said in the banner, beside the address, so it is read in the same place and order as the rest of the start. */
 function staysRevoked(rootKeyId: string, which: string): string[] {
-  log.warn(
-    { rootKeyId },
-    `${which} (${rootKeyId}) is revoked and stays revoked; starting without it (a new one: pnpm latchkey root-key create --permissions '*')`,
-  );
-  return [];
+  return [
+    `${which.charAt(0).toUpperCase()}${which.slice(1)} (${rootKeyId}) is revoked and stays revoked; starting without it (a new one: npm run latchkey -- root-key create --permissions '*')`,
+  ];
 }
 
 function readOrCreate(file: string, make: () => string): string {
