@@ -13,9 +13,12 @@ export const file_common_v1_common: GenFile = /*@__PURE__*/
   fileDesc("ChZjb21tb24vdjEvY29tbW9uLnByb3RvEgljb21tb24udjEiSAoGQ2FsbGVyEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRITCgtyb290X2tleV9pZBgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJkCgtFcnJvckRldGFpbBImCgZyZWFzb24YASABKA4yFi5jb21tb24udjEuRXJyb3JSZWFzb24SLQoKdmlvbGF0aW9ucxgCIAMoCzIZLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiJACg5GaWVsZFZpb2xhdGlvbhIQCghsb2NhdGlvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgsKA2ZpeBgDIAEoCSJgCg9SYXRlbGltaXRDb25maWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxISCgphdXRvX2FwcGx5GAUgASgIIiwKC1BhZ2VSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSIwCgxQYWdlUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEhAKCGhhc19tb3JlGAIgASgIIjUKCkV2ZW50QmF0Y2gSJwoGZXZlbnRzGAEgAygLMhcuY29tbW9uLnYxLkJhdGNoZWRFdmVudCIoCgxCYXRjaGVkRXZlbnQSCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoDCr6BQoLRXJyb3JSZWFzb24SHAoYRVJST1JfUkVBU09OX1VOU1BFQ0lGSUVEEAASHgoaRVJST1JfUkVBU09OX0lOVkFMSURfSU5QVVQQARIgChxFUlJPUl9SRUFTT05fVU5BVVRIRU5USUNBVEVEEAISKQolRVJST1JfUkVBU09OX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxADEh4KGkVSUk9SX1JFQVNPTl9BUElfTk9UX0ZPVU5EEAQSHgoaRVJST1JfUkVBU09OX0tFWV9OT1RfRk9VTkQQBRIjCh9FUlJPUl9SRUFTT05fSURFTlRJVFlfTk9UX0ZPVU5EEAYSJQohRVJST1JfUkVBU09OX1BFUk1JU1NJT05fTk9UX0ZPVU5EEAcSHwobRVJST1JfUkVBU09OX1JPTEVfTk9UX0ZPVU5EEAgSJAogRVJST1JfUkVBU09OX05BTUVTUEFDRV9OT1RfRk9VTkQQCRIjCh9FUlJPUl9SRUFTT05fT1ZFUlJJREVfTk9UX0ZPVU5EEAoSKAokRVJST1JfUkVBU09OX0lERU5USVRZX0FMUkVBRFlfRVhJU1RTEAsSKgomRVJST1JfUkVBU09OX1BFUk1JU1NJT05fQUxSRUFEWV9FWElTVFMQDBIkCiBFUlJPUl9SRUFTT05fUk9MRV9BTFJFQURZX0VYSVNUUxANEiQKIEVSUk9SX1JFQVNPTl9QUkVDT05ESVRJT05fRkFJTEVEEA4SKQolRVJST1JfUkVBU09OX1BFUk1JU1NJT05TX1FVRVJZX1NZTlRBWBAPEigKJEVSUk9SX1JFQVNPTl9JTlZBTElEX0FOQUxZVElDU19RVUVSWRAQEhwKGEVSUk9SX1JFQVNPTl9VTkFWQUlMQUJMRRAREiYKIkVSUk9SX1JFQVNPTl9BTkFMWVRJQ1NfUVVFUllfTElNSVQQEhIrCidFUlJPUl9SRUFTT05fVE9PX01BTllfQU5BTFlUSUNTX1FVRVJJRVMQE2IGcHJvdG8z");
 
 /**
- * Who is calling: resolved by the gateway from the root key, checked by each
- * service against the resource it touches (only a service knows which API a key
- * belongs to, so authorization happens where the resource is loaded).
+ * Who is calling: resolved by the gateway from the root key. A service does not
+ * take it on trust: every call between Latchkey's processes carries an assertion
+ * signed over its method and every caller it holds (packages/runtime/src/internal-auth.ts),
+ * checked before the request is read. Each service then checks the caller's
+ * permissions against the resource it touches (only a service knows which API a
+ * key belongs to, so authorization happens where the resource is loaded).
  *
  * @generated from message common.v1.Caller
  */
@@ -101,7 +104,7 @@ export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
   messageDesc(file_common_v1_common, 2);
 
 /**
- * A named rate limit attached to a key or an identity (contract 2.5).
+ * A named rate limit attached to a key or an identity.
  *
  * @generated from message common.v1.RatelimitConfig
  */

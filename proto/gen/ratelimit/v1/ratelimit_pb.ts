@@ -973,9 +973,11 @@ export const RatelimitService: GenService<{
   },
   /**
    * Internal, for the keys service: the named limits of many verifications in
-   * one call (contract 2.5, 4.1 rule 5). It trusts its caller: no root-key
-   * permission is checked (the keys service authorized each verification) and
-   * the gateway never exposes it. Overrides do not apply to named limits.
+   * one call. Its request holds no caller, so no root-key permission is checked
+   * here (the keys service authorized each verification); what stands for the
+   * caller is the call's signed assertion (packages/runtime/src/internal-auth.ts):
+   * only a Latchkey process holding the internal secret can make it, and the
+   * gateway never exposes it. Overrides do not apply to named limits.
    *
    * @generated from rpc ratelimit.v1.RatelimitService.CheckNamedLimits
    */

@@ -103,6 +103,16 @@ function batchError(deps: KeysDeps, err: unknown, requestId: string | undefined)
   if (err instanceof ConnectError && detail) {
     return create(BatchErrorSchema, { code: err.code, message: err.rawMessage, detail });
   }
+  // A service verification asks (identity, ratelimit) did not answer in time or could not be reached:
+  // the item is unavailable (503 at the gateway), as the same failure of a unary call is, not a 500.
+  if (err instanceof ConnectError && (err.code === Code.DeadlineExceeded || err.code === Code.Unavailable)) {
+    deps.log.warn({ err: err.message, requestId }, "verification in a batch: a dependency did not answer");
+    return create(BatchErrorSchema, {
+      code: Code.Unavailable,
+      message: "A service the verification depends on did not answer in time; retry shortly.",
+      detail: { reason: ErrorReason.UNAVAILABLE },
+    });
+  }
   // Not a domain error: the cause stays in the log, the item says nothing specific.
   deps.log.error({ err, requestId }, "verification in a batch failed");
   return create(BatchErrorSchema, {
