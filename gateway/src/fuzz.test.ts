@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // The real services, in memory, imported by path as real-services.test.ts does.
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
 import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
-import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
+import { createMemoryKeysDeps } from "../../services/keys/src/deps-test-kit.ts";
+import { keysRoutes } from "../../services/keys/src/index.ts";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
 import { createGateway, type Gateway, listen } from "./gateway.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";

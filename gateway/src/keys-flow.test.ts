@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // routes must agree with what KeysService accepts and answers, null paths included.
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
 import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
-import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
+import { createMemoryKeysDeps } from "../../services/keys/src/deps-test-kit.ts";
+import { keysRoutes } from "../../services/keys/src/index.ts";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
 import { createGateway, listen } from "./gateway.ts";
 

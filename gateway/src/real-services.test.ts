@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // but its routes must agree with what they accept and answer.
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "../../services/analytics/src/index.ts";
 import { createMemoryIdentityDeps, identityRoutes } from "../../services/identity/src/index.ts";
-import { createMemoryKeysDeps, keysRoutes } from "../../services/keys/src/index.ts";
+import { createMemoryKeysDeps } from "../../services/keys/src/deps-test-kit.ts";
+import { keysRoutes } from "../../services/keys/src/index.ts";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "../../services/ratelimit/src/index.ts";
 import { createGateway, listen } from "./gateway.ts";
 

@@ -1,7 +1,6 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { type Bus, type EventSink, newId } from "@latchkey/runtime";
-import type { KeysDeps } from "./deps.ts";
 import type { KeyCache } from "./key-cache.ts";
 
 /** Every event the keys context emits, one function each. */
@@ -33,7 +32,7 @@ export interface Verification {
 }
 
 /** One verification, for analytics. Appends to the sink's buffer: never waits, never throws. */
-export function keyVerified(deps: Pick<KeysDeps, "events">, v: Verification): void {
+export function keyVerified(deps: { events: EventSink }, v: Verification): void {
   if (deps.events === noEvents) return;
   // The id lets JetStream and the consumer drop a re-sent duplicate.
   const id = v.requestId ? `${v.requestId}:${v.keyId}` : newId("ver");
@@ -127,7 +126,7 @@ export interface KeyChange {
  * A key or an API changed: this instance forgets it at once, and every other
  * instance does when the message arrives, before its next verification.
  */
-export function keyChanged(deps: Pick<KeysDeps, "bus" | "keyCache">, change: KeyChange): Promise<void> {
+export function keyChanged(deps: { bus: Bus; keyCache: KeyCache }, change: KeyChange): Promise<void> {
   deps.keyCache.invalidate(change.hash ? { workspaceId: change.workspaceId, hash: change.hash } : undefined);
   deps.bus.publish(
     KEY_CHANGED,

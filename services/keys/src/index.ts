@@ -1,7 +1,6 @@
 export * from "./admin.ts";
 export {
   createKeysDeps,
-  createMemoryKeysDeps,
   creditSpendsSql,
   type KeysDeps,
   type KeysDepsOptions,

@@ -6,7 +6,7 @@ import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService, type VerifyKeyRequestSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
-import { createMemoryKeysDeps } from "./deps.ts";
+import { createMemoryKeysDeps } from "./deps-test-kit.ts";
 import { keyChanged } from "./events.ts";
 import { keysRoutes } from "./routes.ts";
 import { callerOf } from "./test-kit.ts";
