@@ -2,8 +2,8 @@ import { onIdentityChanged } from "@latchkey/identity";
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
 import type { Bus, Clock, Logger } from "@latchkey/runtime";
 import { keyChanged } from "./events.ts";
-import type { KeyCache } from "./key-cache.ts";
 import type { DeletedGrant, KeysStore } from "./store/keys-store.ts";
+import type { KeyCache } from "./verify/key-cache.ts";
 
 /** Above this many changed keys, one message drops every instance's whole key cache instead of one per key. */
 const MAX_KEY_MESSAGES = 1_000;

@@ -13,13 +13,14 @@ import {
 } from "@latchkey/runtime";
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
-import { grantsBytes, IdentityCache } from "./identity-cache.ts";
-import { KeyCache, lookupTogether } from "./key-cache.ts";
 import { LastUsed } from "./last-used.ts";
-import { SpendQueue } from "./spend-collector.ts";
 import type { CachedKey, KeysStore } from "./store/keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
 import { KeyVault } from "./vault.ts";
+import { grantsBytes, IdentityCache } from "./verify/identity-cache.ts";
+import { KeyCache, lookupTogether } from "./verify/key-cache.ts";
+import { VerificationMemos } from "./verify/memos.ts";
+import { SpendQueue } from "./verify/spend-collector.ts";
 
 export interface KeysDeps {
   /** APIs, keys and root keys (PostgreSQL in production, memory in unit tests). */
@@ -51,6 +52,8 @@ export interface KeysDeps {
    * through (logged), false answers UNAVAILABLE (env RATELIMIT_FAIL_OPEN).
    */
   ratelimitFailOpen: boolean;
+  /** What verification works out once and reuses (parsed queries, verdicts, answer parts), for this instance. */
+  verification: VerificationMemos;
   /** Each key's last verification, noted in memory and written once a second. */
   lastUsed: LastUsed;
   /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
@@ -164,6 +167,7 @@ export function assembleKeysDeps(
     deletedGrants,
     ratelimit: createClient(RatelimitService, options.ratelimit),
     ratelimitFailOpen: options.ratelimitFailOpen ?? true,
+    verification: new VerificationMemos(keyCache),
     lastUsed,
     async close() {
       unsubscribe();

@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { type Bus, type EventSink, newId } from "@latchkey/runtime";
-import type { KeyCache } from "./key-cache.ts";
+import type { KeyCache } from "./verify/key-cache.ts";
 
 /** Every event the keys context emits, one function each. */
 

@@ -100,7 +100,7 @@ const server = await serveRpc(
     },
   },
   undefined,
-  // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: batch-wire.ts).
+  // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: verify/batch-wire.ts).
   { codecs: keysCodecs, auth },
 );
 log.info({ port: server.port, nats: Boolean(natsUrl) }, "keys service listening");

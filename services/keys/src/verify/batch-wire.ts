@@ -66,14 +66,15 @@ export function segmentsOf(r: VerifyKeyResponse): Segments {
 
 /**
  * The batch's answer with its results pre-encoded. `segments` gives the
- * cached segments of a result (verifyKey.ts keeps them per cached key); a
+ * cached segments of a result (VerificationMemos keeps them per cached key); a
  * result without, or an error, is encoded by protobuf-es.
  */
 export function encodedAnswer(
   results: readonly VerifyKeyBatchResult[],
-  segments: (r: VerifyKeyResponse) => Segments | undefined,
+  /** The segments of result `index`'s answer, when they are kept. */
+  segments: (index: number, response: VerifyKeyResponse) => Segments | undefined,
 ): VerifyKeyBatchResponse {
-  const $unknown = results.map((result) => {
+  const $unknown = results.map((result, index) => {
     const r = result.result;
     // Each an unknown field of VerifyKeyBatchResponse: results (1), its bytes length-prefixed.
     if (r?.case === "response") {
@@ -82,7 +83,7 @@ export function encodedAnswer(
       // The result: its field response (1), holding the VerifyKeyResponse.
       w.tag(1, WireType.LengthDelimited);
       const inner = w.open();
-      writeResponse(w, r.value, segments(r.value) ?? segmentsOf(r.value));
+      writeResponse(w, r.value, segments(index, r.value) ?? segmentsOf(r.value));
       w.close(inner);
       w.close(outer);
       return { no: 1, wireType: WireType.LengthDelimited, data: w.bytes() };
