@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { Transport, UnaryResponse } from "@connectrpc/connect";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect, type Sql } from "./db.ts";
+import type { WireCodecs } from "./unary.ts";
 
 /** A caller of a workspace holding the given root-key permissions, for tests of the services. */
 export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
@@ -38,5 +40,36 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end({ timeout: 5 });
     },
+  };
+}
+
+/**
+ * `inner` with each call of a method in `codecs` crossing as bytes the way the
+ * codec writes and reads them: the request encoded by the codec and decoded by
+ * protobuf-es for the service, the answer encoded by protobuf-es and decoded by
+ * the codec. For tests that run in memory and still exercise a process's codecs.
+ */
+export function throughCodecs(inner: Transport, codecs: WireCodecs): Transport {
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const m: DescMethod = method;
+      const codec = codecs[`/${m.parent.typeName}/${m.name}`];
+      if (codec === undefined) return inner.unary(method, signal, timeoutMs, header, input, contextValues);
+      const bytes = codec.encodeRequest
+        ? codec.encodeRequest(input as never)
+        : toBinary(m.input, input as never);
+      const res = await inner.unary(
+        method,
+        signal,
+        timeoutMs,
+        header,
+        fromBinary(m.input, bytes) as never,
+        contextValues,
+      );
+      const answer = toBinary(m.output, res.message as never);
+      const message = codec.decodeResponse ? codec.decodeResponse(answer) : fromBinary(m.output, answer);
+      return { ...res, message } as UnaryResponse<never, never>;
+    },
+    stream: (...args) => inner.stream(...args),
   };
 }

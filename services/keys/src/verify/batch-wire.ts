@@ -1,5 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import {
   KeyIdentitySchema,
@@ -8,6 +8,7 @@ import {
   type VerifyKeyBatchResult,
   type VerifyKeyResponse,
 } from "@latchkey/proto/keys/v1/keys_pb";
+import { WireWriter } from "@latchkey/runtime/wire/writer";
 
 /**
  * VerifyKeyBatch's answer written by hand, for servers that serialise it to
@@ -16,7 +17,8 @@ import {
  * twice what verifying it costs. Here the fields of a verification that come
  * from the cached key, its grants and its identity (key id, name, meta,
  * expires, enabled, permissions, roles, identity) are encoded once per cached
- * key (Segments) and copied; the rest is written field by field.
+ * key (Segments) and copied; the rest is written field by field with the
+ * runtime's one writer (packages/runtime/src/wire/writer.ts).
  *
  * How it crosses Connect without touching its serialisation (as the gateway's
  * wire.ts does for its requests): the answer is a VerifyKeyBatchResponse
@@ -49,157 +51,64 @@ export function answersInBinary(ctx: HandlerContext | undefined): boolean {
 
 /** The segments of a verification's answer, from its fields. */
 export function segmentsOf(r: VerifyKeyResponse): Segments {
-  const before = new BinaryWriter();
-  if (r.keyId !== undefined) before.tag(3, WireType.LengthDelimited).string(r.keyId);
-  if (r.name !== undefined) before.tag(4, WireType.LengthDelimited).string(r.name);
-  if (r.metaJson !== undefined) before.tag(5, WireType.LengthDelimited).string(r.metaJson);
-  if (r.expires !== undefined) before.tag(6, WireType.Varint).int64(r.expires);
-  const after = new BinaryWriter();
-  if (r.enabled !== undefined) after.tag(8, WireType.Varint).bool(r.enabled);
-  for (const p of r.permissions ?? []) after.tag(9, WireType.LengthDelimited).string(p);
-  for (const role of r.roles ?? []) after.tag(10, WireType.LengthDelimited).string(role);
-  if (r.identity !== undefined) {
-    after.tag(11, WireType.LengthDelimited).bytes(toBinary(KeyIdentitySchema, r.identity));
-  }
-  return { before: before.finish(), after: after.finish() };
+  const w = new WireWriter();
+  w.optionalString(3, r.keyId).optionalString(4, r.name).optionalString(5, r.metaJson);
+  // Copied into buffers of their own: kept with the cached key, a slice of Node's shared pool would keep the pool.
+  const before = new Uint8Array(w.optionalBigint64(6, r.expires).finish());
+  w.optionalBool(8, r.enabled);
+  for (const p of r.permissions) w.optionalString(9, p);
+  for (const role of r.roles) w.optionalString(10, role);
+  if (r.identity !== undefined) w.message(11, toBinary(KeyIdentitySchema, r.identity));
+  return { before, after: new Uint8Array(w.finish()) };
 }
+
+// One writer per process: an answer is written synchronously and copied out by finish().
+const writer = new WireWriter(4096);
 
 /**
  * The batch's answer with its results pre-encoded. `segments` gives the
  * cached segments of a result (VerificationMemos keeps them per cached key); a
- * result without, or an error, is encoded by protobuf-es.
+ * result without is encoded from its fields, and an error by protobuf-es.
  */
 export function encodedAnswer(
   results: readonly VerifyKeyBatchResult[],
   /** The segments of result `index`'s answer, when they are kept. */
   segments: (index: number, response: VerifyKeyResponse) => Segments | undefined,
 ): VerifyKeyBatchResponse {
-  const $unknown = results.map((result, index) => {
+  if (results.length === 0) return { $typeName: "keys.v1.VerifyKeyBatchResponse", results: [] };
+  const w = writer;
+  w.reset();
+  results.forEach((result, index) => {
     const r = result.result;
-    // Each an unknown field of VerifyKeyBatchResponse: results (1), its bytes length-prefixed.
-    if (r?.case === "response") {
-      const w = new AnswerWriter();
-      const outer = w.open();
-      // The result: its field response (1), holding the VerifyKeyResponse.
-      w.tag(1, WireType.LengthDelimited);
-      const inner = w.open();
+    // Each result is field 1 (results) of VerifyKeyBatchResponse, holding its response as its field 1.
+    if (r.case === "response") {
+      w.fork(1).fork(1);
       writeResponse(w, r.value, segments(index, r.value) ?? segmentsOf(r.value));
-      w.close(inner);
-      w.close(outer);
-      return { no: 1, wireType: WireType.LengthDelimited, data: w.bytes() };
-    }
-    const bytes = toBinary(ResultSchema, result);
-    return { no: 1, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(bytes).finish() };
+      w.join().join();
+    } else w.message(1, toBinary(ResultSchema, result));
   });
-  return { $typeName: "keys.v1.VerifyKeyBatchResponse", results: [], $unknown };
+  // protobuf-es writes an unknown field as its tag and then its data as they are: every result in one
+  // entry, the first one's one-byte tag (field 1, length-delimited) as the entry's, the rest as its data.
+  const data = w.finish().subarray(1);
+  return {
+    $typeName: "keys.v1.VerifyKeyBatchResponse",
+    results: [],
+    $unknown: [{ no: 1, wireType: WireType.LengthDelimited, data }],
+  };
 }
 
-function writeResponse(w: AnswerWriter, r: VerifyKeyResponse, s: Segments): void {
-  if (r.valid) w.tag(1, WireType.Varint).varint(1);
-  if (r.code) w.tag(2, WireType.Varint).varint(r.code);
-  w.raw(s.before);
-  if (r.credits !== undefined) w.tag(7, WireType.Varint).int64(r.credits);
-  w.raw(s.after);
-  for (const l of r.ratelimits ?? []) {
-    w.tag(12, WireType.LengthDelimited);
-    const at = w.open();
-    if (l.id) w.tag(1, WireType.LengthDelimited).string(l.id);
-    if (l.name) w.tag(2, WireType.LengthDelimited).string(l.name);
-    if (l.limit) w.tag(3, WireType.Varint).int64(l.limit);
-    if (l.duration) w.tag(4, WireType.Varint).int64(l.duration);
-    if (l.reset) w.tag(5, WireType.Varint).int64(l.reset);
-    if (l.remaining) w.tag(6, WireType.Varint).int64(l.remaining);
-    if (l.exceeded) w.tag(7, WireType.Varint).varint(1);
-    if (l.autoApply) w.tag(8, WireType.Varint).varint(1);
-    w.close(at);
-  }
-}
-
-/**
- * A growable buffer for one answer. A length-delimited part is opened with
- * one byte kept for its length and closed once written, moving its bytes on
- * when the length needs more than one byte (128 or more).
- */
-class AnswerWriter {
-  private buf = Buffer.allocUnsafe(512);
-  private pos = 0;
-
-  tag(field: number, wireType: WireType): this {
-    return this.varint((field << 3) | wireType);
-  }
-
-  /** A non-negative integer below 2^53. */
-  varint(value: number): this {
-    this.room(8);
-    while (value > 127) {
-      this.buf[this.pos++] = (value % 128) | 128;
-      value = Math.floor(value / 128);
-    }
-    this.buf[this.pos++] = value;
-    return this;
-  }
-
-  int64(value: bigint | number | string): this {
-    const big = BigInt(value);
-    if (big >= 0n && big <= 9_007_199_254_740_991n) return this.varint(Number(big));
-    // Negative or huge: two's complement in 64 bits, as int64 is written.
-    let rest = BigInt.asUintN(64, big);
-    this.room(10);
-    while (rest > 127n) {
-      this.buf[this.pos++] = Number(rest & 127n) | 128;
-      rest >>= 7n;
-    }
-    this.buf[this.pos++] = Number(rest);
-    return this;
-  }
-
-  string(value: string): this {
-    const length = Buffer.byteLength(value);
-    this.varint(length);
-    this.room(length);
-    this.pos += this.buf.write(value, this.pos, "utf8");
-    return this;
-  }
-
-  raw(bytes: Uint8Array): this {
-    this.room(bytes.length);
-    this.buf.set(bytes, this.pos);
-    this.pos += bytes.length;
-    return this;
-  }
-
-  /** Starts a length-delimited part; close() with what this answers. */
-  open(): number {
-    this.room(1);
-    return this.pos++;
-  }
-
-  close(start: number): void {
-    const length = this.pos - start - 1;
-    let size = 1;
-    for (let v = length; v > 127; v = Math.floor(v / 128)) size++;
-    if (size > 1) {
-      this.room(size - 1);
-      this.buf.copyWithin(start + size, start + 1, this.pos);
-      this.pos += size - 1;
-    }
-    let at = start;
-    let v = length;
-    while (v > 127) {
-      this.buf[at++] = (v % 128) | 128;
-      v = Math.floor(v / 128);
-    }
-    this.buf[at] = v;
-  }
-
-  bytes(): Uint8Array {
-    return this.buf.subarray(0, this.pos);
-  }
-
-  private room(more: number): void {
-    if (this.pos + more <= this.buf.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + more));
-    this.buf.copy(bigger, 0, 0, this.pos);
-    this.buf = bigger;
+function writeResponse(w: WireWriter, r: VerifyKeyResponse, s: Segments): void {
+  w.bool(1, r.valid).int64(2, r.code).raw(s.before).optionalBigint64(7, r.credits).raw(s.after);
+  for (const l of r.ratelimits) {
+    w.fork(12)
+      .string(1, l.id)
+      .string(2, l.name)
+      .bigint64(3, l.limit)
+      .bigint64(4, l.duration)
+      .bigint64(5, l.reset)
+      .bigint64(6, l.remaining)
+      .bool(7, l.exceeded)
+      .bool(8, l.autoApply)
+      .join();
   }
 }

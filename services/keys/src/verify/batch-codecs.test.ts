@@ -1,9 +1,9 @@
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { VerifyKeyBatchRequestSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { UNHANDLED } from "@latchkey/runtime/wire/reader";
 import { describe, expect, it } from "vitest";
-import { decodeVerifyKeyBatchRequest, readVerifyKeyBatchRequest } from "./keys-codecs.ts";
-import { UNHANDLED } from "./reader.ts";
+import { decodeVerifyKeyBatchRequest, readVerifyKeyBatchRequest } from "./batch-codecs.ts";
 
 const batch = (init: MessageInitShape<typeof VerifyKeyBatchRequestSchema>) =>
   toBinary(VerifyKeyBatchRequestSchema, create(VerifyKeyBatchRequestSchema, init));
@@ -88,11 +88,16 @@ describe("the hand-written VerifyKeyBatchRequest decoder", () => {
     expect(decoded.items[1]?.request).not.toHaveProperty("permissions");
   });
 
-  it("hands non-ASCII strings, unknown fields, a request sent twice and bad input to fromBinary", () => {
+  it("reads non-ASCII strings by hand, and hands invalid UTF-8, unknown fields, a request sent twice and bad input to fromBinary", () => {
     const one = batch({ items: [{ request: { key: "lk_a" } }] });
-    const nonAscii = batch({ items: [{ request: { key: "lk_é", tags: ["ü"] } }] });
-    handedOver(nonAscii);
+    const nonAscii = batch({ items: [{ request: { key: "lk_é", tags: ["ü 🙂"] } }] });
+    byHand(nonAscii);
     same(nonAscii);
+    // "lk_é" with its é cut to one byte: not UTF-8, which fromBinary refuses for a proto3 string.
+    const invalid = Uint8Array.from(nonAscii);
+    invalid[invalid.indexOf(0xc3) + 1] = 0x28;
+    handedOver(invalid);
+    same(invalid);
     const unknown = Uint8Array.from([...one, 0x1a, 0x00]);
     handedOver(unknown);
     same(unknown);

@@ -9,6 +9,7 @@ import {
   LimitBatchRequestSchema,
   LimitBatchResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { UNHANDLED } from "@latchkey/runtime/wire/reader";
 import { describe, expect, it } from "vitest";
 import {
   decodeCheckNamedLimitsRequest,
@@ -23,8 +24,7 @@ import {
   readCheckNamedLimitsResponse,
   readLimitBatchRequest,
   readLimitBatchResponse,
-} from "./ratelimit-codecs.ts";
-import { UNHANDLED } from "./reader.ts";
+} from "./codecs.ts";
 
 const bytesOf = (b: Uint8Array) => [...b];
 
