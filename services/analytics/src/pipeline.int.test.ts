@@ -22,6 +22,7 @@ import {
   callerOf,
   createTestClickHouse,
   eventually,
+  keyVerifiedType,
   type TestClickHouse,
   testClickHouseUrl,
   testNatsUrl,
@@ -33,20 +34,17 @@ const TAGS = [["env=prod"], ["env=prod", "path=/a"], []] as const;
 
 /** Event i of a run: outcome and tags cycle, so the expected split is known. */
 function keyVerified(workspaceId: string, i: number, time: number) {
-  return toBinary(
-    KeyVerifiedSchema,
-    create(KeyVerifiedSchema, {
-      requestId: `req_${workspaceId}_${i}`,
-      time: BigInt(time),
-      workspaceId,
-      apiId: "api_1",
-      keyId: `key_${i % 3}`,
-      outcome: OUTCOMES[i % OUTCOMES.length],
-      tags: [...TAGS[i % TAGS.length]!],
-      spentCredits: 1n,
-      latency: 0.3,
-    }),
-  );
+  return create(KeyVerifiedSchema, {
+    requestId: `req_${workspaceId}_${i}`,
+    time: BigInt(time),
+    workspaceId,
+    apiId: "api_1",
+    keyId: `key_${i % 3}`,
+    outcome: OUTCOMES[i % OUTCOMES.length],
+    tags: [...TAGS[i % TAGS.length]!],
+    spentCredits: 1n,
+    latency: 0.3,
+  });
 }
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -118,7 +116,7 @@ async function pipeline(options: {
     workspaceId,
     publish(from, to, time = Date.now()) {
       for (let i = from; i < to; i++) {
-        sink.publish(KEY_VERIFIED, `req_${workspaceId}_${i}`, keyVerified(workspaceId, i, time));
+        sink.publish(keyVerifiedType, `req_${workspaceId}_${i}`, keyVerified(workspaceId, i, time));
       }
     },
   };

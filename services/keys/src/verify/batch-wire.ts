@@ -81,7 +81,7 @@ export function encodedAnswer(
   results.forEach((result, index) => {
     const r = result.result;
     // Each result is field 1 (results) of VerifyKeyBatchResponse, holding its response as its field 1.
-    if (r.case === "response") {
+    if (r.case === "response" && result.$unknown === undefined && !hasUnknown(r.value)) {
       w.fork(1).fork(1);
       writeResponse(w, r.value, segments(index, r.value) ?? segmentsOf(r.value));
       w.join().join();
@@ -95,6 +95,11 @@ export function encodedAnswer(
     results: [],
     $unknown: [{ no: 1, wireType: WireType.LengthDelimited, data }],
   };
+}
+
+/** Unknown fields (never in the service's own answers) are left to toBinary, which writes them. */
+function hasUnknown(r: VerifyKeyResponse): boolean {
+  return r.$unknown !== undefined || r.ratelimits.some((l) => l.$unknown !== undefined);
 }
 
 function writeResponse(w: WireWriter, r: VerifyKeyResponse, s: Segments): void {

@@ -89,8 +89,9 @@ export async function verified(
   // Without an event sink nothing is recorded: not even the record is built.
   if (deps.events === noEvents) return judgement;
   keyVerified(deps, {
+    $typeName: "keys.v1.KeyVerified",
     requestId: req.requestId,
-    time: now,
+    time: BigInt(now),
     workspaceId: caller.workspaceId,
     // key is null whenever the caller may not see it: nothing of it reaches the caller's analytics.
     apiId: key?.apiId ?? "",
@@ -99,7 +100,7 @@ export async function verified(
     externalId: key?.externalId ?? "",
     outcome,
     tags: req.tags,
-    spentCredits: spent,
+    spentCredits: BigInt(spent),
     latency: performance.now() - started,
   });
   return judgement;
