@@ -1,4 +1,4 @@
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
@@ -7,7 +7,6 @@ import { createLogger } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEmbeddedAnalyticsDeps } from "./deps.ts";
-import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { callerOf, keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
