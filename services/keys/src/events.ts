@@ -27,9 +27,9 @@ export function keyVerified(deps: { events: EventSink }, v: KeyVerified): void {
 }
 
 /**
- * keys.v1.KeyVerified in binary: toBinary. A hand-written encoder measured a few
- * µs per verification below it, under 5 % of a verification through separate
- * processes, so it is not worth a second encoding (docs/architecture.md).
+ * keys.v1.KeyVerified in binary: toBinary. A hand-written encoder bought under
+ * 5 % of a verification through separate processes, so it is not worth a second
+ * encoding of the message (docs/architecture.md).
  */
 export function encodeKeyVerified(v: KeyVerified): Uint8Array {
   return toBinary(KeyVerifiedSchema, v);

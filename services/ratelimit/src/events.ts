@@ -40,8 +40,8 @@ export const ratelimitCheckedEvent: EventType<RatelimitChecked> = {
 
 /**
  * ratelimit.v1.RatelimitChecked in binary: toBinary. A hand-written encoder
- * measured a few µs per check below it, under 5 % of a ratelimits.limit through
- * separate processes (docs/architecture.md).
+ * bought under 5 % of a ratelimits.limit through separate processes
+ * (docs/architecture.md).
  */
 export function encodeRatelimitChecked(e: RatelimitChecked): Uint8Array {
   return toBinary(RatelimitCheckedSchema, e);
