@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { create, type DescMethod, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, type DescMethod, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import type { Transport, UnaryResponse } from "@connectrpc/connect";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect, type Sql } from "./db.ts";
+import type { EventSink, EventType } from "./events.ts";
 import type { WireCodecs } from "./unary.ts";
 
 /** A caller of a workspace holding the given root-key permissions, for tests of the services. */
@@ -71,5 +72,20 @@ export function throughCodecs(inner: Transport, codecs: WireCodecs): Transport {
       return { ...res, message } as UnaryResponse<never, never>;
     },
     stream: (...args) => inner.stream(...args),
+  };
+}
+
+/** An event sink that keeps each event: its message as handed over, and the bytes its type would send. */
+export function keepingEventSink(): EventSink & {
+  kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[];
+} {
+  const kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[] = [];
+  return {
+    kept,
+    publish<M extends Message>(type: EventType<M>, id: string, message: M) {
+      kept.push({ subject: type.subject, id, message, bytes: type.encode(message) });
+    },
+    flush: async () => {},
+    stats: () => ({ buffered: 0, published: kept.length, dropped: 0 }),
   };
 }

@@ -1,6 +1,6 @@
-import { create, fromBinary, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import type { EventSink, EventType } from "@latchkey/runtime";
+import { keepingEventSink } from "@latchkey/runtime/testing";
 import { describe, expect, it } from "vitest";
 import { KEY_VERIFIED, keyVerified, keyVerifiedEvent } from "./events.ts";
 
@@ -20,17 +20,9 @@ const full: KeyVerified = create(KeyVerifiedSchema, {
   latency: 0.123,
 });
 
-/** A sink that keeps what it is handed: the message, and the bytes its type would send. */
 function keeping() {
-  const kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[] = [];
-  const sink: EventSink = {
-    publish<M extends Message>(type: EventType<M>, id: string, message: M) {
-      kept.push({ subject: type.subject, id, message, bytes: type.encode(message) });
-    },
-    flush: async () => {},
-    stats: () => ({ buffered: 0, published: kept.length, dropped: 0 }),
-  };
-  return { sink, kept };
+  const sink = keepingEventSink();
+  return { sink, kept: sink.kept };
 }
 
 describe("keyVerified", () => {

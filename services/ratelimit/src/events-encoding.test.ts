@@ -1,6 +1,7 @@
-import { create, fromBinary, type Message } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
-import { type EventSink, type EventType, MemoryBus } from "@latchkey/runtime";
+import { MemoryBus } from "@latchkey/runtime";
+import { keepingEventSink } from "@latchkey/runtime/testing";
 import { describe, expect, it } from "vitest";
 import { ratelimitEvents, SUBJECT_CHECKED } from "./events.ts";
 
@@ -25,14 +26,8 @@ const checked = (index: number, passed: boolean) =>
 
 describe("ratelimitEvents", () => {
   it("hands each check to the sink as its message once the request is answered, id <requestId>:<index>", async () => {
-    const kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[] = [];
-    const sink: EventSink = {
-      publish<M extends Message>(type: EventType<M>, id: string, message: M) {
-        kept.push({ subject: type.subject, id, message, bytes: type.encode(message) });
-      },
-      flush: async () => {},
-      stats: () => ({ buffered: 0, published: kept.length, dropped: 0 }),
-    };
+    const sink = keepingEventSink();
+    const { kept } = sink;
     const events = ratelimitEvents(new MemoryBus(), sink);
     const one = checked(3, true);
     const two = checked(4, false);
