@@ -1,13 +1,17 @@
 import { randomBytes } from "node:crypto";
+import type { VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
+import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { systemClock } from "@latchkey/runtime";
 import type { CachedKey } from "../src/store/keys-store.ts";
+import { segmentsOf } from "../src/verify/batch-wire.ts";
 import { KEY_CACHE_MAX_BYTES, KeyCache } from "../src/verify/key-cache.ts";
 
 /**
  * What the key cache really holds per key, against what it counts
  * (KeyCache.bytes), for keys of a typical and of a large size; then the whole
  * process's memory once the cache is full of large keys under the default
- * KEY_CACHE_MAX_BYTES.
+ * KEY_CACHE_MAX_BYTES. Each cached key also gets its answer's pre-encoded
+ * segments, as binary VerifyKeyBatch answers keep them (verify/memos.ts).
  * Run:
  *   node --expose-gc --import tsx services/keys/bench/cache-memory.ts
  */
@@ -40,6 +44,27 @@ function record(workspaceId: string, hash: string, meta: string | null): CachedK
   };
 }
 
+const kept = new WeakMap<CachedKey, unknown>();
+
+/** The segments verification keeps per cached key, counted as answerSegments counts them. */
+function encode(cache: KeyCache, key: CachedKey): void {
+  const answer: VerifyKeyResponse = {
+    $typeName: "keys.v1.VerifyKeyResponse",
+    valid: true,
+    code: VerifyCode.VALID,
+    keyId: key.id,
+    name: key.name ?? undefined,
+    metaJson: key.metaJson ?? undefined,
+    enabled: key.enabled,
+    permissions: [],
+    roles: [],
+    ratelimits: [],
+  };
+  const segments = segmentsOf(answer);
+  kept.set(key, { segments });
+  cache.charge(key, "segments", 320 + segments.before.byteLength + segments.after.byteLength);
+}
+
 function memory() {
   gc!();
   gc!();
@@ -51,7 +76,8 @@ async function fill(cache: KeyCache, count: number, metaChars: number | null, fr
   const meta = metaChars === null ? null : "x".repeat(metaChars);
   for (let i = from; i < from + count; i++) {
     const hash = randomBytes(32).toString("base64");
-    await cache.fetch("ws_bench_workspace", hash);
+    const key = await cache.fetch("ws_bench_workspace", hash);
+    if (key) encode(cache, key);
     // The meta strings of the records are distinct copies, as rows decoded one by one are.
     if (meta !== null && i % 1000 === 999) gc!();
   }

@@ -109,6 +109,14 @@ export class WireReader {
     return start === end ? "" : (buf as LatinSlicing).latin1Slice(start, end);
   }
 
+  /** A double (fixed64, little-endian). */
+  double(): number {
+    const at = this.pos;
+    if (at + 8 > this.end) this.unhandled();
+    this.pos = at + 8;
+    return this.buf.readDoubleLE(at);
+  }
+
   /** Ends a nested message: its fields must end exactly at its length. */
   close(end: number): void {
     if (this.pos !== end) this.unhandled();

@@ -126,6 +126,20 @@ export class WireWriter {
     return this;
   }
 
+  /** A bytes field (implicit presence: left out when empty). */
+  bytes(field: number, value: Uint8Array): this {
+    if (value.length === 0) return this;
+    return this.message(field, value);
+  }
+
+  /** Bytes already encoded as fields (e.g. a message's fields kept from an earlier encoding), as they are. */
+  raw(bytes: Uint8Array): this {
+    this.room(bytes.length);
+    this.buf.set(bytes, this.pos);
+    this.pos += bytes.length;
+    return this;
+  }
+
   /** A message field whose bytes are already encoded (e.g. by toBinary). */
   message(field: number, bytes: Uint8Array): this {
     this.room(10 + bytes.length);
@@ -171,6 +185,16 @@ export class WireWriter {
     this.room(11);
     this.key(field, 0);
     this.buf[this.pos++] = 1;
+    return this;
+  }
+
+  double(field: number, value: number): this {
+    // toBinary leaves out 0 but writes -0 (Object.is), like any other set value.
+    if (value === 0 && !Object.is(value, -0)) return this;
+    this.room(18);
+    this.key(field, 1);
+    this.buf.writeDoubleLE(value, this.pos);
+    this.pos += 8;
     return this;
   }
 

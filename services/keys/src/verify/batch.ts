@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import {
@@ -13,9 +13,10 @@ import {
 import { errorDetailOf, invalidInput } from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
 import type { Spend } from "../store/keys-store.ts";
+import { answersInBinary, encodedAnswer } from "./batch-wire.ts";
 import { type AppliedLimit, LimitCollector, type LimitsVerdict } from "./named-limits.ts";
 import { SpendCollector } from "./spend-collector.ts";
-import { type VerifySteps, verify } from "./verify.ts";
+import { type Facts, type Verified, type VerifySteps, verified } from "./verify.ts";
 
 /**
  * Many verifications in one call (the gateway coalesces concurrent requests).
@@ -31,13 +32,26 @@ import { type VerifySteps, verify } from "./verify.ts";
 export async function verifyBatch(
   deps: KeysDeps,
   req: VerifyKeyBatchRequest,
+  ctx?: HandlerContext,
 ): Promise<VerifyKeyBatchResponse> {
   const spends = new SpendCollector(deps.spends, req.items.length);
   const limits = new LimitCollector(deps, req.items.length);
-  const results = await Promise.all(
+  const items = await Promise.all(
     req.items.map((item, i) => verifyItem(deps, req.callers, item, new ItemSteps(spends, limits, i))),
   );
-  return { $typeName: "keys.v1.VerifyKeyBatchResponse", results };
+  const results = items.map((item) => item.result);
+  if (!answersInBinary(ctx)) return { $typeName: "keys.v1.VerifyKeyBatchResponse", results };
+  // Serialised to binary: the results go pre-encoded, the same bytes at a fraction of the cost.
+  return encodedAnswer(results, (i, response) => {
+    const facts = items[i]!.facts;
+    return facts === undefined ? undefined : deps.verification.segments(facts, response);
+  });
+}
+
+/** One item's result, with the facts of its answer when it has a key the caller may see. */
+interface ItemResult {
+  result: VerifyKeyBatchResult;
+  facts: Facts | undefined;
 }
 
 /** One item's shared steps: its place in the batch's limit check and credit spends. */
@@ -71,21 +85,25 @@ async function verifyItem(
   callers: Caller[],
   item: VerifyKeyBatchItem,
   steps: ItemSteps,
-): Promise<VerifyKeyBatchResult> {
+): Promise<ItemResult> {
   try {
     const caller = callers[item.callerIndex];
     if (!caller || caller.workspaceId === "") {
       throw invalidInput("/callerIndex", `caller index ${item.callerIndex} names no caller of this batch`);
     }
     if (!item.request) throw invalidInput("/request", "a batch item needs a request");
+    const { result, facts }: Verified = await verified(deps, caller, item.request, steps);
     return {
-      $typeName: "keys.v1.VerifyKeyBatchResult",
-      result: { case: "response", value: await verify(deps, caller, item.request, steps) },
+      result: { $typeName: "keys.v1.VerifyKeyBatchResult", result: { case: "response", value: result } },
+      facts,
     };
   } catch (err) {
     return {
-      $typeName: "keys.v1.VerifyKeyBatchResult",
-      result: { case: "error", value: batchError(deps, err, item.request?.requestId) },
+      result: {
+        $typeName: "keys.v1.VerifyKeyBatchResult",
+        result: { case: "error", value: batchError(deps, err, item.request?.requestId) },
+      },
+      facts: undefined,
     };
   } finally {
     steps.done();

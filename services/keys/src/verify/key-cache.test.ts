@@ -174,26 +174,26 @@ describe("KeyCache", () => {
     const a = (await cache.fetch(WS, "a"))!;
     await cache.fetch(WS, "b");
     const before = cache.bytes;
-    cache.charge(a, "verdicts", 10_000);
+    cache.charge(a, "segments", 10_000);
     expect(cache.bytes).toBe(before + 10_000);
     // A new answer for the same key replaces what was counted for it, it does not add to it.
-    cache.charge(a, "verdicts", 4_000);
+    cache.charge(a, "segments", 4_000);
     expect(cache.bytes).toBe(before + 4_000);
     cache.charge(a, "grants", 1_000);
     expect(cache.bytes).toBe(before + 5_000);
     // Charged beyond the bound, the least recently used go first: b (a was charged, so used, since).
     const c = (await cache.fetch(WS, "c"))!;
-    cache.charge(c, "verdicts", 100_000 - cache.bytes + 1);
+    cache.charge(c, "segments", 100_000 - cache.bytes + 1);
     expect(cache.bytes).toBeLessThanOrEqual(100_000);
     expect(cache.peek(WS, "b")).toBeUndefined();
     expect(cache.peek(WS, "a")).toBe(a);
     expect(cache.peek(WS, "c")).toBe(c);
     // One entry larger than the whole bound is not kept at all.
-    cache.charge(c, "verdicts", 100_000);
+    cache.charge(c, "segments", 100_000);
     expect(cache.peek(WS, "c")).toBeUndefined();
     // A key no longer cached is charged nothing.
     cache.invalidate();
-    cache.charge(a, "verdicts", 1);
+    cache.charge(a, "segments", 1);
     expect(cache.bytes).toBe(0);
   });
 });

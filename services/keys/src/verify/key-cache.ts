@@ -18,7 +18,7 @@ interface Entry {
   /** Bytes counted for the record itself (recordBytes). */
   bytes: number;
   /** Bytes counted for what verification works out from the record and keeps while it lives (charge). */
-  derived: { grants: number; verdicts: number };
+  derived: { grants: number; verdicts: number; segments: number };
 }
 
 /**
@@ -60,7 +60,7 @@ export function recordBytes(workspaceId: string, hash: string, key: CachedKey | 
   return bytes;
 }
 
-const entryBytes = (e: Entry) => e.bytes + e.derived.grants + e.derived.verdicts;
+const entryBytes = (e: Entry) => e.bytes + e.derived.grants + e.derived.verdicts + e.derived.segments;
 
 /**
  * Keys by workspace and hash, in process: a bounded LRU with negative entries,
@@ -191,7 +191,7 @@ export class KeyCache {
       loadedAt: this.clock.now(),
       next: others,
       bytes: recordBytes(ws, at, key),
-      derived: { grants: 0, verdicts: 0 },
+      derived: { grants: 0, verdicts: 0, segments: 0 },
     });
   }
 

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { evaluatePermissionQuery, type PermissionQuery } from "@latchkey/identity";
-import { type KeyIdentity, KeyIdentitySchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { type KeyIdentity, KeyIdentitySchema, type VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
 import type { CachedKey } from "../store/keys-store.ts";
+import { type Segments, segmentsOf } from "./batch-wire.ts";
 import type { Grants, ResolvedIdentity } from "./identity-cache.ts";
 import type { KeyCache } from "./key-cache.ts";
 import { PermissionQueries } from "./permission-queries.ts";
@@ -9,10 +10,13 @@ import { PermissionQueries } from "./permission-queries.ts";
 /** Most verdicts remembered per key's grants: a key is asked few distinct queries. */
 const MAX_VERDICTS = 32;
 
+/** A memo of segments besides their bytes: the memo, two arrays and their buffers. */
+const SEGMENTS_BYTES = 320;
+
 /**
  * What verification works out once and reuses: parsed permission queries, a
- * query's verdict against a key's grants, an identity's answer. One per keys
- * service instance (KeysDeps.verification),
+ * query's verdict against a key's grants, an identity's answer, a key's
+ * pre-encoded answer segments. One per keys service instance (KeysDeps.verification),
  * living as long as it does; each entry is held weakly by the cached record it
  * was made from (a key, its grants, an identity), so it goes when the cache
  * drops that record, and its bytes are counted with the key in the key cache.
@@ -24,6 +28,11 @@ export class VerificationMemos {
   private readonly verdicts = new WeakMap<Grants, Map<PermissionQuery, boolean>>();
   /** Each cached identity's answer, made once and shared (create() takes a message as it is). */
   private readonly identityMessages = new WeakMap<ResolvedIdentity, KeyIdentity>();
+  /** Each cached key's pre-encoded segments, with the grants and identity they were made with. */
+  private readonly segmentsOfKey = new WeakMap<
+    CachedKey,
+    { grants: Grants; identity: ResolvedIdentity | null; segments: Segments }
+  >();
 
   constructor(private readonly keyCache: KeyCache) {}
 
@@ -63,5 +72,27 @@ export class VerificationMemos {
       this.identityMessages.set(identity, message);
     }
     return message;
+  }
+
+  /**
+   * The segments of an answer that come from its key, grants and identity
+   * (batch-wire.ts), encoded once per cached key and identity.
+   */
+  segments(
+    facts: { key: CachedKey; grants: Grants; identity: ResolvedIdentity | null },
+    result: VerifyKeyResponse,
+  ): Segments {
+    const memo = this.segmentsOfKey.get(facts.key);
+    if (memo !== undefined && memo.grants === facts.grants && memo.identity === facts.identity) {
+      return memo.segments;
+    }
+    const segments = segmentsOf(result);
+    this.segmentsOfKey.set(facts.key, { grants: facts.grants, identity: facts.identity, segments });
+    this.keyCache.charge(
+      facts.key,
+      "segments",
+      SEGMENTS_BYTES + segments.before.byteLength + segments.after.byteLength,
+    );
+    return segments;
   }
 }

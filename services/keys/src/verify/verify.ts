@@ -57,20 +57,37 @@ export async function verify(
   deps: KeysDeps,
   caller: Caller,
   req: VerifyKeyRequest,
+  steps?: VerifySteps,
+): Promise<VerifyKeyResult> {
+  return (await verified(deps, caller, req, steps)).result;
+}
+
+/** A verification's answer and, when the caller may see its key, the facts it was made from. */
+export interface Verified {
+  result: VerifyKeyResult;
+  facts: Facts | undefined;
+}
+
+/** verify(), with the facts of its answer (the batch's encoder reuses what it made from them). */
+export async function verified(
+  deps: KeysDeps,
+  caller: Caller,
+  req: VerifyKeyRequest,
   steps: VerifySteps = {
     spend: (keyId, cost) => deps.spends.spend(keyId, cost),
     checkLimits: checkEach(deps),
   },
-): Promise<VerifyKeyResult> {
+): Promise<Verified> {
   const started = performance.now();
   const input = validVerifyKey(deps.verification, req);
-  const { result, key, spent } = await judge(deps, caller, input, steps);
+  const judgement = await judge(deps, caller, input, steps);
+  const { result, key, spent } = judgement;
   const outcome = counted(result.code);
   const now = deps.clock.now();
   // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
   if (key) deps.lastUsed.record(key.id, now);
   // Without an event sink nothing is recorded: not even the record is built.
-  if (deps.events === noEvents) return result;
+  if (deps.events === noEvents) return judgement;
   keyVerified(deps, {
     $typeName: "keys.v1.KeyVerified",
     requestId: req.requestId,
@@ -86,11 +103,10 @@ export async function verify(
     spentCredits: BigInt(spent),
     latency: performance.now() - started,
   });
-  return result;
+  return judgement;
 }
 
-interface Judgement {
-  result: VerifyKeyResult;
+interface Judgement extends Verified {
   /** The key, only when the caller may see it. */
   key: CachedKey | null;
   /** Credits actually spent. */
@@ -98,7 +114,7 @@ interface Judgement {
 }
 
 /** What a found key answers besides its code, gathered step by step. */
-interface Facts {
+export interface Facts {
   key: CachedKey;
   /** What its existing roles and direct permissions grant. */
   grants: Grants;
@@ -131,7 +147,7 @@ async function judge(
   // Missing, deleted, under a deleted API, of another workspace, or not verifiable by this root key:
   // one answer, so the response never tells which.
   if (!keyIsVisible(caller, key) || !holds(caller.permissions, `api.${key.apiId}.verify_key`)) {
-    return { result: notFound(), key: null, spent: 0 };
+    return { result: notFound(), key: null, spent: 0, facts: undefined };
   }
   // A role or permission deleted since the key was given it counts for nothing, even before its
   // deletion is taken off the key (deleted-grants.ts) or should that have been missed.
@@ -158,7 +174,7 @@ async function judge(
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate({ workspaceId: caller.workspaceId, hash });
-    return { result: notFound(), key: null, spent: 0 };
+    return { result: notFound(), key: null, spent: 0, facts: undefined };
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
   if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
@@ -166,7 +182,7 @@ async function judge(
 }
 
 function outcome(facts: Facts, code: VerifyCode, credits?: number, spent = 0): Judgement {
-  return { result: answer(facts, code, credits), key: facts.key, spent };
+  return { result: answer(facts, code, credits), key: facts.key, spent, facts };
 }
 
 /** The answer for a key the caller may not see, whichever the reason: nothing of it. */
