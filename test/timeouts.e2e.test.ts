@@ -10,6 +10,9 @@ const holding = new Set<net.Socket>();
 let stack: Stack;
 /** A second gateway whose keys service is the one that never answers. */
 let stuckKeys: Proc;
+/** A keys service whose identity service never answers, on the stack's database, and a gateway in front of it. */
+let keysStuckIdentity: Proc;
+let viaStuckIdentity: Proc;
 const GATEWAY_DEADLINE = 1_000;
 const KEYS_DEADLINE = 400;
 /** Scheduling on a shared 2-core machine, process start-up of nothing: what a deadline may overrun by. */
@@ -41,9 +44,23 @@ beforeAll(async () => {
     IDENTITY_URL: stack.identity.url,
     RPC_TIMEOUT_MS: String(GATEWAY_DEADLINE),
   });
-}, 60_000);
+  keysStuckIdentity = await startProcess("keys-stuck-identity", "services/keys/src/main.ts", {
+    DATABASE_URL: stack.db.url,
+    IDENTITY_URL: held,
+    RATELIMIT_URL: stack.ratelimit.url,
+    RPC_TIMEOUT_MS: String(KEYS_DEADLINE),
+  });
+  viaStuckIdentity = await startProcess("gateway-keys-stuck-identity", "gateway/src/main.ts", {
+    KEYS_URL: keysStuckIdentity.url,
+    RATELIMIT_URL: stack.ratelimit.url,
+    IDENTITY_URL: stack.identity.url,
+    RPC_TIMEOUT_MS: String(GATEWAY_DEADLINE),
+  });
+}, 90_000);
 
 afterAll(async () => {
+  await viaStuckIdentity?.stop();
+  await keysStuckIdentity?.stop();
   await stuckKeys?.stop();
   await stack?.stop();
   for (const socket of holding) socket.destroy();
@@ -115,6 +132,31 @@ describe("a service that never answers", () => {
     // keys gave up on ratelimit at its own deadline, well before the gateway's.
     expect(ms).toBeGreaterThanOrEqual(KEYS_DEADLINE - 50);
     expect(ms).toBeLessThan(GATEWAY_DEADLINE);
+  });
+
+  it("answers 503, not 500, when keys' own call to identity passes its deadline during a verification", async () => {
+    // Seeded through the stack, whose keys reaches identity; verified through the keys whose identity never answers,
+    // which has none of the key's roles cached and must ask for them.
+    const apiId = (await stack.call("apis.createApi", { name: "stuck-identity" })).body.data.apiId;
+    expect((await stack.call("permissions.createRole", { name: "reader" })).status).toBe(200);
+    const { key, keyId } = (await stack.call("keys.createKey", { apiId })).body.data;
+    expect((await stack.call("keys.addRoles", { keyId, roles: ["reader"] })).status).toBe(200);
+    const { answer, ms } = await timed(
+      fetch(`${viaStuckIdentity.url}/v2/keys.verifyKey`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${stack.rootKey}` },
+        body: JSON.stringify({ key }),
+      }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error: unknown } })),
+    );
+    expect(answer.status).toBe(503);
+    expect(answer.body.error).toMatchObject({
+      status: 503,
+      title: "Service Unavailable",
+      type: "https://unkey.com/docs/errors/unkey/application/service_unavailable",
+    });
+    // keys gave up on identity at its own deadline, before the gateway's.
+    expect(ms).toBeGreaterThanOrEqual(KEYS_DEADLINE - 50);
+    expect(ms).toBeLessThan(GATEWAY_DEADLINE + MARGIN);
   });
 
   it("costs every verification its deadline when it is the keys service, and the gateway stays alive", async () => {

@@ -1,10 +1,10 @@
 import { consolePages } from "@latchkey/console/pages";
+import { verifyKeyBatchCodecs } from "@latchkey/keys/verify/batch-codecs";
+import { ratelimitCodecs } from "@latchkey/ratelimit/codecs";
 import { createLogger, env, InternalAuth, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
-import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createGateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import { serveMetrics } from "./metrics-server.ts";
-import { withBatchCodecs } from "./wire.ts";
 
 // The gateway as its own process: configuration from env, services over the internal transport.
 const log = createLogger("gateway", env.string("LOG_LEVEL", "info"));
@@ -44,8 +44,8 @@ const probe = {
 
 const gateway = createGateway({
   // Each URL may be a comma-separated list of instances, called in turn.
-  // The hot batched calls with hand-written protobuf: VerifyKeyBatch (wire.ts), LimitBatch (the runtime's).
-  keys: internalTransport(urls.keys, { auth, timeoutMs, encoding: withBatchCodecs }),
+  // The hot batched calls with hand-written protobuf, each from the service that owns it: VerifyKeyBatch, LimitBatch.
+  keys: internalTransport(urls.keys, { auth, timeoutMs, codecs: verifyKeyBatchCodecs }),
   ratelimit: internalTransport(urls.ratelimit, { auth, timeoutMs, codecs: ratelimitCodecs }),
   identity: internalTransport(urls.identity, { auth, timeoutMs }),
   analytics: internalTransport(urls.analytics, { auth, timeoutMs: analyticsTimeoutMs }),

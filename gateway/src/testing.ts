@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { verifyKeyBatchCodecs } from "@latchkey/keys/verify/batch-codecs";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
@@ -29,8 +30,8 @@ import {
   newId,
   TestClock,
 } from "@latchkey/runtime";
+import { throughCodecs } from "@latchkey/runtime/testing";
 import { createGateway, type Gateway } from "./gateway.ts";
-import { withBatchCodecs } from "./wire.ts";
 
 export interface Answer {
   status: number;
@@ -114,7 +115,7 @@ export function harness(options: HarnessOptions = {}) {
   );
   const gateway: Gateway = createGateway({
     // As main.ts: VerifyKeyBatch crosses with the hand-written codec, so every route test exercises it.
-    keys: withBatchCodecs(keys),
+    keys: throughCodecs(keys, verifyKeyBatchCodecs),
     ratelimit,
     identity,
     analytics,

@@ -2,7 +2,8 @@ import { createRouterTransport } from "@connectrpc/connect";
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
 import { createGateway } from "@latchkey/gateway";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
-import { createMemoryKeysDeps, keysRoutes } from "@latchkey/keys";
+import { keysRoutes } from "@latchkey/keys";
+import { createMemoryKeysDeps } from "@latchkey/keys/deps-test-kit";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 

@@ -2,8 +2,17 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
+import type { EventType } from "./event-sink.ts";
 import { EVENT_BATCH_HEADER, ensureEventsStream, JetStreamEventSink } from "./events.ts";
 import { createLogger } from "./logger.ts";
+
+/** An event that is its bytes, for a sink that only carries them. */
+interface Raw {
+  $typeName: "test.Raw";
+  data: Uint8Array;
+}
+const raw = (bytes: number[]): Raw => ({ $typeName: "test.Raw", data: new Uint8Array(bytes) });
+const rawEvent = (subject: string): EventType<Raw> => ({ subject, encode: (m) => m.data });
 
 const natsUrl = process.env["TEST_NATS_URL"] ?? process.env["NATS_URL"] ?? "nats://127.0.0.1:4222";
 const log = createLogger("events-test", "silent");
@@ -33,8 +42,8 @@ describe("JetStreamEventSink", () => {
         });
       });
       const sink = new JetStreamEventSink(nc, log, { intervalMs: 10, batchSize: 1_000 });
-      for (let i = 0; i < 2_500; i++) sink.publish(subjects[0]!, `${run}:v${i}`, new Uint8Array([i % 256]));
-      for (let i = 0; i < 10; i++) sink.publish(subjects[1]!, `${run}:r${i}`, new Uint8Array([i]));
+      for (let i = 0; i < 2_500; i++) sink.publish(rawEvent(subjects[0]!), `${run}:v${i}`, raw([i % 256]));
+      for (let i = 0; i < 10; i++) sink.publish(rawEvent(subjects[1]!), `${run}:r${i}`, raw([i]));
       await sink.flush(10_000);
       sink.close();
       await nc.flush();

@@ -1,9 +1,11 @@
+import type { Message } from "@bufbuild/protobuf";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import type { EventSink, EventSinkStats } from "./event-sink.ts";
+import type { EventSink, EventSinkStats, EventType } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { watchEventSink } from "./metrics.ts";
+import { WireWriter } from "./wire/writer.ts";
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";
@@ -81,7 +83,8 @@ export class JetStreamEventSink implements EventSink {
     watchEventSink(this);
   }
 
-  publish(subject: string, id: string, data: Uint8Array): void {
+  publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
+    const subject = type.subject;
     if (this.queue.length - this.head >= (this.options.maxBuffered ?? 200_000)) {
       this.dropped++;
       const now = Date.now();
@@ -91,7 +94,7 @@ export class JetStreamEventSink implements EventSink {
       }
       return;
     }
-    this.queue.push({ subject, id, data });
+    this.queue.push({ subject, id, data: type.encode(message) });
   }
 
   stats(): EventSinkStats {
@@ -172,62 +175,23 @@ export class JetStreamEventSink implements EventSink {
 }
 
 /**
- * common.v1.EventBatch written directly: the events are already encoded, so
- * a batch is their bytes framed, in one buffer (byte-identical to toBinary,
- * which copied every event through a BinaryWriter).
+ * common.v1.EventBatch written directly: the events are already encoded, so a
+ * batch is their bytes framed, in one buffer (byte-identical to toBinary).
  */
 export function encodeEventBatch(events: readonly { id: string; data: Uint8Array }[]): Uint8Array {
-  const ids = events.map((e) => Buffer.from(e.id, "utf8"));
-  const inner = events.map((e, i) => fieldSize(ids[i]!.length) + fieldSize(e.data.length));
-  let size = 0;
+  const w = new WireWriter(64 + events.reduce((sum, e) => sum + e.data.length + e.id.length * 3 + 16, 0));
   // Every event is written, even an empty one (a repeated message field keeps its elements).
-  for (const n of inner) size += 1 + varintSize(n) + n;
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  const varint = (v: number) => {
-    while (v > 0x7f) {
-      out[at++] = (v & 0x7f) | 0x80;
-      v >>>= 7;
-    }
-    out[at++] = v;
-  };
-  const field = (tag: number, bytes: Uint8Array) => {
-    out[at++] = tag;
-    varint(bytes.length);
-    out.set(bytes, at);
-    at += bytes.length;
-  };
-  events.forEach((e, i) => {
-    out[at++] = 0x0a; // field 1 (events), length-delimited
-    varint(inner[i]!);
-    // proto3 leaves empty fields out
-    if (ids[i]!.length > 0) field(0x0a, ids[i]!); // BatchedEvent.id
-    if (e.data.length > 0) field(0x12, e.data); // BatchedEvent.data
-  });
-  return out;
+  for (const e of events) w.fork(1).string(1, e.id).bytes(2, e.data).join();
+  return w.finish();
 }
 
-/** Bytes of a length-delimited field of `length` bytes with a one-byte tag (0 for an empty one: left out). */
-function fieldSize(length: number): number {
-  return length === 0 ? 0 : 1 + varintSize(length) + length;
-}
-
-function varintSize(v: number): number {
-  let n = 1;
-  while (v > 0x7f) {
-    v >>>= 7;
-    n++;
-  }
-  return n;
-}
-
-/** In one process (the embedded default): events go straight to the in-process consumer. */
+/** In one process (the embedded default): events go straight to the in-process consumer, as messages. */
 export class DirectEventSink implements EventSink {
   private published = 0;
-  constructor(private readonly deliver: (subject: string, id: string, data: Uint8Array) => void) {}
-  publish(subject: string, id: string, data: Uint8Array): void {
+  constructor(private readonly deliver: (subject: string, id: string, message: Message) => void) {}
+  publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
     this.published++;
-    this.deliver(subject, id, data);
+    this.deliver(type.subject, id, message);
   }
   async flush(): Promise<void> {}
   stats(): EventSinkStats {

@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import net from "node:net";
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMethod, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
+import type { Transport, UnaryResponse } from "@connectrpc/connect";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect, type Sql } from "./db.ts";
+import type { EventSink, EventType } from "./event-sink.ts";
+import type { WireCodecs } from "./unary.ts";
 
 /** A caller of a workspace holding the given root-key permissions, for tests of the services. */
 export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>
@@ -49,4 +52,50 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as net.AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * `inner` with each call of a method in `codecs` crossing as bytes the way the
+ * codec writes and reads them: the request encoded by the codec and decoded by
+ * protobuf-es for the service, the answer encoded by protobuf-es and decoded by
+ * the codec. For tests that run in memory and still exercise a process's codecs.
+ */
+export function throughCodecs(inner: Transport, codecs: WireCodecs): Transport {
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const m: DescMethod = method;
+      const codec = codecs[`/${m.parent.typeName}/${m.name}`];
+      if (codec === undefined) return inner.unary(method, signal, timeoutMs, header, input, contextValues);
+      const bytes = codec.encodeRequest
+        ? codec.encodeRequest(input as never)
+        : toBinary(m.input, input as never);
+      const res = await inner.unary(
+        method,
+        signal,
+        timeoutMs,
+        header,
+        fromBinary(m.input, bytes) as never,
+        contextValues,
+      );
+      const answer = toBinary(m.output, res.message as never);
+      const message = codec.decodeResponse ? codec.decodeResponse(answer) : fromBinary(m.output, answer);
+      return { ...res, message } as UnaryResponse<never, never>;
+    },
+    stream: (...args) => inner.stream(...args),
+  };
+}
+
+/** An event sink that keeps each event: its message as handed over, and the bytes its type would send. */
+export function keepingEventSink(): EventSink & {
+  kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[];
+} {
+  const kept: { subject: string; id: string; message: Message; bytes: Uint8Array }[] = [];
+  return {
+    kept,
+    publish<M extends Message>(type: EventType<M>, id: string, message: M) {
+      kept.push({ subject: type.subject, id, message, bytes: type.encode(message) });
+    },
+    flush: async () => {},
+    stats: () => ({ buffered: 0, published: kept.length, dropped: 0 }),
+  };
 }

@@ -16,11 +16,6 @@ export interface InternalTransportOptions {
   timeoutMs?: number;
   /** Hand-written codecs of hot methods (see WireCodec). */
   codecs?: WireCodecs;
-  /**
-   * Rewrites calls between signing and the wire, for a layer that changes the message (the
-   * gateway's hand-written VerifyKeyBatch): the signature is made over the message as it was given.
-   */
-  encoding?: (transport: Transport) => Transport;
 }
 
 /**
@@ -57,5 +52,5 @@ export function internalTransport(baseUrls: string, options: InternalTransportOp
       stream: (...args) => pick().stream(...args),
     };
   }
-  return signedTransport(options.encoding ? options.encoding(wire) : wire, options.auth, options.timeoutMs);
+  return signedTransport(wire, options.auth, options.timeoutMs);
 }

@@ -1,5 +1,6 @@
-import { type EventFields, type EventSink, type EventSinkStats, type Logger, newId } from "@latchkey/runtime";
-import { type AnalyticsEvent, decodeEvent, eventOfFields } from "./events.ts";
+import type { Message } from "@bufbuild/protobuf";
+import { type EventSink, type EventSinkStats, type EventType, type Logger, newId } from "@latchkey/runtime";
+import { type AnalyticsEvent, eventOf } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
 export interface BufferedIngestOptions {
@@ -22,8 +23,8 @@ interface Batch {
 
 /**
  * The embedded default's events, from the services straight into the store
- * without NATS: an EventSink whose publish decodes the event (publishFields
- * takes its fields as they are) and appends the row to a buffer (never
+ * without NATS: an EventSink whose publish takes the event's message as it is
+ * (nothing encoded or decoded) and appends its row to a buffer (never
  * waiting, never throwing), written in batches (one statement per kind and
  * batch, not one per event), every `intervalMs` or as soon as `batchSize`
  * rows wait, one insert in flight at a time.
@@ -69,20 +70,13 @@ export class BufferedIngest implements EventSink {
     this.retryMs = options.retryMs ?? 1_000;
   }
 
-  publish(subject: string, id: string, data: Uint8Array): void {
-    let event: AnalyticsEvent;
-    try {
-      event = decodeEvent(subject, id, data);
-    } catch (err) {
-      this.log.error({ err: (err as Error).message, subject, id }, "undecodable event dropped");
-      return;
-    }
-    this.take(subject, event);
+  publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
+    this.ingest(type.subject, id, message);
   }
 
-  /** In process, the publisher hands the event's fields over: no bytes to write and read again. */
-  publishFields(subject: string, id: string, fields: EventFields): void {
-    this.take(subject, eventOfFields(subject, id, fields));
+  /** An event's message by its subject (deps.ts's Ingest). */
+  ingest(subject: string, id: string, message: Message): void {
+    this.take(subject, eventOf(subject, id, message));
   }
 
   private take(subject: string, event: AnalyticsEvent): void {

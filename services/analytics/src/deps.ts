@@ -1,3 +1,4 @@
+import type { Message } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
 import {
   createLogger,
@@ -12,7 +13,7 @@ import {
 import type { NatsConnection } from "@nats-io/transport-node";
 import { BufferedIngest, type BufferedIngestOptions } from "./buffered-ingest.ts";
 import type { QueryRunner } from "./clickhouse.ts";
-import { decodeEvent } from "./events.ts";
+import { eventOf } from "./events.ts";
 import { analyticsPostgresMigrations } from "./migrations.ts";
 import type { AnalyticsStore, QueryLimits } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
@@ -69,7 +70,7 @@ export function createMemoryAnalyticsDeps(
   return { store, log: options.log ?? createLogger("analytics"), ready: async () => true };
 }
 
-export type Ingest = (subject: string, id: string, data: Uint8Array) => void;
+export type Ingest = (subject: string, id: string, message: Message) => void;
 
 export interface EmbeddedAnalyticsDeps extends AnalyticsDeps {
   /** Where the services publish their events (no NATS): the buffered writer into PostgreSQL, or memory. */
@@ -113,7 +114,7 @@ export async function createEmbeddedAnalyticsDeps(
       limits,
       ready: () => store.ping(),
       events: buffer,
-      ingest: (subject, id, data) => buffer.publish(subject, id, data),
+      ingest: (subject, id, message) => buffer.ingest(subject, id, message),
       close: () => buffer.close(),
     };
   }
@@ -130,12 +131,12 @@ export async function createEmbeddedAnalyticsDeps(
   };
 }
 
-/** Decodes an event and stores it off the caller's path, one insert per event; never throws to the publisher. */
+/** Stores an event's message off the caller's path, one insert per event; never throws to the publisher. */
 export function ingestInto(store: AnalyticsStore, log: Logger): Ingest {
-  return (subject, id, data) => {
+  return (subject, id, message) => {
     let stored: Promise<number> | undefined;
     try {
-      const event = decodeEvent(subject, id, data);
+      const event = eventOf(subject, id, message);
       if (event.kind === "verification") stored = store.insertVerifications([event.row]);
       else if (event.kind === "ratelimit") stored = store.insertRatelimits([event.row]);
     } catch (err) {

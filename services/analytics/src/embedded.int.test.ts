@@ -1,4 +1,4 @@
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
@@ -7,9 +7,8 @@ import { createLogger } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEmbeddedAnalyticsDeps } from "./deps.ts";
-import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import { analyticsRoutes } from "./routes.ts";
-import { callerOf } from "./test-kit.ts";
+import { callerOf, keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
 const T = Date.UTC(2026, 0, 15, 12);
 const log = createLogger("analytics", "silent");
@@ -23,24 +22,18 @@ afterAll(async () => {
 });
 
 const verified = (requestId: string, outcome: string) =>
-  toBinary(
-    KeyVerifiedSchema,
-    create(KeyVerifiedSchema, { requestId, time: BigInt(T), workspaceId: "ws_1", apiId: "api_1", outcome }),
-  );
+  create(KeyVerifiedSchema, { requestId, time: BigInt(T), workspaceId: "ws_1", apiId: "api_1", outcome });
 
 describe("the embedded default on the process's PostgreSQL", () => {
   it("keeps what was published across a restart: written on close, counted by the next process", async () => {
     const first = await createEmbeddedAnalyticsDeps({ sql: db.sql, log, batching: { intervalMs: 60_000 } });
-    first.events.publish(KEY_VERIFIED, "req_1", verified("req_1", "VALID"));
-    first.events.publish(KEY_VERIFIED, "req_2", verified("req_2", "EXPIRED"));
-    first.events.publish(KEY_VERIFIED, "req_2", verified("req_2", "EXPIRED"));
+    first.events.publish(keyVerifiedType, "req_1", verified("req_1", "VALID"));
+    first.events.publish(keyVerifiedType, "req_2", verified("req_2", "EXPIRED"));
+    first.events.publish(keyVerifiedType, "req_2", verified("req_2", "EXPIRED"));
     first.ingest(
-      RATELIMIT_CHECKED,
+      ratelimitCheckedType.subject,
       "req_3",
-      toBinary(
-        RatelimitCheckedSchema,
-        create(RatelimitCheckedSchema, { requestId: "req_3", workspaceId: "ws_1" }),
-      ),
+      create(RatelimitCheckedSchema, { requestId: "req_3", workspaceId: "ws_1" }),
     );
     // The interval is a minute away: only close writes them.
     expect(first.events.stats()).toMatchObject({ buffered: 4, published: 0 });

@@ -1,4 +1,4 @@
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
@@ -6,10 +6,9 @@ import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { createLogger, DirectEventSink } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { createEmbeddedAnalyticsDeps } from "./deps.ts";
-import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
-import { callerOf } from "./test-kit.ts";
+import { callerOf, keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
 const T = Date.UTC(2026, 0, 15, 12);
 
@@ -19,29 +18,22 @@ describe("the embedded default without a database (memory: one process, no Click
     const deps = await createEmbeddedAnalyticsDeps({ store, log: createLogger("analytics", "silent") });
     const sink = new DirectEventSink(deps.ingest);
     const event = (requestId: string, outcome: string) =>
-      toBinary(
-        KeyVerifiedSchema,
-        create(KeyVerifiedSchema, {
-          requestId,
-          time: BigInt(T),
-          workspaceId: "ws_1",
-          apiId: "api_1",
-          outcome,
-        }),
-      );
-    sink.publish(KEY_VERIFIED, "req_1", event("req_1", "VALID"));
-    sink.publish(KEY_VERIFIED, "req_2", event("req_2", "EXPIRED"));
-    sink.publish(KEY_VERIFIED, "req_2", event("req_2", "EXPIRED"));
-    sink.publish(KEY_VERIFIED, "req_3", new Uint8Array([0xff, 0xff, 0xff]));
+      create(KeyVerifiedSchema, {
+        requestId,
+        time: BigInt(T),
+        workspaceId: "ws_1",
+        apiId: "api_1",
+        outcome,
+      });
+    sink.publish(keyVerifiedType, "req_1", event("req_1", "VALID"));
+    sink.publish(keyVerifiedType, "req_2", event("req_2", "EXPIRED"));
+    sink.publish(keyVerifiedType, "req_2", event("req_2", "EXPIRED"));
     sink.publish(
-      RATELIMIT_CHECKED,
+      ratelimitCheckedType,
       "req_4",
-      toBinary(
-        RatelimitCheckedSchema,
-        create(RatelimitCheckedSchema, { requestId: "req_4", workspaceId: "ws_1" }),
-      ),
+      create(RatelimitCheckedSchema, { requestId: "req_4", workspaceId: "ws_1" }),
     );
-    sink.publish("events.something.else", "req_5", new Uint8Array());
+    sink.publish({ ...keyVerifiedType, subject: "events.something.else" }, "req_5", event("req_5", "VALID"));
 
     const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
     const { buckets } = await client.getVerifications({

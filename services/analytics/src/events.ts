@@ -1,9 +1,7 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type Message } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
-import type { KeyVerified } from "@latchkey/proto/keys/v1/events_pb";
-import type { RatelimitChecked } from "@latchkey/proto/ratelimit/v1/events_pb";
-import type { EventFields } from "@latchkey/runtime";
-import { decodeKeyVerified, decodeRatelimitChecked } from "./event-codecs.ts";
+import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { type RatelimitChecked, RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import type { RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
 /** The events analytics consumes. It emits none. */
@@ -32,45 +30,38 @@ export function decodeMessage(
 }
 
 /**
- * Decodes one event. `id` (the JetStream message id the publisher set) stands
- * in for a missing request id so dedupe still works. Throws on bytes that are
- * not the subject's message.
+ * Decodes one event (protobuf-es: analytics reads each event once, off every
+ * request's path). `id` (the JetStream message id the publisher set) stands in
+ * for a missing request id so dedupe still works. Throws on bytes that are not
+ * the subject's message.
  */
 export function decodeEvent(subject: string, id: string, data: Uint8Array): AnalyticsEvent {
   switch (subject) {
     case KEY_VERIFIED:
-      return verification(id, decodeKeyVerified(data));
+      return verification(id, fromBinary(KeyVerifiedSchema, data));
     case RATELIMIT_CHECKED:
-      return ratelimitCheck(id, decodeRatelimitChecked(data));
+      return ratelimitCheck(id, fromBinary(RatelimitCheckedSchema, data));
     default:
       return { kind: "ignored" };
   }
 }
 
 /**
- * An event handed over in this process (EventSink.publishFields): its
- * message's fields by name, int64 as number. The same row as decodeEvent
- * gives for the message's bytes.
+ * An event's message, decoded or handed over in this process (EventSink.publish
+ * to an in-process sink): the same row either way.
  */
-export function eventOfFields(subject: string, id: string, fields: EventFields): AnalyticsEvent {
+export function eventOf(subject: string, id: string, message: Message): AnalyticsEvent {
   switch (subject) {
     case KEY_VERIFIED:
-      return verification(id, fields as unknown as KeyVerifiedFields);
+      return verification(id, message as KeyVerified);
     case RATELIMIT_CHECKED:
-      return ratelimitCheck(id, fields as unknown as RatelimitCheckedFields);
+      return ratelimitCheck(id, message as RatelimitChecked);
     default:
       return { kind: "ignored" };
   }
 }
 
-/** A message's fields by name, int64 as bigint (decoded) or number (handed over in process). */
-type Fields<M> = {
-  readonly [K in Exclude<keyof M, "$typeName" | "$unknown">]: M[K] extends bigint ? bigint | number : M[K];
-};
-type KeyVerifiedFields = Fields<KeyVerified>;
-type RatelimitCheckedFields = Fields<RatelimitChecked>;
-
-function verification(id: string, e: KeyVerifiedFields): AnalyticsEvent {
+function verification(id: string, e: KeyVerified): AnalyticsEvent {
   return {
     kind: "verification",
     row: {
@@ -89,7 +80,7 @@ function verification(id: string, e: KeyVerifiedFields): AnalyticsEvent {
   };
 }
 
-function ratelimitCheck(id: string, e: RatelimitCheckedFields): AnalyticsEvent {
+function ratelimitCheck(id: string, e: RatelimitChecked): AnalyticsEvent {
   return {
     kind: "ratelimit",
     row: {

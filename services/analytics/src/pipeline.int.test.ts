@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
@@ -14,7 +14,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openClickHouse } from "./clickhouse.ts";
 import { type RunningConsumer, startConsumer } from "./consumer.ts";
 import type { AnalyticsDeps } from "./deps.ts";
-import { KEY_VERIFIED } from "./events.ts";
 import { analyticsRoutes } from "./routes.ts";
 import type { AnalyticsStore } from "./store/analytics-store.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
@@ -22,6 +21,7 @@ import {
   callerOf,
   createTestClickHouse,
   eventually,
+  keyVerifiedType,
   type TestClickHouse,
   testClickHouseUrl,
   testNatsUrl,
@@ -33,20 +33,17 @@ const TAGS = [["env=prod"], ["env=prod", "path=/a"], []] as const;
 
 /** Event i of a run: outcome and tags cycle, so the expected split is known. */
 function keyVerified(workspaceId: string, i: number, time: number) {
-  return toBinary(
-    KeyVerifiedSchema,
-    create(KeyVerifiedSchema, {
-      requestId: `req_${workspaceId}_${i}`,
-      time: BigInt(time),
-      workspaceId,
-      apiId: "api_1",
-      keyId: `key_${i % 3}`,
-      outcome: OUTCOMES[i % OUTCOMES.length],
-      tags: [...TAGS[i % TAGS.length]!],
-      spentCredits: 1n,
-      latency: 0.3,
-    }),
-  );
+  return create(KeyVerifiedSchema, {
+    requestId: `req_${workspaceId}_${i}`,
+    time: BigInt(time),
+    workspaceId,
+    apiId: "api_1",
+    keyId: `key_${i % 3}`,
+    outcome: OUTCOMES[i % OUTCOMES.length],
+    tags: [...TAGS[i % TAGS.length]!],
+    spentCredits: 1n,
+    latency: 0.3,
+  });
 }
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -118,7 +115,7 @@ async function pipeline(options: {
     workspaceId,
     publish(from, to, time = Date.now()) {
       for (let i = from; i < to; i++) {
-        sink.publish(KEY_VERIFIED, `req_${workspaceId}_${i}`, keyVerified(workspaceId, i, time));
+        sink.publish(keyVerifiedType, `req_${workspaceId}_${i}`, keyVerified(workspaceId, i, time));
       }
     },
   };

@@ -1,11 +1,15 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { toBinary } from "@bufbuild/protobuf";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import { ConnectError } from "@connectrpc/connect";
 import type { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
-import { errorDetailOf } from "@latchkey/runtime";
+import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { type RatelimitChecked, RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import { type EventType, errorDetailOf } from "@latchkey/runtime";
 import { openClickHouse, openClickHouseQueryUser, type QueryRunner } from "./clickhouse.ts";
+import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import { migrateClickHouse } from "./migrations.ts";
 
 /** The ClickHouse server integration tests use: TEST_CLICKHOUSE_URL, else the one start-services.sh runs. */
@@ -133,3 +137,13 @@ export async function eventually(
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** The two events analytics counts, as their publishers' event types send them (encoded here by protobuf-es). */
+export const keyVerifiedType: EventType<KeyVerified> = {
+  subject: KEY_VERIFIED,
+  encode: (m) => toBinary(KeyVerifiedSchema, m),
+};
+export const ratelimitCheckedType: EventType<RatelimitChecked> = {
+  subject: RATELIMIT_CHECKED,
+  encode: (m) => toBinary(RatelimitCheckedSchema, m),
+};

@@ -2,16 +2,16 @@ import { randomBytes } from "node:crypto";
 import type { VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { systemClock } from "@latchkey/runtime";
-import { segmentsOf } from "../src/batch-wire.ts";
-import { KEY_CACHE_MAX_BYTES, KeyCache } from "../src/key-cache.ts";
 import type { CachedKey } from "../src/store/keys-store.ts";
+import { segmentsOf } from "../src/verify/batch-wire.ts";
+import { KEY_CACHE_MAX_BYTES, KeyCache } from "../src/verify/key-cache.ts";
 
 /**
  * What the key cache really holds per key, against what it counts
  * (KeyCache.bytes), for keys of a typical and of a large size; then the whole
  * process's memory once the cache is full of large keys under the default
  * KEY_CACHE_MAX_BYTES. Each cached key also gets its answer's pre-encoded
- * segments, as binary VerifyKeyBatch answers keep them (rpc/verifyKey.ts).
+ * segments, as binary VerifyKeyBatch answers keep them (verify/memos.ts).
  * Run:
  *   node --expose-gc --import tsx services/keys/bench/cache-memory.ts
  */

@@ -4,7 +4,8 @@ import { createLogger, ErrorReason, hashKey, MemoryBus, migrate } from "@latchke
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRootKey, createWorkspace, ensureRootKey, listRootKeys, revokeRootKey } from "./admin.ts";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "./deps.ts";
+import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
 import { rejection } from "./test-kit.ts";
@@ -18,7 +19,7 @@ beforeAll(async () => {
   await migrate(db.sql, "keys", keysMigrations);
   // Applying the migrations again changes nothing.
   await migrate(db.sql, "keys", keysMigrations);
-  deps = createKeysDeps({ sql: db.sql, bus: new MemoryBus(), log: createLogger("keys", "silent") });
+  deps = keysDepsOverDatabase(db.sql, new MemoryBus(), createLogger("keys", "silent"));
 });
 afterAll(async () => {
   deps?.close();

@@ -3,7 +3,8 @@ import { CreditsOperation, KeysService, VerifyCode } from "@latchkey/proto/keys/
 import { createLogger, hashKey, migrate, NatsBus } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "./deps.ts";
+import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keyChanged } from "./events.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
@@ -21,7 +22,7 @@ const instances: { deps: KeysDeps; client: Client<typeof KeysService>; bus: Nats
 async function instance() {
   const bus = await NatsBus.connect(natsUrl, log, "keys-test");
   buses.push(bus);
-  const deps = createKeysDeps({ sql: db.sql, bus, log });
+  const deps = keysDepsOverDatabase(db.sql, bus, log);
   const entry = { deps, bus, client: createClient(KeysService, createRouterTransport(keysRoutes(deps))) };
   instances.push(entry);
   return entry;

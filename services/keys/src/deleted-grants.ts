@@ -1,8 +1,9 @@
 import { onIdentityChanged } from "@latchkey/identity";
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
-import type { KeysDeps } from "./deps.ts";
+import type { Bus, Clock, Logger } from "@latchkey/runtime";
 import { keyChanged } from "./events.ts";
-import type { DeletedGrant } from "./store/keys-store.ts";
+import type { DeletedGrant, KeysStore } from "./store/keys-store.ts";
+import type { KeyCache } from "./verify/key-cache.ts";
 
 /** Above this many changed keys, one message drops every instance's whole key cache instead of one per key. */
 const MAX_KEY_MESSAGES = 1_000;
@@ -29,7 +30,15 @@ export class DeletedGrants {
   private readonly pending = new Set<Promise<void>>();
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly deps: Pick<KeysDeps, "store" | "bus" | "keyCache" | "clock" | "log">) {
+  constructor(
+    private readonly deps: {
+      store: Pick<KeysStore, "removeDeletedGrant">;
+      bus: Bus;
+      keyCache: KeyCache;
+      clock: Clock;
+      log: Logger;
+    },
+  ) {
     this.unsubscribe = onIdentityChanged(deps.bus, (change) => {
       const deleted = deletedGrantOf(change);
       if (!deleted) return;

@@ -1,8 +1,6 @@
-import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
-import { createIdentityDeps, createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import {
   type Bus,
   type Clock,
@@ -10,20 +8,19 @@ import {
   createLogger,
   type EventSink,
   type Logger,
-  MemoryBus,
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
-import { grantsBytes, IdentityCache } from "./identity-cache.ts";
-import { KeyCache, lookupTogether } from "./key-cache.ts";
 import { LastUsed } from "./last-used.ts";
-import { SpendQueue } from "./spend-collector.ts";
 import type { CachedKey, KeysStore } from "./store/keys-store.ts";
-import { MemoryKeysStore } from "./store/memory-keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
 import { KeyVault } from "./vault.ts";
+import { grantsBytes, IdentityCache } from "./verify/identity-cache.ts";
+import { KeyCache, lookupTogether } from "./verify/key-cache.ts";
+import { VerificationMemos } from "./verify/memos.ts";
+import { SpendQueue } from "./verify/spend-collector.ts";
 
 export interface KeysDeps {
   /** APIs, keys and root keys (PostgreSQL in production, memory in unit tests). */
@@ -55,6 +52,8 @@ export interface KeysDeps {
    * through (logged), false answers UNAVAILABLE (env RATELIMIT_FAIL_OPEN).
    */
   ratelimitFailOpen: boolean;
+  /** What verification works out once and reuses (parsed queries, verdicts, answer parts), for this instance. */
+  verification: VerificationMemos;
   /** Each key's last verification, noted in memory and written once a second. */
   lastUsed: LastUsed;
   /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
@@ -82,16 +81,12 @@ export interface KeysDepsOptions {
   /** 32 bytes (env LATCHKEY_ENCRYPTION_KEY, base64). Without it keys cannot be created recoverable. */
   encryptionKey?: Buffer;
   /**
-   * The identity service (main.ts: internalTransport(IDENTITY_URL)). Default:
-   * the identity service in this process over the same database and bus, as
-   * the all-in-one runs it (its migrations must have been applied).
+   * The identity service: its Connect client's transport (main.ts: internalTransport(IDENTITY_URL)).
+   * Keys never builds one: the all-in-one process and the test kits (deps-test-kit.ts) hand theirs in.
    */
-  identity?: Transport;
-  /**
-   * The ratelimit service (main.ts: internalTransport(RATELIMIT_URL)). Default:
-   * counters in this process, right for one keys instance (the all-in-one).
-   */
-  ratelimit?: Transport;
+  identity: Transport;
+  /** The ratelimit service, likewise (main.ts: internalTransport(RATELIMIT_URL)). */
+  ratelimit: Transport;
   /** How often verified keys' lastUsedAt is written. Default 1000 ms. */
   lastUsedFlushMs?: number;
   /**
@@ -107,52 +102,15 @@ export const MIN_CACHE_BYTES = 1024 * 1024;
 
 /** Production dependencies: the PostgreSQL store and a cache kept fresh through the bus. */
 export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
-  const identity =
-    options.identity ??
-    createRouterTransport(
-      identityRoutes(createIdentityDeps({ sql: options.sql, bus: options.bus, ...clockAndLog(options) })),
-    );
   const store = new PostgresKeysStore(options.sql);
   const spends = options.spendSql
     ? { spendStore: new PostgresKeysStore(options.spendSql), spendDepth: SPENDS_OUT }
     : {};
-  return assemble(store, { ...options, identity, ...spends });
+  return assembleKeysDeps(store, { ...options, ...spends });
 }
 
-/** In-memory dependencies for unit tests; the store is exposed for seeding. */
-export function createMemoryKeysDeps(
-  options: {
-    bus?: Bus;
-    events?: EventSink;
-    clock?: Clock;
-    log?: Logger;
-    encryptionKey?: Buffer;
-    /** Default: a fresh in-memory identity service on the same bus. */
-    identity?: Transport;
-    /** Default: a fresh in-memory ratelimit service on the same clock. */
-    ratelimit?: Transport;
-    lastUsedFlushMs?: number;
-    ratelimitFailOpen?: boolean;
-    cacheMaxBytes?: number;
-    identityCacheMaxBytes?: number;
-  } = {},
-): KeysDeps & { store: MemoryKeysStore } {
-  const store = new MemoryKeysStore();
-  const bus = options.bus ?? new MemoryBus();
-  const identity =
-    options.identity ??
-    createRouterTransport(identityRoutes(createMemoryIdentityDeps({ bus, ...clockAndLog(options) })));
-  return { ...assemble(store, { ...options, bus, identity }), store };
-}
-
-function clockAndLog(options: { clock?: Clock; log?: Logger }): { clock?: Clock; log?: Logger } {
-  return {
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.log ? { log: options.log.child({ service: "identity" }) } : {}),
-  };
-}
-
-function assemble(
+/** The dependencies around a store, whichever it is (deps-test-kit.ts assembles them around the in-memory one). */
+export function assembleKeysDeps(
   store: KeysStore,
   options: {
     bus: Bus;
@@ -164,7 +122,7 @@ function assemble(
     identityCacheMaxBytes?: number;
     encryptionKey?: Buffer;
     identity: Transport;
-    ratelimit?: Transport;
+    ratelimit: Transport;
     lastUsedFlushMs?: number;
     ratelimitFailOpen?: boolean;
     /** Where credit spends are decided; default `store`. */
@@ -207,19 +165,9 @@ function assemble(
     identity,
     identityCache,
     deletedGrants,
-    ratelimit: createClient(
-      RatelimitService,
-      options.ratelimit ??
-        createRouterTransport(
-          ratelimitRoutes(
-            createMemoryRatelimitDeps({
-              clock,
-              log: log.child({ service: "ratelimit" }),
-            }),
-          ),
-        ),
-    ),
+    ratelimit: createClient(RatelimitService, options.ratelimit),
     ratelimitFailOpen: options.ratelimitFailOpen ?? true,
+    verification: new VerificationMemos(keyCache),
     lastUsed,
     async close() {
       unsubscribe();

@@ -5,7 +5,8 @@ import { createLogger, MemoryBus, migrate } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createWorkspace } from "./admin.ts";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "./deps.ts";
+import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { hashIsolationSuite } from "./hash-isolation.suite.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 describe("migrateKeys across workspaces (PostgreSQL)", () => {
   hashIsolationSuite(async () => {
-    const deps = createKeysDeps({ sql: db.sql, bus: new MemoryBus(), log: createLogger("keys", "silent") });
+    const deps = keysDepsOverDatabase(db.sql, new MemoryBus(), createLogger("keys", "silent"));
     started.push(deps);
     return { client: createClient(KeysService, createRouterTransport(keysRoutes(deps))), workspaces };
   });

@@ -1,16 +1,15 @@
 export * from "./admin.ts";
 export {
   createKeysDeps,
-  createMemoryKeysDeps,
   creditSpendsSql,
   type KeysDeps,
   type KeysDepsOptions,
   MIN_CACHE_BYTES,
 } from "./deps.ts";
 export { KEY_CHANGED } from "./events.ts";
-export { IDENTITY_CACHE_MAX_BYTES } from "./identity-cache.ts";
-export { KEY_CACHE_MAX_BYTES } from "./key-cache.ts";
 export { keysMigrations } from "./migrations.ts";
 export { applyDueRefills, latestRefillAt, startRefills } from "./refills.ts";
 export { keysRoutes } from "./routes.ts";
 export { KeyVault } from "./vault.ts";
+export { IDENTITY_CACHE_MAX_BYTES } from "./verify/identity-cache.ts";
+export { KEY_CACHE_MAX_BYTES } from "./verify/key-cache.ts";

@@ -4,7 +4,8 @@ import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, migrate, NatsBus } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll } from "vitest";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "./deps.ts";
+import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -48,7 +49,7 @@ export function keysInstancesOverNats(name: string): {
     },
     async instance() {
       const bus = await NatsBus.connect(natsUrl, log, name);
-      const deps = createKeysDeps({ sql: db.sql, bus, log });
+      const deps = keysDepsOverDatabase(db.sql, bus, log);
       const client = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
       const i = { deps, bus, client };
       started.push(i);

@@ -1,3 +1,4 @@
+import { ratelimitCodecs } from "@latchkey/ratelimit/codecs";
 import {
   connect,
   createLogger,
@@ -12,13 +13,12 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
-import { keysCodecs } from "@latchkey/runtime/wire/keys-codecs";
-import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { ensureRootKey } from "./admin.ts";
 import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
+import { verifyKeyBatchCodecs } from "./verify/batch-codecs.ts";
 
 // The keys service as its own process, configured by env. Every setting is read and checked before
 // anything connects or migrates, so a mistake stops the process without touching the database.
@@ -100,8 +100,8 @@ const server = await serveRpc(
     },
   },
   undefined,
-  // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: batch-wire.ts).
-  { codecs: keysCodecs, auth },
+  // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: verify/batch-wire.ts).
+  { codecs: verifyKeyBatchCodecs, auth },
 );
 log.info({ port: server.port, nats: Boolean(natsUrl) }, "keys service listening");
 

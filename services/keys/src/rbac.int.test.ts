@@ -4,7 +4,8 @@ import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, ErrorReason, migrate, NatsBus } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "./deps.ts";
+import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
 import { callerOf, rejection } from "./test-kit.ts";
@@ -22,7 +23,7 @@ const instances: { deps: KeysDeps; client: Client<typeof KeysService>; bus: Nats
 
 async function instance() {
   const bus = await NatsBus.connect(natsUrl, log, "keys-rbac-test");
-  const deps = createKeysDeps({ sql: db.sql, bus, log });
+  const deps = keysDepsOverDatabase(db.sql, bus, log);
   const entry = { deps, bus, client: createClient(KeysService, createRouterTransport(keysRoutes(deps))) };
   instances.push(entry);
   return entry;

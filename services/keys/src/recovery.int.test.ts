@@ -4,6 +4,7 @@ import { createLogger, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeysDeps, type KeysDeps } from "./deps.ts";
+import { inProcessServices } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
@@ -17,10 +18,12 @@ let db: TestDatabase;
 const all: KeysDeps[] = [];
 
 function instance(encryptionKey?: Buffer): Client<typeof KeysService> {
+  const bus = new MemoryBus();
   const deps = createKeysDeps({
     sql: db.sql,
-    bus: new MemoryBus(),
+    bus,
     log,
+    ...inProcessServices({ sql: db.sql, bus, log }),
     ...(encryptionKey ? { encryptionKey } : {}),
   });
   all.push(deps);

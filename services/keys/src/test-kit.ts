@@ -14,7 +14,7 @@ import {
   TestClock,
 } from "@latchkey/runtime";
 import { callerOf } from "@latchkey/runtime/testing";
-import { createMemoryKeysDeps } from "./deps.ts";
+import { createMemoryKeysDeps } from "./deps-test-kit.ts";
 import { keysRoutes } from "./routes.ts";
 
 export { callerOf };

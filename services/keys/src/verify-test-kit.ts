@@ -6,7 +6,7 @@ import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService, type VerifyKeyRequestSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
-import { createMemoryKeysDeps } from "./deps.ts";
+import { createMemoryKeysDeps } from "./deps-test-kit.ts";
 import { keyChanged } from "./events.ts";
 import { keysRoutes } from "./routes.ts";
 import { callerOf } from "./test-kit.ts";
@@ -29,15 +29,22 @@ function counted(inner: Transport, calls: Map<string, number>): Transport {
  * behind it, on one bus and one clock, as verification meets them in
  * production. Calls to each are counted.
  */
-export function verificationKit(options: { ratelimit?: Transport; ratelimitFailOpen?: boolean } = {}) {
+export function verificationKit(
+  options: {
+    ratelimit?: Transport;
+    ratelimitFailOpen?: boolean;
+    /** Wraps the identity service as verification meets it (e.g. to make it time out). */
+    identity?: (inner: Transport) => Transport;
+  } = {},
+) {
   const bus = new MemoryBus();
   const clock = new TestClock();
   const log = createLogger("keys", "silent");
   const calls = new Map<string, number>();
-  const identityTransport = counted(
-    createRouterTransport(identityRoutes(createMemoryIdentityDeps({ bus, clock, log }))),
-    calls,
+  const identityService = createRouterTransport(
+    identityRoutes(createMemoryIdentityDeps({ bus, clock, log })),
   );
+  const identityTransport = counted(options.identity?.(identityService) ?? identityService, calls);
   const ratelimitTransport = counted(
     options.ratelimit ?? createRouterTransport(ratelimitRoutes(createMemoryRatelimitDeps({ clock }))),
     calls,

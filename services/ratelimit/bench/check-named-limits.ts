@@ -3,11 +3,8 @@ import {
   CheckNamedLimitsRequestSchema,
   CheckNamedLimitsResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { decodeCheckNamedLimitsRequest, encodeCheckNamedLimitsResponse } from "@latchkey/ratelimit/codecs";
 import { createLogger } from "@latchkey/runtime";
-import {
-  decodeCheckNamedLimitsRequest,
-  encodeCheckNamedLimitsResponse,
-} from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { checkNamedLimits } from "../src/rpc/checkNamedLimits.ts";
 import { formatSplit, splitCpuPerItem } from "./split.ts";

@@ -1,8 +1,8 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/ratelimit/codecs";
 import { createLogger, type EventSink } from "@latchkey/runtime";
-import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/runtime/wire/ratelimit-codecs";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { testClient, uniquePrefix } from "../src/redis-testing.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";

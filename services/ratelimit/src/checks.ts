@@ -180,17 +180,18 @@ export function emitChecked(
 ): void {
   if (!deps.events.recording) return;
   deps.events.checked({
+    $typeName: "ratelimit.v1.RatelimitChecked",
     requestId,
     index,
-    time: deps.clock.now(),
+    time: BigInt(deps.clock.now()),
     workspaceId: resolved.namespace.workspaceId,
     namespaceId: resolved.namespace.id,
     identifier: resolved.check.identifier,
     passed: outcome.success,
-    limit: outcome.limit,
-    remaining: outcome.remaining,
-    reset: outcome.reset,
-    cost: resolved.check.cost,
+    limit: BigInt(outcome.limit),
+    remaining: BigInt(outcome.remaining),
+    reset: BigInt(outcome.reset),
+    cost: BigInt(resolved.check.cost),
     overrideId: resolved.overrideId ?? "",
     latency: performance.now() - started,
   });

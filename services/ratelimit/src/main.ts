@@ -12,7 +12,7 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
-import { ratelimitCodecs } from "@latchkey/runtime/wire/ratelimit-codecs";
+import { ratelimitCodecs } from "./codecs.ts";
 import { createRatelimitDeps } from "./deps.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { connectRedis, redisReady } from "./limiter/redis-connection.ts";

@@ -60,7 +60,9 @@ export function recordingSink(): EventSink & { events: { subject: string; id: st
   const events: { subject: string; id: string; data: Uint8Array }[] = [];
   return {
     events,
-    publish: (subject, id, data) => void events.push({ subject, id, data }),
+    // Encoded as the JetStream sink would: the tests decode what would travel.
+    publish: (type, id, message) =>
+      void events.push({ subject: type.subject, id, data: type.encode(message) }),
     flush: async () => {},
     stats: () => ({ buffered: 0, published: events.length, dropped: 0 }),
   };

@@ -1,11 +1,11 @@
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { getTextEncoding } from "@bufbuild/protobuf/wire";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 
 /**
  * Thrown by WireReader, and by the decoders built on it, at anything they
  * leave to protobuf-es: unknown fields, unexpected wire types, a message field
- * seen twice (fromBinary merges them), non-ASCII strings (fromBinary checks
- * their UTF-8), truncated input. The decoder then decodes the same bytes with
+ * seen twice (fromBinary merges them), invalid UTF-8, truncated input. The decoder then decodes the same bytes with
  * fromBinary, so every input gets exactly fromBinary's answer or error.
  * Created once: throwing it costs no stack trace.
  */
@@ -15,10 +15,10 @@ export const UNHANDLED = new Error("left to fromBinary");
 type LatinSlicing = Buffer & { latin1Slice(start: number, end: number): string };
 
 /**
- * A minimal protobuf reader for the requests decoded once per batch item,
- * where protobuf-es's reflective fromBinary costs more than handling the item
- * (see ratelimit-codecs.ts). It reads the common shapes only and throws UNHANDLED
- * at anything else.
+ * Latchkey's one protobuf reader, for the hand-written decoders of the hot
+ * path, where protobuf-es's reflective fromBinary costs more than handling
+ * the message. It reads the common shapes only and throws UNHANDLED at
+ * anything else, so that readOr hands the whole message to fromBinary.
  */
 export class WireReader {
   pos = 0;
@@ -87,14 +87,34 @@ export class WireReader {
     return end > within ? this.unhandled() : end;
   }
 
-  /** A string field of ASCII characters (others: UNHANDLED, left to fromBinary's UTF-8 check). */
+  /**
+   * A string field. ASCII is read here; other text through protobuf-es's own
+   * UTF-8 decoder, strict as fromBinary is for proto3 strings (invalid UTF-8:
+   * UNHANDLED, so fromBinary raises its own error).
+   */
   string(within: number): string {
     const end = this.delimited(within);
     const start = this.pos;
     const buf = this.buf;
-    for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return this.unhandled();
     this.pos = end;
+    for (let i = start; i < end; i++) {
+      if (buf[i]! >= 0x80) {
+        try {
+          return getTextEncoding().decodeUtf8(buf.subarray(start, end), true);
+        } catch {
+          return this.unhandled();
+        }
+      }
+    }
     return start === end ? "" : (buf as LatinSlicing).latin1Slice(start, end);
+  }
+
+  /** A double (fixed64, little-endian). */
+  double(): number {
+    const at = this.pos;
+    if (at + 8 > this.end) this.unhandled();
+    this.pos = at + 8;
+    return this.buf.readDoubleLE(at);
   }
 
   /** Ends a nested message: its fields must end exactly at its length. */

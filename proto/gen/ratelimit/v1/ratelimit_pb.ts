@@ -973,8 +973,10 @@ export const RatelimitService: GenService<{
   },
   /**
    * Internal, for the keys service: the named limits of many verifications in
-   * one call. No root-key permission is checked (the keys service authorized
-   * each verification; the call is signed as every internal call is) and the
+   * one call. Its request holds no caller, so no root-key permission is checked
+   * here (the keys service authorized each verification); what stands for the
+   * caller is the call's signed assertion (packages/runtime/src/internal-auth.ts):
+   * only a Latchkey process holding the internal secret can make it, and the
    * gateway never exposes it. Overrides do not apply to named limits.
    *
    * @generated from rpc ratelimit.v1.RatelimitService.CheckNamedLimits

@@ -4,6 +4,7 @@ import { connect, createLogger, MemoryBus, migrate, type Sql, TestClock } from "
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeysDeps, creditSpendsSql, type KeysDeps } from "../deps.ts";
+import { inProcessServices } from "../deps-test-kit.ts";
 import { keysMigrations } from "../migrations.ts";
 import { applyDueRefills } from "../refills.ts";
 import { keysRoutes } from "../routes.ts";
@@ -17,10 +18,13 @@ let secondPool: Sql;
 const instances: { deps: KeysDeps; client: Client<typeof KeysService> }[] = [];
 
 function instance(sql: Sql, clock?: TestClock, spendSql?: Sql) {
+  const bus = new MemoryBus();
+  const log = createLogger("keys", "silent");
   const deps = createKeysDeps({
     sql,
-    bus: new MemoryBus(),
-    log: createLogger("keys", "silent"),
+    bus,
+    log,
+    ...inProcessServices({ sql, bus, log }),
     ...(clock ? { clock } : {}),
     ...(spendSql ? { spendSql } : {}),
   });

@@ -3,8 +3,8 @@ import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { ErrorReason, verificationOutcomes } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { customLimitId } from "../named-limits.ts";
 import { rejection } from "../test-kit.ts";
+import { customLimitId } from "../verify/named-limits.ts";
 import { limit, verificationKit } from "../verify-test-kit.ts";
 
 const codes = (results: { code: VerifyCode }[]) => results.map((r) => VerifyCode[r.code]);

@@ -1,9 +1,9 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary } from "@bufbuild/protobuf";
 import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { DirectEventSink, ErrorReason, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { keyChanged } from "../events.ts";
+import { encodeKeyVerified, keyChanged } from "../events.ts";
 import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = (ws = "ws_1") => callerOf(ws, "api.*.verify_key");
@@ -284,8 +284,14 @@ describe("verifyKey", () => {
 describe("verifyKey events", () => {
   function recorded() {
     const events: KeyVerified[] = [];
-    const sink = new DirectEventSink((subject, _id, data) => {
-      if (subject === "events.keys.verified") events.push(fromBinary(KeyVerifiedSchema, data));
+    // Each event as its message, and its bytes as JetStream would carry them read back: the same.
+    const sink = new DirectEventSink((subject, _id, message) => {
+      if (subject !== "events.keys.verified") return;
+      const event = message as KeyVerified;
+      expect(fromBinary(KeyVerifiedSchema, encodeKeyVerified(event))).toEqual(
+        create(KeyVerifiedSchema, event),
+      );
+      events.push(event);
     });
     return { events, sink };
   }

@@ -1,4 +1,4 @@
-import { Code } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
@@ -82,6 +82,40 @@ describe("verifyKeyBatch", () => {
     }
     expect(second?.case === "response" && second.value.code).toBe(VerifyCode.VALID);
     expect(third?.case === "error" && third.value.detail?.reason).toBe(ErrorReason.INVALID_INPUT);
+  });
+
+  it("answers an item whose identity lookup passes its deadline as UNAVAILABLE, not as an internal error", async () => {
+    let stuck = false;
+    const { keys, seed, verifier, deps } = verificationKit({
+      identity: (inner) => ({
+        unary: (...args) =>
+          stuck
+            ? Promise.reject(new ConnectError("the operation timed out", Code.DeadlineExceeded))
+            : inner.unary(...args),
+        stream: (...args) => inner.stream(...args),
+      }),
+    });
+    const apiId = await seed.api();
+    await seed.role("reader", ["documents.read"]);
+    const withRole = await seed.key({ apiId, roles: ["reader"] });
+    const plain = await seed.key({ apiId });
+    // Nothing of the role is cached: verifying the key asks the identity service, which now never answers.
+    deps.identityCache.invalidate("ws_1");
+    stuck = true;
+    const res = await keys.verifyKeyBatch({
+      callers: [verifier],
+      items: [withRole.key, plain.key].map((key) => ({ callerIndex: 0, request: { key } })),
+    });
+    const [first, second] = res.results.map((r) => r.result);
+    expect(first?.case).toBe("error");
+    if (first?.case === "error") {
+      expect(first.value.code).toBe(Code.Unavailable);
+      expect(first.value.detail?.reason).toBe(ErrorReason.UNAVAILABLE);
+      expect(first.value.message).toBe(
+        "A service the verification depends on did not answer in time; retry shortly.",
+      );
+    }
+    expect(second?.case === "response" && VerifyCode[second.value.code]).toBe("VALID");
   });
 
   it("decides the spends of a batch in one store call and hands them out in request order", async () => {

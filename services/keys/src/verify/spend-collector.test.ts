@@ -1,7 +1,7 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import type { GroupSpend, Spend, SpendGroup } from "../store/keys-store.ts";
 import { SpendCollector, SpendQueue } from "./spend-collector.ts";
-import type { GroupSpend, Spend, SpendGroup } from "./store/keys-store.ts";
 
 /** Balances by key id (null: unlimited), spent as the stores do; every statement recorded, optionally held. */
 function balances(initial: Record<string, number | null>) {

@@ -3,8 +3,8 @@ import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { createLogger, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf } from "../test-kit.ts";
 import { IdentityCache } from "./identity-cache.ts";
-import { callerOf } from "./test-kit.ts";
 
 const admin = callerOf("ws_1", "*");
 

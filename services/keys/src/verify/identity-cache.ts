@@ -4,8 +4,8 @@ import { onIdentityChanged } from "@latchkey/identity";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { Batcher, type Bus, type Clock, OldestFirst, systemClock } from "@latchkey/runtime";
-import { textBytes } from "./byte-sizes.ts";
-import type { KeyRatelimitRecord } from "./store/keys-store.ts";
+import { textBytes } from "../byte-sizes.ts";
+import type { KeyRatelimitRecord } from "../store/keys-store.ts";
 
 /** A role as verification needs it: its name and its permission slugs. */
 export interface ResolvedRole {

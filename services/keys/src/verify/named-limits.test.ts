@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { CachedKey } from "../store/keys-store.ts";
 import type { ResolvedIdentity } from "./identity-cache.ts";
 import { limitsToCheck } from "./named-limits.ts";
-import type { CachedKey } from "./store/keys-store.ts";
 
 const limit = (name: string, autoApply: boolean) => ({
   id: `rl_${name}`,

@@ -1,7 +1,7 @@
 import { Batcher, type Clock } from "@latchkey/runtime";
 import { LRUCache } from "lru-cache";
-import { textBytes as text } from "./byte-sizes.ts";
-import type { CachedKey, KeyLookup } from "./store/keys-store.ts";
+import { textBytes as text } from "../byte-sizes.ts";
+import type { CachedKey, KeyLookup } from "../store/keys-store.ts";
 
 interface Entry {
   workspaceId: string;

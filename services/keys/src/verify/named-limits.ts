@@ -6,9 +6,9 @@ import {
   type NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { domainError, ErrorReason } from "@latchkey/runtime";
-import type { KeysDeps } from "./deps.ts";
+import type { KeysDeps } from "../deps.ts";
+import type { CachedKey } from "../store/keys-store.ts";
 import type { ResolvedIdentity } from "./identity-cache.ts";
-import type { CachedKey } from "./store/keys-store.ts";
 
 /** A limit named in a verification request, validated. */
 export interface RequestedLimit {

@@ -1,7 +1,7 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import type { CachedKey } from "../store/keys-store.ts";
 import { KeyCache, lookupTogether } from "./key-cache.ts";
-import type { CachedKey } from "./store/keys-store.ts";
 
 const WS = "ws_1";
 const keyWithHash = (hash: string, workspaceId = WS): CachedKey => ({

@@ -3,12 +3,13 @@ import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKeysDeps, creditSpendsSql, type KeysDeps } from "./deps.ts";
-import { keysMigrations } from "./migrations.ts";
-import { keysRoutes } from "./routes.ts";
+import { creditSpendsSql, type KeysDeps } from "../deps.ts";
+import { keysDepsOverDatabase } from "../deps-test-kit.ts";
+import { keysMigrations } from "../migrations.ts";
+import { keysRoutes } from "../routes.ts";
+import { PostgresKeysStore } from "../store/postgres-keys-store.ts";
+import { callerOf } from "../test-kit.ts";
 import { SpendQueue } from "./spend-collector.ts";
-import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
-import { callerOf } from "./test-kit.ts";
 
 let db: TestDatabase;
 let deps: KeysDeps;
@@ -16,7 +17,7 @@ let deps: KeysDeps;
 beforeAll(async () => {
   db = await createTestDatabase();
   await migrate(db.sql, "keys", keysMigrations);
-  deps = createKeysDeps({ sql: db.sql, bus: new MemoryBus(), log: createLogger("keys", "silent") });
+  deps = keysDepsOverDatabase(db.sql, new MemoryBus(), createLogger("keys", "silent"));
 });
 afterAll(async () => {
   await deps?.close();

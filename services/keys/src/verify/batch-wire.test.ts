@@ -1,4 +1,4 @@
-import { create, isMessage, toBinary } from "@bufbuild/protobuf";
+import { create, isMessage, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
   createClient,
   createContextValues,
@@ -7,18 +7,19 @@ import {
 } from "@connectrpc/connect";
 import {
   KeysService,
+  type VerifyKeyBatchRequest,
   VerifyKeyBatchRequestSchema,
   VerifyKeyBatchResponseSchema,
   type VerifyKeyBatchResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { localTransport } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { keysRoutes } from "../routes.ts";
+import { callerOf } from "../test-kit.ts";
+import { limit, verificationKit } from "../verify-test-kit.ts";
+import { verifyBatch } from "./batch.ts";
 import { answersInBinary, encodedAnswer, segmentsOf } from "./batch-wire.ts";
-import { keysRoutes } from "./routes.ts";
-import { answerSegments } from "./rpc/verifyKey.ts";
-import { verifyKeyBatch } from "./rpc/verifyKeyBatch.ts";
-import { callerOf } from "./test-kit.ts";
-import { limit, verificationKit } from "./verify-test-kit.ts";
+import { verified } from "./verify.ts";
 
 /** A batch covering every field of an answer: found with everything, refused, not found, and an error. */
 async function mixedBatch() {
@@ -81,16 +82,37 @@ function plain(value: unknown): unknown {
   );
 }
 
+/** Each item's facts (undefined for those without a key the caller may see), from verifying it alone. */
+async function factsOf(
+  kit: ReturnType<typeof verificationKit>,
+  req: MessageInitShape<typeof VerifyKeyBatchRequestSchema>,
+) {
+  const request = create(VerifyKeyBatchRequestSchema, req);
+  return Promise.all(
+    request.items.map(async (item) => {
+      const caller = request.callers[item.callerIndex];
+      if (!caller || !item.request) return undefined;
+      try {
+        return (await verified(kit.deps, caller, item.request)).facts;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+}
+
 describe("encodedAnswer", () => {
   it("encodes a batch's results to the bytes protobuf-es writes for them", async () => {
     const { kit, req } = await mixedBatch();
-    const handler = verifyKeyBatch(kit.deps);
+    const handler = (r: VerifyKeyBatchRequest) => verifyBatch(kit.deps, r);
     // No handler context: the plain results, as in process.
     const answer = await handler(create(VerifyKeyBatchRequestSchema, req));
     const { results } = answer;
     // The answer is a message as it is (as localTransport hands it over), encoded without create().
     expect(isMessage(answer, VerifyKeyBatchResponseSchema)).toBe(true);
     const expected = toBinary(VerifyKeyBatchResponseSchema, answer);
+    // The facts each answer was made from, as the batch keeps them (a second verification of the same items).
+    const kept = await factsOf(kit, req);
     // Complete messages: what create() makes of the same fields given as plain objects, no field missing.
     expect(answer).toEqual(create(VerifyKeyBatchResponseSchema, plain(answer) as never));
     // With the segments kept per cached key, and made from the fields alone.
@@ -98,7 +120,10 @@ describe("encodedAnswer", () => {
       Buffer.from(
         toBinary(
           VerifyKeyBatchResponseSchema,
-          encodedAnswer(results, (r) => answerSegments(r, kit.deps.keyCache)),
+          encodedAnswer(results, (i, response) => {
+            const facts = kept[i];
+            return facts === undefined ? undefined : kit.deps.verification.segments(facts, response);
+          }),
         ),
       ),
     ).toEqual(Buffer.from(expected));
@@ -117,7 +142,7 @@ describe("encodedAnswer", () => {
 
   it("keeps a cached key's segments while its grants and identity stay the same", async () => {
     const { kit, req } = await mixedBatch();
-    const handler = verifyKeyBatch(kit.deps);
+    const handler = (r: VerifyKeyBatchRequest) => verifyBatch(kit.deps, r);
     // The first batch resolves the key's grants for each of its items at once; from the second on, all share one.
     await handler(create(VerifyKeyBatchRequestSchema, req));
     const first = await handler(create(VerifyKeyBatchRequestSchema, req));
@@ -126,22 +151,24 @@ describe("encodedAnswer", () => {
       if (r.result.case !== "response") throw new Error(`a response, not ${r.result.case}`);
       return r.result.value;
     };
-    const segments = (r: VerifyKeyBatchResult) => answerSegments(value(r), kit.deps.keyCache);
+    const facts = (await factsOf(kit, req))[0]!;
+    const segments = (r: VerifyKeyBatchResult) => kit.deps.verification.segments(facts, value(r));
     expect(segments(again.results[0]!)).toBe(segments(first.results[0]!));
     expect(segments(first.results[0]!)).toEqual(segmentsOf(value(first.results[0]!)));
   });
 
   it("counts a cached key's segments in the key cache's bytes, once", async () => {
     const { kit, req } = await mixedBatch();
-    const handler = verifyKeyBatch(kit.deps);
+    const handler = (r: VerifyKeyBatchRequest) => verifyBatch(kit.deps, r);
     const { results } = await handler(create(VerifyKeyBatchRequestSchema, req));
+    const facts = (await factsOf(kit, req))[0]!;
     const before = kit.deps.keyCache.bytes;
     const rich = results[0]!.result;
     if (rich.case !== "response") throw new Error("the first item verifies");
-    const made = answerSegments(rich.value, kit.deps.keyCache)!;
+    const made = kit.deps.verification.segments(facts, rich.value);
     const counted = kit.deps.keyCache.bytes - before;
     expect(counted).toBeGreaterThan(made.before.byteLength + made.after.byteLength);
-    answerSegments(rich.value, kit.deps.keyCache);
+    kit.deps.verification.segments(facts, rich.value);
     expect(kit.deps.keyCache.bytes - before).toBe(counted);
   });
 });

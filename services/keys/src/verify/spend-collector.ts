@@ -1,5 +1,5 @@
 import type { Clock } from "@latchkey/runtime";
-import type { GroupSpend, KeysStore, Spend, SpendGroup } from "./store/keys-store.ts";
+import type { GroupSpend, KeysStore, Spend, SpendGroup } from "../store/keys-store.ts";
 
 /** One verification waiting for its credit spend. */
 export interface PendingSpend {

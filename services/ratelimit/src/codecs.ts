@@ -1,4 +1,4 @@
-import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   type CheckNamedLimitsRequest,
@@ -21,8 +21,8 @@ import {
   type NamedLimitGroupResult,
   type NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { readCaller, readOr, UNHANDLED, WireReader } from "./reader.ts";
-import { WireWriter } from "./writer.ts";
+import { readCaller, readOr, UNHANDLED, WireReader } from "@latchkey/runtime/wire/reader";
+import { type WireWriter, writeCaller, writeOr } from "@latchkey/runtime/wire/writer";
 
 /**
  * Hand-written codecs for the two RPCs called once per batch of requests,
@@ -30,16 +30,16 @@ import { WireWriter } from "./writer.ts";
  * per ratelimits.limit batch), both ends: the server decodes the request and
  * encodes the answer, the client the other way round. protobuf-es decodes and
  * encodes by reflection, and in the served RPC that costs more per item than
- * counting the item (bench/check-named-limits.ts prints both). These give the
- * same messages and the same bytes as fromBinary and toBinary
- * (ratelimit-codecs.test.ts compares them on every shape, malformed input
- * included): what they do not handle they hand to protobuf-es, for the whole
- * message, so nothing differs but the speed.
+ * counting the item (services/ratelimit/bench/check-named-limits.ts prints both).
+ * These give the same messages and the same bytes as fromBinary and toBinary
+ * (services/keys/src/fast-codecs.test.ts checks them on random messages, and
+ * codecs.test.ts on malformed input): what they do not handle they hand to
+ * protobuf-es, for the whole message, so nothing differs but the speed. Built on
+ * the runtime's one reader and writer (packages/runtime/src/wire).
  *
  * Keyed by Connect path, as serveRpc and internalTransport take them
  * (WireCodecs): the ratelimit service serves with them, the keys service and
- * the gateway call it with them. They live in the runtime, not the ratelimit
- * service, so callers need not depend on the service.
+ * the gateway call it with them (this module imports nothing of the service).
  */
 export interface UnaryCodec<I, O> {
   decodeRequest(bytes: Uint8Array): I;
@@ -190,27 +190,8 @@ function readLimitCheck(r: WireReader, end: number): LimitCheck {
   return check;
 }
 
-// One writer per process: encoding is synchronous, and finish() copies the bytes out.
-const writer = new WireWriter(4096);
-
-/** `write`'s bytes, or toBinary's where it throws UNHANDLED (unknown fields, which the handlers never set). */
-function written<S extends DescMessage>(
-  schema: S,
-  message: MessageShape<S>,
-  write: (w: WireWriter) => void,
-): Uint8Array {
-  try {
-    write(writer);
-    return writer.finish();
-  } catch (err) {
-    writer.reset();
-    if (err !== UNHANDLED) throw err;
-    return toBinary(schema, message);
-  }
-}
-
 export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): Uint8Array {
-  return written(CheckNamedLimitsResponseSchema, res, (w) => {
+  return writeOr(CheckNamedLimitsResponseSchema, res, (w) => {
     if (res.$unknown !== undefined) throw UNHANDLED;
     for (const group of res.groups) {
       if (group.$unknown !== undefined) throw UNHANDLED;
@@ -230,7 +211,7 @@ export function encodeCheckNamedLimitsResponse(res: CheckNamedLimitsResponse): U
 }
 
 export function encodeLimitBatchResponse(res: LimitBatchResponse): Uint8Array {
-  return written(LimitBatchResponseSchema, res, (w) => {
+  return writeOr(LimitBatchResponseSchema, res, (w) => {
     if (res.$unknown !== undefined) throw UNHANDLED;
     for (const item of res.results) {
       const result = item.result;
@@ -263,7 +244,7 @@ function writeLimitResult(w: WireWriter, r: LimitResult): WireWriter {
 // The client's side: the keys service and the gateway encode the requests and decode the answers.
 
 export function encodeCheckNamedLimitsRequest(req: CheckNamedLimitsRequest): Uint8Array {
-  return written(CheckNamedLimitsRequestSchema, req, (w) => {
+  return writeOr(CheckNamedLimitsRequestSchema, req, (w) => {
     if (req.$unknown !== undefined) throw UNHANDLED;
     for (const group of req.groups) {
       if (group.$unknown !== undefined) throw UNHANDLED;
@@ -332,7 +313,7 @@ function readNamedLimitResult(r: WireReader, end: number): NamedLimitResult {
 }
 
 export function encodeLimitBatchRequest(req: LimitBatchRequest): Uint8Array {
-  return written(LimitBatchRequestSchema, req, (w) => {
+  return writeOr(LimitBatchRequestSchema, req, (w) => {
     if (req.$unknown !== undefined) throw UNHANDLED;
     for (const caller of req.callers) writeCaller(w.fork(1), caller).join();
     for (const item of req.items) {
@@ -359,13 +340,6 @@ export function encodeLimitBatchRequest(req: LimitBatchRequest): Uint8Array {
       w.join();
     }
   });
-}
-
-function writeCaller(w: WireWriter, caller: Caller): WireWriter {
-  if (caller.$unknown !== undefined) throw UNHANDLED;
-  w.string(1, caller.workspaceId).string(2, caller.rootKeyId);
-  for (const p of caller.permissions) w.optionalString(3, p);
-  return w;
 }
 
 export function decodeLimitBatchResponse(bytes: Uint8Array): LimitBatchResponse {
