@@ -6,6 +6,11 @@ const SERVICE = "^services/([^/]+)/";
 const OWN_SERVICE = "^services/$1/";
 const PACKAGES = "^packages/";
 const PROTO = "^proto/";
+/**
+ * A service's hand-written wire codecs: part of its contract, like its proto, so both ends of a call may import
+ * them (the gateway and keys as clients, the service as server). They import only packages/* and proto/gen.
+ */
+const CODECS = "^services/[^/]+/src/(verify/batch-)?codecs\\.ts$";
 /** Tests and test kits: they compose services as the all-in-one does; production code never does. */
 const TEST_CODE = "^services/([^/]+)/.*(\\.test|test-kit|\\.suite|\\.contract)\\.ts$";
 
@@ -26,7 +31,7 @@ module.exports = {
         "A service reaches another one only through its generated client (proto/gen) and the shared packages, so each can run as a process of its own.",
       severity: "error",
       from: { path: SERVICE, pathNot: TEST_CODE },
-      to: { path: "^services/", pathNot: OWN_SERVICE },
+      to: { path: "^services/", pathNot: [OWN_SERVICE, CODECS] },
     },
     {
       name: "service-test-imports-another-service-inside",
@@ -34,7 +39,7 @@ module.exports = {
         "A service's tests and test kits may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals.",
       severity: "error",
       from: { path: TEST_CODE },
-      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$"] },
+      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$", CODECS] },
     },
     {
       name: "service-imports-a-composition",
@@ -43,6 +48,14 @@ module.exports = {
       severity: "error",
       from: { path: SERVICE },
       to: { path: "^(gateway|apps|console|test|bench|deploy)/" },
+    },
+    {
+      name: "codecs-import-only-contracts",
+      comment:
+        "A service's codecs are imported by the other end of its calls, so they may import only packages/* and proto/gen: never the service's own code, which would come along with them.",
+      severity: "error",
+      from: { path: CODECS },
+      to: { path: "^(services|gateway|apps|console|test|bench|deploy)/" },
     },
     {
       name: "package-imports-upward",
@@ -58,7 +71,7 @@ module.exports = {
         "The gateway calls the services through their generated clients (proto/gen), which is what lets it run in front of separate processes.",
       severity: "error",
       from: { path: "^gateway/" },
-      to: { path: "^(services|apps|test|bench|deploy)/" },
+      to: { path: "^(services|apps|test|bench|deploy)/", pathNot: CODECS },
     },
     {
       name: "console-imports-the-server",

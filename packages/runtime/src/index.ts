@@ -6,6 +6,7 @@ export * from "./db.ts";
 export * from "./errors.ts";
 export * from "./event-sink.ts";
 export * from "./events.ts";
+export * from "./identity-changes.ts";
 export * from "./ids.ts";
 export * from "./internal-auth.ts";
 export * from "./listening.ts";
@@ -13,6 +14,7 @@ export * from "./local-transport.ts";
 export * from "./logger.ts";
 export * from "./metrics.ts";
 export * from "./oldest-first.ts";
+export * from "./permission-query.ts";
 export * from "./permissions.ts";
 export * from "./serve.ts";
 

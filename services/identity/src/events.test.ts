@@ -1,7 +1,7 @@
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
-import { MemoryBus } from "@latchkey/runtime";
+import { IDENTITY_CHANGED, MemoryBus, onIdentityChanged } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { IDENTITY_CHANGED, identityChanged, onIdentityChanged } from "./events.ts";
+import { identityChanged } from "./events.ts";
 
 describe("identity events", () => {
   it("carries an IdentityChanged on events.identity.changed, empty strings for what does not apply", () => {

@@ -1,11 +1,9 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { type IdentityChanged, IdentityChangedSchema } from "@latchkey/proto/identity/v1/events_pb";
-import type { Bus } from "@latchkey/runtime";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { IdentityChangedSchema } from "@latchkey/proto/identity/v1/events_pb";
+import { IDENTITY_CHANGED } from "@latchkey/runtime";
 import type { IdentityDeps } from "./deps.ts";
 
 /** Every event the identity context emits, one function each. */
-
-export const IDENTITY_CHANGED = "events.identity.changed";
 
 export interface IdentityChange {
   workspaceId: string;
@@ -43,21 +41,4 @@ export function identityChanged(deps: Pick<IdentityDeps, "bus">, change: Identit
   );
   // The caller answers only once the message is on its way to every instance (Bus.flushed).
   return deps.bus.flushed();
-}
-
-/**
- * For consumers: calls `handler` with every IdentityChanged; returns the
- * unsubscribe function. An unreadable message arrives as an empty change
- * (no workspace), meaning "drop everything", since something did change.
- */
-export function onIdentityChanged(bus: Bus, handler: (change: IdentityChanged) => void): () => void {
-  return bus.subscribe(IDENTITY_CHANGED, (data) => {
-    let change: IdentityChanged;
-    try {
-      change = fromBinary(IdentityChangedSchema, data);
-    } catch {
-      change = create(IdentityChangedSchema, {});
-    }
-    handler(change);
-  });
 }

@@ -1,6 +1,6 @@
-import { onIdentityChanged } from "@latchkey/identity";
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
 import type { Bus, Clock, Logger } from "@latchkey/runtime";
+import { onIdentityChanged } from "@latchkey/runtime";
 import { keyChanged } from "./events.ts";
 import type { DeletedGrant, KeysStore } from "./store/keys-store.ts";
 import type { KeyCache } from "./verify/key-cache.ts";

@@ -4,7 +4,7 @@ import { keepingEventSink } from "@latchkey/runtime/testing";
 import { describe, expect, it } from "vitest";
 import { KEY_VERIFIED, keyVerified, keyVerifiedEvent } from "./events.ts";
 
-// The encoder's bytes are checked against toBinary on random messages in fast-codecs.test.ts.
+// The encoder's bytes are checked against toBinary on random messages in test/in-memory/fast-codecs.test.ts.
 
 const full: KeyVerified = create(KeyVerifiedSchema, {
   requestId: "req_01HXYZABCDEFGHJK",

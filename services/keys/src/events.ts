@@ -32,7 +32,7 @@ export function keyVerified(deps: { events: EventSink }, v: KeyVerified): void {
  * keys.v1.KeyVerified in binary, written with the runtime's one writer: one
  * per verification, where toBinary's reflection costs more than the rest of
  * publishing the event. The bytes are toBinary's for every message
- * (fast-codecs.test.ts).
+ * (test/in-memory/fast-codecs.test.ts).
  */
 export function encodeKeyVerified(v: KeyVerified): Uint8Array {
   return writeOr(KeyVerifiedSchema, v, (w) => {

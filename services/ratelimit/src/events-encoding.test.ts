@@ -5,7 +5,7 @@ import { keepingEventSink } from "@latchkey/runtime/testing";
 import { describe, expect, it } from "vitest";
 import { ratelimitEvents, SUBJECT_CHECKED } from "./events.ts";
 
-// The encoder's bytes are checked against toBinary on random messages in services/keys/src/fast-codecs.test.ts.
+// The encoder's bytes are checked against toBinary on random messages in test/in-memory/fast-codecs.test.ts.
 
 const checked = (index: number, passed: boolean) =>
   create(RatelimitCheckedSchema, {

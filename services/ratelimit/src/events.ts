@@ -44,7 +44,7 @@ export const ratelimitCheckedEvent: EventType<RatelimitChecked> = {
  * ratelimit.v1.RatelimitChecked in binary, written with the runtime's one
  * writer: one per counted check, where toBinary's reflection costs more than
  * counting it. The bytes are toBinary's for every message
- * (services/keys/src/fast-codecs.test.ts).
+ * (test/in-memory/fast-codecs.test.ts).
  */
 export function encodeRatelimitChecked(e: RatelimitChecked): Uint8Array {
   return writeOr(RatelimitCheckedSchema, e, (w) => {

@@ -9,7 +9,7 @@ import { UNHANDLED } from "./reader.ts";
  * message carries. It writes proto3 fields as toBinary does: with implicit
  * presence, default values (0, "", false) are left out; the optional* methods
  * write a set field even at its default. Every codec built on it is checked
- * against toBinary on random messages (services/keys/src/fast-codecs.test.ts).
+ * against toBinary on random messages (test/in-memory/fast-codecs.test.ts).
  */
 export class WireWriter {
   private buf: Buffer;

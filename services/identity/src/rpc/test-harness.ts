@@ -7,10 +7,16 @@ import type {
 } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { createLogger, ErrorReason, errorDetailOf, MemoryBus, TestClock } from "@latchkey/runtime";
+import {
+  createLogger,
+  ErrorReason,
+  errorDetailOf,
+  MemoryBus,
+  onIdentityChanged,
+  TestClock,
+} from "@latchkey/runtime";
 import { expect } from "vitest";
 import { createMemoryIdentityDeps } from "../deps.ts";
-import { onIdentityChanged } from "../events.ts";
 import { identityRoutes } from "../routes.ts";
 
 type Caller = MessageInitShape<typeof CallerSchema>;

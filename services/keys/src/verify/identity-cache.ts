@@ -1,9 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { onIdentityChanged } from "@latchkey/identity";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { Batcher, type Bus, type Clock, OldestFirst, systemClock } from "@latchkey/runtime";
+import {
+  Batcher,
+  type Bus,
+  type Clock,
+  OldestFirst,
+  onIdentityChanged,
+  systemClock,
+} from "@latchkey/runtime";
 import { textBytes } from "../byte-sizes.ts";
 import type { KeyRatelimitRecord } from "../store/keys-store.ts";
 

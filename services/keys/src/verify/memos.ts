@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
-import { evaluatePermissionQuery, type PermissionQuery } from "@latchkey/identity";
 import { type KeyIdentity, KeyIdentitySchema, type VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
+import { evaluatePermissionQuery, type PermissionQuery } from "@latchkey/runtime";
 import type { CachedKey } from "../store/keys-store.ts";
 import { type Segments, segmentsOf } from "./batch-wire.ts";
 import type { Grants, ResolvedIdentity } from "./identity-cache.ts";

@@ -1,4 +1,4 @@
-import { parsePermissionQuery } from "@latchkey/identity";
+import { parsePermissionQuery } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { PermissionQueries } from "./permission-queries.ts";
 

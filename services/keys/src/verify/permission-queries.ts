@@ -1,5 +1,4 @@
-import { type PermissionQuery, parsePermissionQuery } from "@latchkey/identity";
-import { OldestFirst } from "@latchkey/runtime";
+import { OldestFirst, type PermissionQuery, parsePermissionQuery } from "@latchkey/runtime";
 
 /** Most distinct query texts kept parsed; a service sees few (one per call site of its callers). */
 const MAX_QUERIES = 1_000;

@@ -1,4 +1,3 @@
-import type { PermissionQuery } from "@latchkey/identity";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   VerifyCode,
@@ -6,6 +5,7 @@ import {
   type VerifyKeyResponse,
   type VerifyRatelimitResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
+import type { PermissionQuery } from "@latchkey/runtime";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";

@@ -8,6 +8,15 @@ import {
   toBinary,
 } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
+import { encodeKeyVerified } from "@latchkey/keys/events";
+import {
+  decodeVerifyKeyBatchRequest,
+  decodeVerifyKeyBatchResponse,
+  encodeVerifyKeyBatchRequest,
+  readVerifyKeyBatchRequest,
+  readVerifyKeyBatchResponse,
+} from "@latchkey/keys/verify/batch-codecs";
+import { encodedAnswer, segmentsOf } from "@latchkey/keys/verify/batch-wire";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { VerifyKeyBatchRequestSchema, VerifyKeyBatchResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
@@ -18,11 +27,6 @@ import {
   LimitBatchRequestSchema,
   LimitBatchResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { encodeRatelimitChecked } from "@latchkey/ratelimit/events";
-import { encodeEventBatch } from "@latchkey/runtime";
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-// Ratelimit's own codecs and event, by path: this file checks every hand codec of Latchkey in one place.
 import {
   decodeCheckNamedLimitsRequest,
   decodeCheckNamedLimitsResponse,
@@ -36,16 +40,11 @@ import {
   readCheckNamedLimitsResponse,
   readLimitBatchRequest,
   readLimitBatchResponse,
-} from "../../ratelimit/src/codecs.ts";
-import { encodeKeyVerified } from "./events.ts";
-import {
-  decodeVerifyKeyBatchRequest,
-  decodeVerifyKeyBatchResponse,
-  encodeVerifyKeyBatchRequest,
-  readVerifyKeyBatchRequest,
-  readVerifyKeyBatchResponse,
-} from "./verify/batch-codecs.ts";
-import { encodedAnswer, segmentsOf } from "./verify/batch-wire.ts";
+} from "@latchkey/ratelimit/codecs";
+import { encodeRatelimitChecked } from "@latchkey/ratelimit/events";
+import { encodeEventBatch } from "@latchkey/runtime";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
 
 /**
  * Every hand-written codec of Latchkey against protobuf-es, on random

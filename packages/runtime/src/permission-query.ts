@@ -1,4 +1,4 @@
-import { domainError, ErrorReason } from "@latchkey/runtime";
+import { domainError, ErrorReason } from "./errors.ts";
 
 /**
  * The permission query of keys.verifyKey (docs/api.md):
