@@ -74,7 +74,7 @@ export const identity = (i: KeyIdentity) =>
     ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
   });
 
-/** The reference's Identity: id, externalId, and meta and ratelimits only when set. */
+/** Unkey's Identity: id, externalId, and meta and ratelimits only when set. */
 export const identityData = (i: Identity) =>
   defined({
     id: i.id,
@@ -83,11 +83,11 @@ export const identityData = (i: Identity) =>
     ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
   });
 
-/** The reference's Permission: id, name, slug, and description only when set (identity's Permission or keys' KeyPermission). */
+/** Unkey's Permission: id, name, slug, and description only when set (identity's Permission or keys' KeyPermission). */
 export const permissionData = (p: Pick<Permission, "id" | "name" | "slug"> & { description?: string }) =>
   defined({ id: p.id, name: p.name, slug: p.slug, description: p.description || undefined });
 
-/** The reference's Role: id, name, and description and permissions only when set. */
+/** Unkey's Role: id, name, and description and permissions only when set. */
 export const roleData = (r: Role) =>
   defined({
     id: r.id,
@@ -105,7 +105,7 @@ export const keyRoleData = (r: KeyRole) =>
     permissions: r.permissions.map(permissionData),
   });
 
-/** The reference's Pagination: cursor only while another page exists. */
+/** Unkey's Pagination: cursor only while another page exists. */
 export function pagination(page: PageResponse | undefined): { cursor?: string; hasMore: boolean } {
   return page?.hasMore && page.cursor !== "" ? { cursor: page.cursor, hasMore: true } : { hasMore: false };
 }

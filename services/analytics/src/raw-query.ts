@@ -5,7 +5,7 @@ import { isSyntaxProblem, parseQuery } from "./sql/grammar.ts";
 import type { CheckedRawQuery } from "./store/analytics-store.ts";
 
 /**
- * The reference's raw form, {query: "SELECT …"}, made safe by construction:
+ * Unkey's raw form, {query: "SELECT …"}, made safe by construction:
  * the text is parsed by a grammar of the supported SELECT subset
  * (sql/grammar.ts), and the SQL that runs is rendered here from the tree, never
  * copied from the text. Rendering is the allow-list: every node kind it knows

@@ -11,7 +11,7 @@ export const setRolePermissions = route({
   rootKey: { needs: ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"] },
   errors: [404],
   schema: Closed({
-    // The reference's ResourceIdentifier: a role id or a name.
+    // Unkey's ResourceIdentifier: a role id or a name.
     roleId: Str(3, 255, "^[a-zA-Z0-9_-]+$"),
     permissions: Type.Array(Str(1, 128, SLUG_PATTERN), { maxItems: 1000 }),
   }),

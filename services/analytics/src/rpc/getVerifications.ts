@@ -251,7 +251,7 @@ const OUTCOME_FIELDS: Record<string, OutcomeField> = {
   INSUFFICIENT_PERMISSIONS: "insufficientPermissions",
 };
 
-/** The reference's raw form: parsed, checked and rendered by checkRawQuery, or refused. */
+/** Unkey's raw form: parsed, checked and rendered by checkRawQuery, or refused. */
 async function rawQuery(
   deps: AnalyticsDeps,
   limits: QueryLimits,

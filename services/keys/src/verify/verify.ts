@@ -84,7 +84,7 @@ export async function verified(
   const { result, key, spent } = judgement;
   const outcome = counted(result.code);
   const now = deps.clock.now();
-  // Every verification of a key counts as a use, whatever its outcome (as the reference's analytics do).
+  // Every verification of a key counts as a use, whatever its outcome (as Unkey's analytics do).
   if (key) deps.lastUsed.record(key.id, now);
   // Without an event sink nothing is recorded: not even the record is built.
   if (deps.events === noEvents) return judgement;
@@ -126,7 +126,7 @@ export interface Facts {
 }
 
 /**
- * The reference's order (notes b.3): found, enabled, expired, permission
+ * Unkey's order: found, enabled, expired, permission
  * query, rate limits, credits; each failure stops the steps after it, so a
  * denied query spends neither limits nor credits, and a rate-limited
  * verification spends no credits. Outcomes are data: only malformed input and
@@ -219,7 +219,7 @@ function answer(facts: Facts, code: VerifyCode, credits: number | undefined): Ve
   };
 }
 
-/** Each evaluated limit (contract 2.6); none when the limiter could not be asked. */
+/** Each evaluated limit; none when the limiter could not be asked. */
 function limitResults({ limits, verdict }: Facts): VerifyRatelimitResult[] {
   if (!verdict || verdict.results.length !== limits.length) return [];
   return limits.map((l, i) => {
@@ -270,7 +270,7 @@ function validVerifyKey(memos: VerificationMemos, req: VerifyKeyRequest): Verify
   };
 }
 
-/** 30 days, the reference's longest window. */
+/** 30 days, Unkey's longest window. */
 const MAX_DURATION = 2_592_000_000;
 
 function integer(value: bigint, location: string, min: number, max: number): number {
