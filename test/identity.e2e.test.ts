@@ -57,7 +57,7 @@ describe("identities, permissions and roles through the gateway (separate proces
     });
     expect(write.body.data).toMatchObject({ valid: false, code: "INSUFFICIENT_PERMISSIONS" });
 
-    // A held wildcard grants every sub-permission (the contract), created on the fly with rbac.*.create_permission.
+    // A held wildcard grants every sub-permission (docs/api.md), created on the fly with rbac.*.create_permission.
     const added = await stack.call("keys.addPermissions", { keyId, permissions: ["documents.*"] });
     expect(added.status).toBe(200);
     expect(added.body.data.map((p: { slug: string }) => p.slug)).toEqual(["documents.*"]);

@@ -193,7 +193,7 @@ function operationObject(operation: Operation): Json {
 const TAGS = [
   ["apis", "APIs: the groups keys belong to."],
   ["keys", "Keys: create, verify, update, credits, roles and permissions."],
-  ["ratelimits", "Standalone rate limits and their overrides (the contract's spelling)."],
+  ["ratelimits", "Standalone rate limits and their overrides (Latchkey's spelling)."],
   ["ratelimit", "The same rate-limit operations at Unkey's spelling."],
   ["identities", "Identities: shared meta and rate limits for several keys."],
   ["permissions", "Permissions and roles."],

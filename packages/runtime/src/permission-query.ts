@@ -12,7 +12,7 @@ import { domainError, ErrorReason } from "./errors.ts";
  * query has at most 1000 characters. Positions in error messages count
  * characters from 0.
  *
- * Evaluation differs from Unkey on purpose, because the contract says so: a
+ * Evaluation differs from Unkey on purpose, as docs/api.md says: a
  * HELD wildcard grants what it covers (documents.* grants documents.read and
  * documents.write.own). A `*` in the QUERY is an ordinary character, so asking
  * for documents.* is satisfied only by holding documents.* (or a wider

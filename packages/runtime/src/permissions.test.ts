@@ -15,7 +15,7 @@ describe("root-key permissions", () => {
     expect(grants("api.api_1.verify_key", "api.*.verify_key")).toBe(false);
   });
 
-  it("accepts the contract's apis. spelling as an alias of api.", () => {
+  it("accepts Latchkey's apis. spelling as an alias of api.", () => {
     expect(grants("apis.*.create_key", "api.api_1.create_key")).toBe(true);
     expect(holds(["apis.api_1.read_key"], "api.api_1.read_key")).toBe(true);
   });

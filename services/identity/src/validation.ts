@@ -4,7 +4,7 @@ import type { RatelimitRecord } from "./store/identity-store.ts";
 
 /**
  * Narrowing shared by the RPCs: each answers a value with no holes or throws
- * INVALID_INPUT naming the public field (limits from the contract and the
+ * INVALID_INPUT naming the public field (limits from docs/limits.md and the
  * Unkey's schema).
  */
 

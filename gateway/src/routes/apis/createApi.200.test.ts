@@ -25,7 +25,7 @@ describe("POST /v2/apis.createApi answering 200", () => {
     expect(seen?.caller?.permissions).toEqual(["api.*.create_api"]);
   });
 
-  it("accepts the contract's apis.*.create_api spelling", async () => {
+  it("accepts Latchkey's apis.*.create_api spelling", async () => {
     const h = harness({ keys: { createApi: () => ({ apiId: "api_1" }) } });
     const res = await h.post("apis.createApi", { name: "payments" }, { key: h.rootKey("apis.*.create_api") });
     expect(res.status).toBe(200);

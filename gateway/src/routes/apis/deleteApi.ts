@@ -3,7 +3,7 @@ import { Empty } from "../../answers.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
-/** Notes a.10: data {}; the API's keys verify NOT_FOUND from the next verification on. */
+/** data {}; the API's keys verify NOT_FOUND from the next verification on. */
 export const deleteApi = route({
   answer: Empty,
   example: { apiId: "api_123" },

@@ -5,7 +5,7 @@ import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, pageFields, Str } from "../../schema.ts";
 import { keyResponseData } from "../keys/getKey.ts";
 
-/** Notes a.10: data is the page of keys (KeyResponseData), paging in pagination {cursor?, hasMore}. */
+/** data is the page of keys (KeyResponseData), paging in pagination {cursor?, hasMore}. */
 export const listKeys = route({
   answer: Type.Array(KeyData),
   paginated: true,

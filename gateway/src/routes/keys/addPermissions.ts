@@ -4,7 +4,7 @@ import { permissionData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, SLUG_PATTERN, Str } from "../../schema.ts";
 
-/** Notes a.9: {keyId, permissions: slugs}; add and remove take 1 to 1000, set 0 to 1000, each 1 to 128. */
+/** {keyId, permissions: slugs}; add and remove take 1 to 1000, set 0 to 1000, each 1 to 128. */
 export const keyPermissionsSchema = (minItems: 0 | 1) =>
   Closed({
     keyId: Str(3, 255, ID_PATTERN),

@@ -4,7 +4,7 @@ import { keyRoleData } from "../../json.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
-/** Notes a.9: {keyId, roles: names}; add and remove take 1 to 100, set 0 to 100, each 1 to 128. */
+/** {keyId, roles: names}; add and remove take 1 to 100, set 0 to 100, each 1 to 128. */
 export const keyRolesSchema = (minItems: 0 | 1) =>
   Closed({
     keyId: Str(3, 255, ID_PATTERN),

@@ -24,7 +24,7 @@ describe("POST /v2/keys.createKey answering 200", () => {
     expect(seen?.recoverable).toBe(false);
   });
 
-  it("accepts every field of the contract and Unkey and passes each to the service", async () => {
+  it("accepts every field of Latchkey's API and Unkey's and passes each to the service", async () => {
     const res = await h.post("keys.createKey", {
       apiId: "api_123",
       prefix: "sk_live",

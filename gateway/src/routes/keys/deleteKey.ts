@@ -3,7 +3,7 @@ import { Empty } from "../../answers.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
-/** Notes a.7: data {}. permanent also removes the hash, so the same key string can be imported again. */
+/** data {}. permanent also removes the hash, so the same key string can be imported again. */
 export const deleteKey = route({
   answer: Empty,
   example: { keyId: "key_123" },

@@ -8,7 +8,7 @@ import { createKeySchema } from "./createKey.ts";
 const created = createKeySchema.properties;
 
 /**
- * Notes a.15: keys imported by the SHA-256 of their plaintext (64 hex or 44
+ * Keys imported by the SHA-256 of their plaintext (64 hex or 44
  * base64 characters, checked by the service), with createKey's fields and
  * limits. `start` is ours: what reads show as the key's start. Credits follow
  * Unkey's KeyCreditsData, where remaining null means unlimited.

@@ -2,7 +2,7 @@ import { NewKey } from "../../answers.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Int, Str } from "../../schema.ts";
 
-/** Notes a.8: expiration is ms from now until the original stops working (0: at once); answers the new key. */
+/** expiration is ms from now until the original stops working (0: at once); answers the new key. */
 export const rerollKey = route({
   answer: NewKey,
   example: { keyId: "key_123", expiration: 0 },

@@ -12,7 +12,7 @@ const OPERATIONS = {
 } as const;
 
 /**
- * Notes a.6: set with value null (or none) makes the key unlimited; increment
+ * set with value null (or none) makes the key unlimited; increment
  * and decrement need a value (the service says so, naming /body/value).
  * Answers the credits after it: {remaining (null: unlimited), refill?}.
  */

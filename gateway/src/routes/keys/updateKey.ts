@@ -17,7 +17,7 @@ import {
 import { ratelimitConfigOf } from "../identities/createIdentity.ts";
 
 /**
- * Notes a.5 with createKey's limits (contract section 8). Three states: an
+ * createKey's limits (docs/limits.md). Three states: an
  * omitted field is unchanged, a value replaces it, null clears it. Only the
  * fields the service can clear accept null (UpdateKeyRequest in keys.proto).
  */

@@ -3,7 +3,7 @@ import { route } from "../../route.ts";
 import { Closed, Str } from "../../schema.ts";
 import { keyResponseData } from "./getKey.ts";
 
-/** Notes a.4: the key behind a plaintext, as keys.getKey answers it; without read_key it is not found. */
+/** the key behind a plaintext, as keys.getKey answers it; without read_key it is not found. */
 export const whoami = route({
   answer: KeyData,
   example: { key: "sk_123" },

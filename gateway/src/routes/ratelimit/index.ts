@@ -7,7 +7,7 @@ import { multiLimit } from "./multiLimit.ts";
 import { setOverride } from "./setOverride.ts";
 
 /**
- * The rate-limit operations answer both at the contract's `ratelimits.` and at Unkey's
+ * The rate-limit operations answer both at Latchkey's `ratelimits.` and at Unkey's
  * `ratelimit.`, so Unkey's clients work unchanged; the second spelling is the alias. Only
  * listOverrides answers differently there: Unkey's list with `pagination`.
  */

@@ -29,7 +29,7 @@ export function limitCheck(input: Static<typeof limitCheckSchema>): LimitCheck {
 }
 
 /**
- * Served as ratelimits.limit (contract) and ratelimit.limit (reference), through
+ * Served as ratelimits.limit (Latchkey's) and ratelimit.limit (Unkey's), through
  * the batcher: concurrent limits travel in one LimitBatch call.
  */
 export const limit = route({

@@ -33,7 +33,7 @@ const item = (id: string) => ({
   duration: 1000,
 });
 
-describe("POST /v2/ratelimits.listOverrides answering 200 (the contract's shape)", () => {
+describe("POST /v2/ratelimits.listOverrides answering 200 (Latchkey's shape)", () => {
   it("answers data {overrides, cursor} while another page exists, then no cursor", async () => {
     const { h, seen } = overrides();
     const first = await h.post("ratelimits.listOverrides", { namespace: "email", limit: 2 });

@@ -25,10 +25,10 @@ async function list(input: Static<typeof schema>, { caller, services }: RouteCon
 const nextCursor = (res: ListOverridesResponse) =>
   res.page?.hasMore && res.page.cursor !== "" ? res.page.cursor : undefined;
 
-/** The contract's shape (section 4.2): data {overrides, cursor}, cursor only when another page exists. */
+/** Latchkey's shape: data {overrides, cursor}, cursor only when another page exists. */
 export const listOverrides = route({
   description:
-    "Answers `data: {overrides, cursor?}`, the contract's shape; `/v2/ratelimit.listOverrides` answers Unkey's list with `pagination`.",
+    "Answers `data: {overrides, cursor?}`, Latchkey's shape; `/v2/ratelimit.listOverrides` answers Unkey's list with `pagination`.",
   answer: Closed({ overrides: Type.Array(OverrideData), cursor: Type.Optional(Type.String()) }),
   example: { namespace: "email" },
   rootKey: { needs: ["ratelimit.<namespace>.read_override"] },

@@ -40,7 +40,7 @@ type Bucket = MessageInitShape<typeof VerificationBucketSchema> & {
   spentCredits: bigint;
 } & Partial<Record<OutcomeField, bigint>>;
 
-/** Latest accepted time: the contract's bound on `expires`, 2100-01-01. */
+/** Latest accepted time: the API's bound on `expires`, 2100-01-01. */
 const MAX_TIME = 4_102_444_800_000;
 /** Most buckets one answer spans (10,000 hours is about 14 months). */
 const MAX_BUCKETS = 10_000;

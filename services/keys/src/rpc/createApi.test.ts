@@ -23,7 +23,7 @@ describe("createApi", () => {
     });
   });
 
-  it("accepts the contract's apis. spelling of the permission", async () => {
+  it("accepts Latchkey's apis. spelling of the permission", async () => {
     const { client } = memoryKeys();
     const { apiId } = await client.createApi({
       caller: callerOf("ws_1", "apis.*.create_api"),

@@ -49,7 +49,7 @@ export function validCredits(
   return { remaining, refill: validRefill(refill, `${at}/refill`) };
 }
 
-/** A refill schedule; monthly defaults to the 1st (the contract wins over Unkey, which requires refillDay). */
+/** A refill schedule; monthly defaults to the 1st (as docs/api.md says; Unkey requires refillDay). */
 export function validRefill(refill: Refill, at: string): RefillRecord {
   const amount = int64(refill.amount, `${at}/amount`, 1);
   switch (refill.interval) {
