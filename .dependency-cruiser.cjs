@@ -42,6 +42,14 @@ module.exports = {
       to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$", CODECS] },
     },
     {
+      name: "service-imports-its-test-code",
+      comment:
+        "Production code never imports a test or a test kit: test kits may wire other services in process, so importing one would be importing them.",
+      severity: "error",
+      from: { path: SERVICE, pathNot: TEST_CODE },
+      to: { path: TEST_CODE },
+    },
+    {
       name: "service-imports-a-composition",
       comment:
         "A service depends on proto/gen and packages/* only: never on the gateway, an app, the console, the end-to-end tests, bench or deploy.",
