@@ -308,8 +308,6 @@ function LimitsCard({ k, onChanged }: Props) {
 }
 
 function RolesCard({ k, onChanged }: Props) {
-  const [role, setRole] = useState("");
-  const [permission, setPermission] = useState("");
   const act = useAction();
   const change = async (operation: string, body: Record<string, unknown>, after: () => void) => {
     if (await act.run(() => call(operation, { keyId: k.keyId, ...body }))) {
@@ -321,70 +319,87 @@ function RolesCard({ k, onChanged }: Props) {
     <section class="card" aria-labelledby="roles-title">
       <h2 id="roles-title">Roles and permissions</h2>
       <div class="grid2">
-        <div>
-          <h3>Roles</h3>
-          {(k.roles ?? []).length === 0 ? (
-            <p class="muted">No roles.</p>
-          ) : (
-            <ul class="chips">
-              {k.roles!.map((r) => (
-                <li key={r}>
-                  {r}{" "}
-                  <button type="button" onClick={() => change("keys.removeRoles", { roles: [r] }, () => {})}>
-                    Remove<span class="sr-only"> role {r}</span>
-                  </button>
-                </li>
-              ))}
-            </ul>
-          )}
-          <form
-            class="row wrap"
-            onSubmit={(e) => {
-              e.preventDefault();
-              change("keys.addRoles", { roles: list(role) }, () => setRole(""));
-            }}
-          >
-            <Field label="Add roles" hint="Names of existing roles">
-              <input required value={role} onInput={(e) => setRole(e.currentTarget.value)} />
-            </Field>
-            <button type="submit">Add roles</button>
-          </form>
-        </div>
-        <div>
-          <h3>Permissions</h3>
-          {(k.permissions ?? []).length === 0 ? (
-            <p class="muted">No permissions of its own.</p>
-          ) : (
-            <ul class="chips">
-              {k.permissions!.map((p) => (
-                <li key={p}>
-                  <code>{p}</code>{" "}
-                  <button
-                    type="button"
-                    onClick={() => change("keys.removePermissions", { permissions: [p] }, () => {})}
-                  >
-                    Remove<span class="sr-only"> permission {p}</span>
-                  </button>
-                </li>
-              ))}
-            </ul>
-          )}
-          <form
-            class="row wrap"
-            onSubmit={(e) => {
-              e.preventDefault();
-              change("keys.addPermissions", { permissions: list(permission) }, () => setPermission(""));
-            }}
-          >
-            <Field label="Add permissions" hint="Slugs, e.g. documents.read">
-              <input required value={permission} onInput={(e) => setPermission(e.currentTarget.value)} />
-            </Field>
-            <button type="submit">Add permissions</button>
-          </form>
-        </div>
+        <GrantList
+          title="Roles"
+          none="No roles."
+          items={k.roles ?? []}
+          kind="role"
+          field="roles"
+          operation="Roles"
+          label="Add roles"
+          hint="Names of existing roles"
+          change={change}
+        />
+        <GrantList
+          title="Permissions"
+          none="No permissions of its own."
+          items={k.permissions ?? []}
+          kind="permission"
+          field="permissions"
+          operation="Permissions"
+          label="Add permissions"
+          hint="Slugs, e.g. documents.read"
+          change={change}
+          code
+        />
       </div>
       <ErrorBox error={act.error} />
     </section>
+  );
+}
+
+/** A key's roles or its permissions: each with a remove button, and a form adding more (keys.add…/remove…). */
+function GrantList(props: {
+  title: string;
+  none: string;
+  items: string[];
+  kind: string;
+  field: "roles" | "permissions";
+  operation: "Roles" | "Permissions";
+  label: string;
+  hint: string;
+  change: (operation: string, body: Record<string, unknown>, after: () => void) => void;
+  code?: boolean;
+}) {
+  const [value, setValue] = useState("");
+  const { title, none, items, kind, field, operation, label, hint, change, code } = props;
+  return (
+    <div>
+      <h3>{title}</h3>
+      {items.length === 0 ? (
+        <p class="muted">{none}</p>
+      ) : (
+        <ul class="chips">
+          {items.map((item) => (
+            <li key={item}>
+              {code ? <code>{item}</code> : item}{" "}
+              <button
+                type="button"
+                onClick={() => change(`keys.remove${operation}`, { [field]: [item] }, () => {})}
+              >
+                Remove
+                <span class="sr-only">
+                  {" "}
+                  {kind} {item}
+                </span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <form
+        class="row wrap"
+        onSubmit={(e) => {
+          e.preventDefault();
+          change(`keys.add${operation}`, { [field]: list(value) }, () => setValue(""));
+        }}
+      >
+        <Field label={label} hint={hint}>
+          <input required value={value} onInput={(e) => setValue(e.currentTarget.value)} />
+        </Field>
+        <button type="submit">{label}</button>
+      </form>
+    </div>
   );
 }
 
