@@ -1,6 +1,7 @@
 import type { Message } from "@bufbuild/protobuf";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { DOMAIN_EVENT_SUBJECT } from "./domain-events.ts";
 import type { EventSink, EventSinkStats, EventType } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
@@ -9,7 +10,7 @@ import { WireWriter } from "./wire/writer.ts";
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";
-export const EVENT_SUBJECTS = ["events.keys.verified", "events.ratelimit.checked"] as const;
+export const EVENT_SUBJECTS = ["events.keys.verified", "events.ratelimit.checked", DOMAIN_EVENT_SUBJECT] as const;
 
 /** Creates (or widens) the events stream; idempotent. */
 export async function ensureEventsStream(nc: NatsConnection): Promise<void> {

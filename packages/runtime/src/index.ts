@@ -3,6 +3,7 @@ export * from "./bus.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
 export * from "./db.ts";
+export * from "./domain-events.ts";
 export * from "./errors.ts";
 export * from "./event-sink.ts";
 export * from "./events.ts";

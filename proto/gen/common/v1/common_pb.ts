@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file common/v1/common.proto.
  */
 export const file_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChZjb21tb24vdjEvY29tbW9uLnByb3RvEgljb21tb24udjEiSAoGQ2FsbGVyEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRITCgtyb290X2tleV9pZBgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJkCgtFcnJvckRldGFpbBImCgZyZWFzb24YASABKA4yFi5jb21tb24udjEuRXJyb3JSZWFzb24SLQoKdmlvbGF0aW9ucxgCIAMoCzIZLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiJACg5GaWVsZFZpb2xhdGlvbhIQCghsb2NhdGlvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgsKA2ZpeBgDIAEoCSJgCg9SYXRlbGltaXRDb25maWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxISCgphdXRvX2FwcGx5GAUgASgIIiwKC1BhZ2VSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSIwCgxQYWdlUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEhAKCGhhc19tb3JlGAIgASgIIjUKCkV2ZW50QmF0Y2gSJwoGZXZlbnRzGAEgAygLMhcuY29tbW9uLnYxLkJhdGNoZWRFdmVudCIoCgxCYXRjaGVkRXZlbnQSCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoDCr6BQoLRXJyb3JSZWFzb24SHAoYRVJST1JfUkVBU09OX1VOU1BFQ0lGSUVEEAASHgoaRVJST1JfUkVBU09OX0lOVkFMSURfSU5QVVQQARIgChxFUlJPUl9SRUFTT05fVU5BVVRIRU5USUNBVEVEEAISKQolRVJST1JfUkVBU09OX0lOU1VGRklDSUVOVF9QRVJNSVNTSU9OUxADEh4KGkVSUk9SX1JFQVNPTl9BUElfTk9UX0ZPVU5EEAQSHgoaRVJST1JfUkVBU09OX0tFWV9OT1RfRk9VTkQQBRIjCh9FUlJPUl9SRUFTT05fSURFTlRJVFlfTk9UX0ZPVU5EEAYSJQohRVJST1JfUkVBU09OX1BFUk1JU1NJT05fTk9UX0ZPVU5EEAcSHwobRVJST1JfUkVBU09OX1JPTEVfTk9UX0ZPVU5EEAgSJAogRVJST1JfUkVBU09OX05BTUVTUEFDRV9OT1RfRk9VTkQQCRIjCh9FUlJPUl9SRUFTT05fT1ZFUlJJREVfTk9UX0ZPVU5EEAoSKAokRVJST1JfUkVBU09OX0lERU5USVRZX0FMUkVBRFlfRVhJU1RTEAsSKgomRVJST1JfUkVBU09OX1BFUk1JU1NJT05fQUxSRUFEWV9FWElTVFMQDBIkCiBFUlJPUl9SRUFTT05fUk9MRV9BTFJFQURZX0VYSVNUUxANEiQKIEVSUk9SX1JFQVNPTl9QUkVDT05ESVRJT05fRkFJTEVEEA4SKQolRVJST1JfUkVBU09OX1BFUk1JU1NJT05TX1FVRVJZX1NZTlRBWBAPEigKJEVSUk9SX1JFQVNPTl9JTlZBTElEX0FOQUxZVElDU19RVUVSWRAQEhwKGEVSUk9SX1JFQVNPTl9VTkFWQUlMQUJMRRAREiYKIkVSUk9SX1JFQVNPTl9BTkFMWVRJQ1NfUVVFUllfTElNSVQQEhIrCidFUlJPUl9SRUFTT05fVE9PX01BTllfQU5BTFlUSUNTX1FVRVJJRVMQE2IGcHJvdG8z");
+  fileDesc("ChZjb21tb24vdjEvY29tbW9uLnByb3RvEgljb21tb24udjEiSAoGQ2FsbGVyEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRITCgtyb290X2tleV9pZBgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJkCgtFcnJvckRldGFpbBImCgZyZWFzb24YASABKA4yFi5jb21tb24udjEuRXJyb3JSZWFzb24SLQoKdmlvbGF0aW9ucxgCIAMoCzIZLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiJACg5GaWVsZFZpb2xhdGlvbhIQCghsb2NhdGlvbhgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEgsKA2ZpeBgDIAEoCSJgCg9SYXRlbGltaXRDb25maWcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxISCgphdXRvX2FwcGx5GAUgASgIIiwKC1BhZ2VSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSIwCgxQYWdlUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEhAKCGhhc19tb3JlGAIgASgIIjUKCkV2ZW50QmF0Y2gSJwoGZXZlbnRzGAEgAygLMhcuY29tbW9uLnYxLkJhdGNoZWRFdmVudCIoCgxCYXRjaGVkRXZlbnQSCgoCaWQYASABKAkSDAoEZGF0YRgCIAEoDCJlCgtEb21haW5FdmVudBIKCgJpZBgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRITCgtvY2N1cnJlZF9hdBgEIAEoAxIRCglkYXRhX2pzb24YBSABKAkq+gUKC0Vycm9yUmVhc29uEhwKGEVSUk9SX1JFQVNPTl9VTlNQRUNJRklFRBAAEh4KGkVSUk9SX1JFQVNPTl9JTlZBTElEX0lOUFVUEAESIAocRVJST1JfUkVBU09OX1VOQVVUSEVOVElDQVRFRBACEikKJUVSUk9SX1JFQVNPTl9JTlNVRkZJQ0lFTlRfUEVSTUlTU0lPTlMQAxIeChpFUlJPUl9SRUFTT05fQVBJX05PVF9GT1VORBAEEh4KGkVSUk9SX1JFQVNPTl9LRVlfTk9UX0ZPVU5EEAUSIwofRVJST1JfUkVBU09OX0lERU5USVRZX05PVF9GT1VORBAGEiUKIUVSUk9SX1JFQVNPTl9QRVJNSVNTSU9OX05PVF9GT1VORBAHEh8KG0VSUk9SX1JFQVNPTl9ST0xFX05PVF9GT1VORBAIEiQKIEVSUk9SX1JFQVNPTl9OQU1FU1BBQ0VfTk9UX0ZPVU5EEAkSIwofRVJST1JfUkVBU09OX09WRVJSSURFX05PVF9GT1VORBAKEigKJEVSUk9SX1JFQVNPTl9JREVOVElUWV9BTFJFQURZX0VYSVNUUxALEioKJkVSUk9SX1JFQVNPTl9QRVJNSVNTSU9OX0FMUkVBRFlfRVhJU1RTEAwSJAogRVJST1JfUkVBU09OX1JPTEVfQUxSRUFEWV9FWElTVFMQDRIkCiBFUlJPUl9SRUFTT05fUFJFQ09ORElUSU9OX0ZBSUxFRBAOEikKJUVSUk9SX1JFQVNPTl9QRVJNSVNTSU9OU19RVUVSWV9TWU5UQVgQDxIoCiRFUlJPUl9SRUFTT05fSU5WQUxJRF9BTkFMWVRJQ1NfUVVFUlkQEBIcChhFUlJPUl9SRUFTT05fVU5BVkFJTEFCTEUQERImCiJFUlJPUl9SRUFTT05fQU5BTFlUSUNTX1FVRVJZX0xJTUlUEBISKwonRVJST1JfUkVBU09OX1RPT19NQU5ZX0FOQUxZVElDU19RVUVSSUVTEBNiBnByb3RvMw");
 
 /**
  * Who is calling: resolved by the gateway from the root key. A service does not
@@ -233,6 +233,60 @@ export type BatchedEvent = Message<"common.v1.BatchedEvent"> & {
  */
 export const BatchedEventSchema: GenMessage<BatchedEvent> = /*@__PURE__*/
   messageDesc(file_common_v1_common, 7);
+
+/**
+ * Something that happened in a workspace that other systems may be told of:
+ * the webhooks context delivers these to the URLs a workspace registered.
+ * Published on subject "events.domain" by the context where it happened
+ * (packages/runtime/src/domain-events.ts lists the types and their data).
+ *
+ * @generated from message common.v1.DomainEvent
+ */
+export type DomainEvent = Message<"common.v1.DomainEvent"> & {
+  /**
+   * Unique per event. Where an event must happen at most once per something
+   * (credits.low per key and refill period, ratelimit.exceeded per identifier
+   * and window), the id is derived from that something, so a repeat is the
+   * same event and is delivered once.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * "key.created", "credits.low", ...
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string workspace_id = 3;
+   */
+  workspaceId: string;
+
+  /**
+   * Unix milliseconds.
+   *
+   * @generated from field: int64 occurred_at = 4;
+   */
+  occurredAt: bigint;
+
+  /**
+   * The event's data object as JSON text: ids and counts, never key material,
+   * secrets or meta values.
+   *
+   * @generated from field: string data_json = 5;
+   */
+  dataJson: string;
+};
+
+/**
+ * Describes the message common.v1.DomainEvent.
+ * Use `create(DomainEventSchema)` to create a new message.
+ */
+export const DomainEventSchema: GenMessage<DomainEvent> = /*@__PURE__*/
+  messageDesc(file_common_v1_common, 8);
 
 /**
  * Every domain error a service raises. The gateway maps each reason to one

@@ -1,0 +1,80 @@
+// What happened in a workspace that other systems may be told of (webhooks): one message shape,
+// common.v1.DomainEvent, published on one subject by the context where it happened.
+import { create, toBinary } from "@bufbuild/protobuf";
+import { type DomainEvent, DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
+import type { EventType } from "./event-sink.ts";
+import { newId } from "./ids.ts";
+
+export const DOMAIN_EVENT_SUBJECT = "events.domain";
+
+export const DOMAIN_EVENT: EventType<DomainEvent> = {
+  subject: DOMAIN_EVENT_SUBJECT,
+  encode: (message) => toBinary(DomainEventSchema, message),
+};
+
+/**
+ * Every event type, and the fields of its data object. Ids only, and counts: never key material,
+ * secrets or meta values (a webhook receiver asks the API for more).
+ */
+export interface DomainEventData {
+  /** keys.createKey (and each key keys.migrateKeys imports). */
+  "key.created": { keyId: string; apiId: string };
+  /** Any change to a key: its fields, credits, permissions or roles. `fields` names what changed. */
+  "key.updated": { keyId: string; apiId: string; fields: string[] };
+  "key.deleted": { keyId: string; apiId: string; permanent: boolean };
+  /** The old key keeps working until `expiresAt` (unix ms; null: it stopped at once). */
+  "key.rerolled": { keyId: string; apiId: string; newKeyId: string; expiresAt: number | null };
+  /**
+   * A key's balance fell below the configured fraction of its refill amount (or, without a refill,
+   * of the balance it was last given): at most once per key and refill period.
+   */
+  "credits.low": { keyId: string; apiId: string; remaining: number; threshold: number };
+  /** A key spent its last credit: at most once per key and refill period. */
+  "credits.exhausted": { keyId: string; apiId: string; remaining: number };
+  /** A limit denied a request: at most once per namespace, identifier and window. */
+  "ratelimit.exceeded": {
+    namespace: string;
+    identifier: string;
+    limit: number;
+    /** Milliseconds. */
+    duration: number;
+    /** Unix ms of the start of the window in which the limit was first exceeded. */
+    windowStart: number;
+  };
+  "identity.created": { identityId: string; externalId: string };
+  "identity.deleted": { identityId: string; externalId: string };
+}
+
+export type DomainEventType = keyof DomainEventData;
+
+export const DOMAIN_EVENT_TYPES = [
+  "key.created",
+  "key.updated",
+  "key.deleted",
+  "key.rerolled",
+  "credits.low",
+  "credits.exhausted",
+  "ratelimit.exceeded",
+  "identity.created",
+  "identity.deleted",
+] as const satisfies readonly DomainEventType[];
+
+/**
+ * A DomainEvent of `type` in `workspaceId`. `id` is given where the event must be one per
+ * something (its repeats then carry the same id and are delivered once); otherwise it is new.
+ */
+export function domainEvent<T extends DomainEventType>(
+  type: T,
+  workspaceId: string,
+  data: DomainEventData[T],
+  occurredAt: number,
+  id: string = newId("evt"),
+): DomainEvent {
+  return create(DomainEventSchema, {
+    id,
+    type,
+    workspaceId,
+    occurredAt: BigInt(occurredAt),
+    dataJson: JSON.stringify(data),
+  });
+}
