@@ -10,7 +10,11 @@ import { WireWriter } from "./wire/writer.ts";
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";
-export const EVENT_SUBJECTS = ["events.keys.verified", "events.ratelimit.checked", DOMAIN_EVENT_SUBJECT] as const;
+export const EVENT_SUBJECTS = [
+  "events.keys.verified",
+  "events.ratelimit.checked",
+  DOMAIN_EVENT_SUBJECT,
+] as const;
 
 /** Creates (or widens) the events stream; idempotent. */
 export async function ensureEventsStream(nc: NatsConnection): Promise<void> {
