@@ -17,6 +17,7 @@ import {
   createKeysDeps,
   createRootKey,
   creditSpendsSql,
+  creditsLowFractionFromEnv,
   ensureRootKey,
   KEY_CACHE_MAX_BYTES,
   keysRoutes,
@@ -72,6 +73,7 @@ function readSettings() {
     asyncCommit: Boolean(env.string("DATABASE_URL")) && asyncCommit,
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", KEY_CACHE_MAX_BYTES, MIN_CACHE_BYTES),
+    creditsLowFraction: creditsLowFractionFromEnv(),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0"),
     rootKeyCacheTtlMs: rootKeyCacheTtlMs(),
@@ -163,6 +165,7 @@ async function main() {
     encryptionKey: settings.encryptionKey,
     cacheSize: settings.cacheSize,
     cacheMaxBytes: settings.cacheMaxBytes,
+    creditsLowFraction: settings.creditsLowFraction,
     log: log.child({ service: "keys" }),
     ...transports,
   });

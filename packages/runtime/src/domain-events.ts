@@ -1,5 +1,6 @@
 // What happened in a workspace that other systems may be told of (webhooks): one message shape,
 // common.v1.DomainEvent, published on one subject by the context where it happened.
+import { hash } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type DomainEvent, DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { EventType } from "./event-sink.ts";
@@ -77,4 +78,13 @@ export function domainEvent<T extends DomainEventType>(
     occurredAt: BigInt(occurredAt),
     dataJson: JSON.stringify(data),
   });
+}
+
+/**
+ * The id of the one event of `type` about `parts` (a key and its period, a counter and its
+ * window): every process that sees the same thing derives the same id, so its repeats are
+ * delivered once. A hash, so no part (an identifier may be an e-mail address) shows in it.
+ */
+export function domainEventId(type: DomainEventType, ...parts: readonly (string | number)[]): string {
+  return `evt_${hash("sha256", [type, ...parts].join("\u001f"), "base64url").slice(0, 22)}`;
 }

@@ -57,6 +57,7 @@ export function createMemoryKeysDeps(
     ratelimitFailOpen?: boolean;
     cacheMaxBytes?: number;
     identityCacheMaxBytes?: number;
+    creditsLowFraction?: number;
   } = {},
 ): KeysDeps & { store: MemoryKeysStore } {
   const store = new MemoryKeysStore();

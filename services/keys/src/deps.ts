@@ -11,6 +11,7 @@ import {
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
+import { CreditEvents, DEFAULT_LOW_FRACTION } from "./credit-events.ts";
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { LastUsed } from "./last-used.ts";
@@ -31,6 +32,8 @@ export interface KeysDeps {
   events: EventSink;
   /** Every credit spend of verifications, few statements for many (group commit). */
   spends: SpendQueue;
+  /** credits.low and credits.exhausted to `events`, once per key and credit period (credit-events.ts). */
+  creditEvents: CreditEvents;
   /** Keys by workspace and hash for verification, invalidated through the bus. */
   keyCache: KeyCache;
   /** Time for expiry and timestamps, injected so tests control it. */
@@ -95,6 +98,8 @@ export interface KeysDepsOptions {
    * with UNAVAILABLE (503), so no key outruns its limits during an outage.
    */
   ratelimitFailOpen?: boolean;
+  /** CREDITS_LOW_FRACTION: credits.low below this share of a key's refill amount or given balance; 0: off. Default 0.1. */
+  creditsLowFraction?: number;
 }
 
 /** The least KEY_CACHE_MAX_BYTES accepts: less would hold next to nothing. */
@@ -129,6 +134,7 @@ export function assembleKeysDeps(
     spendStore?: Pick<KeysStore, "spendCreditsGroups">;
     /** Spend statements out at once (SpendQueue's depth); default 1. */
     spendDepth?: number;
+    creditsLowFraction?: number;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -157,7 +163,13 @@ export function assembleKeysDeps(
     store,
     bus: options.bus,
     events: options.events ?? noEvents,
-    spends: new SpendQueue(options.spendStore ?? store, clock, options.spendDepth),
+    spends: new SpendQueue(
+      options.spendStore ?? store,
+      clock,
+      options.spendDepth,
+      options.creditsLowFraction ?? DEFAULT_LOW_FRACTION,
+    ),
+    creditEvents: new CreditEvents(options.events ?? noEvents),
     keyCache,
     clock,
     log,

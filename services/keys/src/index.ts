@@ -1,4 +1,5 @@
 export * from "./admin.ts";
+export { creditsLowFractionFromEnv } from "./credit-events.ts";
 export {
   createKeysDeps,
   creditSpendsSql,

@@ -14,6 +14,7 @@ import {
   serveRpc,
 } from "@latchkey/runtime";
 import { ensureRootKey } from "./admin.ts";
+import { creditsLowFractionFromEnv } from "./credit-events.ts";
 import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
@@ -41,6 +42,8 @@ if (encryptionKey && encryptionKey.length !== 32) {
 const ratelimitFailOpen = env.bool("RATELIMIT_FAIL_OPEN", true);
 // true: credit spends commit without waiting for the disk (exact; a PostgreSQL crash forgets its last moments).
 const asyncCommit = env.bool("CREDITS_ASYNC_COMMIT", false);
+// credits.low below this share of a key's refill amount or given balance (0: never announced).
+const creditsLowFraction = creditsLowFractionFromEnv();
 const identityUrl = env.string("IDENTITY_URL", "http://127.0.0.1:7073") ?? "";
 const ratelimitUrl = env.string("RATELIMIT_URL", "http://127.0.0.1:7072") ?? "";
 // The deadline of calls to ratelimit and identity: below the gateway's (5 s), so that a ratelimit that
@@ -81,6 +84,7 @@ const deps = createKeysDeps({
   // Named limits of keys and identities are counted by the ratelimit service (one call per batch).
   ratelimit: internalTransport(ratelimitUrl, { auth, timeoutMs, codecs: ratelimitCodecs }),
   ratelimitFailOpen,
+  creditsLowFraction,
   lastUsedFlushMs,
   cacheSize,
   cacheMaxBytes,

@@ -202,4 +202,18 @@ CREATE UNIQUE INDEX keys_workspace_hash ON keys (workspace_id, hash);
 ALTER TABLE keys DROP CONSTRAINT keys_hash_key;
 `,
   },
+  // Version 8 belongs to another change on its way; versions apply in order, gaps allowed.
+  {
+    version: 9,
+    name: "the balance a key was last given, and when",
+    sql: `
+-- What credits.low is a fraction of for a key without a refill, and the start of
+-- its credit period: set by createKey, updateKey and updateCredits "set", left alone
+-- by spends, increment and decrement (credit-events.ts). Keys that existed before
+-- take the balance they hold now, given when they were last updated.
+ALTER TABLE keys ADD COLUMN credits_given bigint, ADD COLUMN credits_given_at bigint;
+UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_at, created_at)
+  WHERE remaining IS NOT NULL;
+`,
+  },
 ];

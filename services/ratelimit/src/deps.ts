@@ -9,7 +9,8 @@ import {
   systemClock,
 } from "@latchkey/runtime";
 import type { Cluster, Redis } from "ioredis";
-import { type RatelimitEvents, ratelimitEvents } from "./events.ts";
+import { noEvents, type RatelimitEvents, ratelimitEvents } from "./events.ts";
+import { ExceededEvents } from "./exceeded.ts";
 import { type Limiter, LocalLimiter } from "./limiter/limiter.ts";
 import { type PeerConfig, PeerLimiter } from "./limiter/peer-limiter.ts";
 import { RedisLimiter } from "./limiter/redis-limiter.ts";
@@ -27,6 +28,7 @@ export interface RatelimitDeps {
   windows: SlidingWindows; // the counters this replica owns, in memory (unused with Redis)
   limiter: Limiter; // counts checks: here, at the owning replica when peers are configured, or in Redis
   events: RatelimitEvents; // checked to the event sink (analytics), overrides_changed on the bus
+  exceeded: ExceededEvents; // ratelimit.exceeded to the event sink, once per counter and window (exceeded.ts)
   clock: Clock; // decides the windows; tests move it
   log: Logger; // causes of internal errors, peer outages
   close(): Promise<void>; // drops bus subscriptions; the bus and the database belong to whoever passed them
@@ -93,6 +95,7 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
     windows,
     limiter,
     events: ratelimitEvents(options.bus, options.events),
+    exceeded: new ExceededEvents(options.events ?? noEvents, clock),
     clock,
     log,
     async close() {

@@ -13,12 +13,15 @@ const check = (identifier: string, limit: bigint, over: Record<string, unknown> 
   ...over,
 });
 const RESET = BigInt(Date.UTC(2026, 0, 1, 0, 1, 0));
+// Denials also publish ratelimit.exceeded on events.domain (exceeded.test.ts): only the checks here.
 const decoded = (sink: ReturnType<typeof recordingSink>) =>
-  sink.events.map((e) => ({
-    subject: e.subject,
-    id: e.id,
-    event: fromBinary(RatelimitCheckedSchema, e.data),
-  }));
+  sink.events
+    .filter((e) => e.subject === SUBJECT_CHECKED)
+    .map((e) => ({
+      subject: e.subject,
+      id: e.id,
+      event: fromBinary(RatelimitCheckedSchema, e.data),
+    }));
 
 describe("standalone checks recorded for analytics (events.ratelimit.checked)", () => {
   it("records a limit as one RatelimitChecked with id <requestId>:0 and the answered outcome", async () => {

@@ -588,17 +588,18 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         ],
         NOW,
       );
+      // baseline and period: the balance each key was given at its creation, and when.
       expect(results).toEqual([
-        { granted: 3, before: 10 },
-        { granted: 2, before: 3 },
-        { granted: 4, before: null },
+        { granted: 3, before: 10, baseline: 10, period: CREATED },
+        { granted: 2, before: 3, baseline: 3, period: CREATED },
+        { granted: 4, before: null, baseline: null, period: CREATED },
         undefined,
         undefined,
       ]);
       expect((await store.findKeyById(ten.id))?.remaining).toBe(1);
       expect((await store.findKeyById(three.id))?.remaining).toBe(1);
       expect(await store.spendCreditsGroups([{ keyId: ten.id, cost: 0, count: 3 }], NOW)).toEqual([
-        { granted: 3, before: 1 },
+        { granted: 3, before: 1, baseline: 10, period: CREATED },
       ]);
     });
 

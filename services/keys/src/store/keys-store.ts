@@ -180,6 +180,19 @@ export interface SpendGroup {
 export interface GroupSpend {
   granted: number;
   before: number | null;
+  /**
+   * What credits.low is a fraction of (credit-events.ts): the refill amount of a
+   * refilling key, else the balance it was last given (createKey, updateKey,
+   * updateCredits "set"); null when unknown or unlimited. Optional: stores made
+   * for tests may leave it out, and then nothing is announced.
+   */
+  baseline?: number | null;
+  /**
+   * When the key's credit period began (unix ms): its last refill (or creation) for a
+   * refilling key, else when its balance was last given. Low and exhausted are announced
+   * once per key and period.
+   */
+  period?: number;
 }
 
 export interface KeyPage {
@@ -195,6 +208,18 @@ export interface KeyPage {
 export interface Spend {
   spent: boolean;
   remaining: number | null;
+  /** Only on the one spend of a period that took the balance below the low threshold or to 0. */
+  crossed?: CreditsCrossing;
+}
+
+/** What a spend crossed in its key's credit period (credit-events.ts announces it). */
+export interface CreditsCrossing {
+  /** GroupSpend.period. */
+  period: number;
+  /** The threshold the balance fell below with this spend, or undefined when it did not. */
+  low: number | undefined;
+  /** This spend took the balance to 0. */
+  exhausted: boolean;
 }
 
 /** A key as verification looks it up: by its hash, within the caller's workspace. */

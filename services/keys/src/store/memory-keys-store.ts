@@ -34,6 +34,8 @@ export class MemoryKeysStore implements KeysStore {
   private readonly rootKeys = new Map<string, RootKeyRecord & { hash: string }>();
   private readonly encrypted = new Map<string, EncryptedKeyRecord>();
   private readonly appliedDeletions = new Set<string>();
+  /** The balance each key was last given and when (GroupSpend.baseline and period), as PostgreSQL's credits_given. */
+  private readonly given = new Map<string, { amount: number | null; at: number }>();
 
   async createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void> {
     this.apis.set(api.id, { ...api, deletedAt: null });
@@ -64,6 +66,7 @@ export class MemoryKeysStore implements KeysStore {
       recoverable: encrypted !== undefined,
     });
     this.keyIdByHash.set(byHash(key), key.id);
+    this.given.set(key.id, { amount: key.remaining, at: key.createdAt });
     if (encrypted) this.encrypted.set(key.id, { ...encrypted });
   }
 
@@ -102,6 +105,7 @@ export class MemoryKeysStore implements KeysStore {
     if (!key) return undefined;
     const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     Object.assign(key, structuredClone(defined));
+    if (patch.remaining !== undefined) this.given.set(id, { amount: key.remaining, at: patch.updatedAt });
     return this.findKeyById(id);
   }
 
@@ -145,6 +149,7 @@ export class MemoryKeysStore implements KeysStore {
       case "set":
         key.remaining = value;
         if (value === null) key.refill = null;
+        this.given.set(id, { amount: value, at });
         break;
       case "increment":
         key.remaining = (key.remaining ?? 0) + (value ?? 0);
@@ -169,6 +174,7 @@ export class MemoryKeysStore implements KeysStore {
       return;
     }
     this.keys.delete(id);
+    this.given.delete(id);
     this.keyIdByHash.delete(byHash(key));
     this.encrypted.delete(id);
   }
@@ -185,6 +191,8 @@ export class MemoryKeysStore implements KeysStore {
       { ...key, remaining: original.remaining, lastRefillAt: original.lastRefillAt },
       encrypted,
     );
+    const given = this.given.get(originalId);
+    if (given) this.given.set(key.id, { ...given });
     original.expires = originalExpires;
   }
 
@@ -229,11 +237,16 @@ export class MemoryKeysStore implements KeysStore {
       const key = this.keys.get(keyId);
       if (!key || key.deletedAt !== null) return undefined;
       this.settleRefill(key, at);
-      if (key.remaining === null) return { granted: count, before: null };
+      const given = this.given.get(keyId);
+      const credits =
+        key.refill === null
+          ? { baseline: given?.amount ?? null, period: given?.at ?? key.createdAt }
+          : { baseline: key.refill.amount, period: key.lastRefillAt ?? key.createdAt };
+      if (key.remaining === null) return { granted: count, before: null, ...credits };
       const before = key.remaining;
       const granted = cost === 0 ? count : Math.min(count, Math.floor(before / cost));
       key.remaining = before - granted * cost;
-      return { granted, before };
+      return { granted, before, ...credits };
     });
   }
 

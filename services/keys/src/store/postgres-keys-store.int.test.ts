@@ -76,7 +76,8 @@ describe("credit spend and look-up statements", () => {
       const store = new PostgresKeysStore(spendSql);
       for (let i = 0; i < 20; i++) {
         expect(await store.spendCreditsGroups([{ keyId: "key_plans_1", cost: 2, count: 3 }], NOW)).toEqual([
-          { granted: 3, before: 1000 - 6 * i },
+          // Inserted without credits_given: no baseline; the period starts at creation.
+          { granted: 3, before: 1000 - 6 * i, baseline: null, period: 1 },
         ]);
         expect(
           await store.spendCreditsGroups(
@@ -87,8 +88,8 @@ describe("credit spend and look-up statements", () => {
             NOW,
           ),
         ).toEqual([
-          { granted: 1, before: 1000 - i },
-          { granted: 2, before: 1000 - 2 * i },
+          { granted: 1, before: 1000 - i, baseline: null, period: 1 },
+          { granted: 2, before: 1000 - 2 * i, baseline: null, period: 1 },
         ]);
         const inDefault = (hash: string) => ({ workspaceId: "ws_default", hash });
         expect((await store.findKeysByHash([inDefault(`hash_plans_${i + 1}`)])).map((k) => k.id)).toEqual([

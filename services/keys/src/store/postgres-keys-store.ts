@@ -146,6 +146,7 @@ export class PostgresKeysStore implements KeysStore {
           refill_interval = ${k.refill?.interval ?? null}, refill_amount = ${k.refill?.amount ?? null},
           refill_day = ${k.refill?.day ?? null}, last_refill_at = ${k.lastRefillAt},
           permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt}
+          ${patch.remaining === undefined ? tx`` : tx`, credits_given = ${k.remaining}, credits_given_at = ${patch.updatedAt}`}
         WHERE id = ${id}`;
       if (patch.ratelimits) {
         await tx`DELETE FROM key_ratelimits WHERE key_id = ${id}`;
@@ -209,7 +210,7 @@ export class PostgresKeysStore implements KeysStore {
             refill_interval = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_interval END,
             refill_amount = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_amount END,
             refill_day = CASE WHEN ${v}::bigint IS NULL THEN NULL ELSE refill_day END,
-            last_refill_at = ${lastRefill}, updated_at = ${at}
+            last_refill_at = ${lastRefill}, updated_at = ${at}, credits_given = ${v}::bigint, credits_given_at = ${at}
           WHERE id = ${id} RETURNING remaining, refill_interval, refill_amount, refill_day`;
         break;
       }
@@ -252,13 +253,19 @@ export class PostgresKeysStore implements KeysStore {
     await this.sql.begin(async (tx) => {
       // Locked, so no spend slips between reading the balance and handing it over.
       const [original] = await tx<
-        { remaining: number | null; last_refill_at: number | null }[]
-      >`SELECT remaining, last_refill_at FROM keys WHERE id = ${originalId} FOR UPDATE`;
+        {
+          remaining: number | null;
+          last_refill_at: number | null;
+          credits_given: number | null;
+          credits_given_at: number | null;
+        }[]
+      >`SELECT remaining, last_refill_at, credits_given, credits_given_at FROM keys WHERE id = ${originalId} FOR UPDATE`;
       if (!original) throw new Error(`no key ${originalId}`);
       await insertKey(
         tx,
         { ...key, remaining: original.remaining, lastRefillAt: original.last_refill_at },
         "fail",
+        { amount: original.credits_given, at: original.credits_given_at },
       );
       if (encrypted) await insertEncrypted(tx, encrypted);
       await tx`UPDATE keys SET expires = ${originalExpires}, updated_at = ${key.createdAt} WHERE id = ${originalId}`;
@@ -402,10 +409,13 @@ export class PostgresKeysStore implements KeysStore {
       : this.sql`SELECT * FROM unnest((SELECT ${groups.map((g) => g.keyId)}::text[]),
           (SELECT ${groups.map((g) => String(g.count))}::bigint[]), (SELECT ${groups.map((g) => String(g.cost))}::bigint[]))
           AS w(id, n, cost) ORDER BY id`;
-    const rows = await this.sql<{ id: string; before: number | null; granted: number }[]>`
+    const rows = await this.sql<
+      { id: string; before: number | null; granted: number; baseline: number | null; period: number }[]
+    >`
       WITH wanted AS (${wanted}), locked AS (
         SELECT l.*, w.n, w.cost FROM wanted w CROSS JOIN LATERAL (
-          SELECT k.id, k.remaining, k.refill_amount, k.last_refill_at,
+          SELECT k.id, k.remaining, k.refill_amount, k.last_refill_at, k.refill_interval, k.created_at,
+            k.credits_given, k.credits_given_at,
             keys_latest_refill(k.refill_interval, k.refill_day, ${at}) AS refill_at,
             COALESCE(keys_latest_refill(k.refill_interval, k.refill_day, ${at})
               > COALESCE(k.last_refill_at, k.created_at), false) AS due
@@ -415,10 +425,13 @@ export class PostgresKeysStore implements KeysStore {
       ), balances AS (
         SELECT id, n, cost, due,
           CASE WHEN due THEN refill_amount ELSE remaining END AS before,
-          CASE WHEN due THEN refill_at ELSE last_refill_at END AS last_refill
+          CASE WHEN due THEN refill_at ELSE last_refill_at END AS last_refill,
+          CASE WHEN refill_interval IS NULL THEN credits_given ELSE refill_amount END AS baseline,
+          CASE WHEN refill_interval IS NULL THEN COALESCE(credits_given_at, created_at)
+            ELSE COALESCE(CASE WHEN due THEN refill_at ELSE last_refill_at END, created_at) END AS period
         FROM locked
       ), granted AS (
-        SELECT id, before, last_refill, cost, due,
+        SELECT id, before, last_refill, cost, due, baseline, period,
           CASE WHEN before IS NULL OR cost = 0 THEN n ELSE LEAST(n, before / cost) END AS granted
         FROM balances
       ), spent AS (
@@ -427,11 +440,18 @@ export class PostgresKeysStore implements KeysStore {
         WHERE k.id = g.id AND g.before IS NOT NULL AND (g.due OR g.granted * g.cost > 0)
         RETURNING k.id
       )
-      SELECT id, before, granted FROM granted`;
+      SELECT id, before, granted, baseline, period FROM granted`;
     const byId = new Map(rows.map((r) => [r.id, r]));
     return groups.map((g) => {
       const row = byId.get(g.keyId);
-      return row && { granted: Number(row.granted), before: row.before };
+      return (
+        row && {
+          granted: Number(row.granted),
+          before: row.before,
+          baseline: row.baseline,
+          period: row.period,
+        }
+      );
     });
   }
 
@@ -523,16 +543,22 @@ function refillOf(row: CreditsRow) {
 }
 
 /** Inserts a key and its rate limits; on a hash its workspace holds already, "skip" answers false and "fail" throws. */
-async function insertKey(tx: TransactionSql, key: NewKey, onDuplicate: "fail" | "skip"): Promise<boolean> {
+async function insertKey(
+  tx: TransactionSql,
+  key: NewKey,
+  onDuplicate: "fail" | "skip",
+  // The balance it was given and when (credit-events.ts): its own at creation, the original's on a reroll.
+  given: { amount: number | null; at: number | null } = { amount: key.remaining, at: key.createdAt },
+): Promise<boolean> {
   const rows =
     await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
       permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, last_refill_at,
-      byte_length, created_at)
+      byte_length, created_at, credits_given, credits_given_at)
     VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
       ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
       ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
       ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.lastRefillAt ?? null}, ${key.byteLength},
-      ${key.createdAt})
+      ${key.createdAt}, ${given.amount}, ${given.at})
     ${onDuplicate === "skip" ? tx`ON CONFLICT (workspace_id, hash) DO NOTHING` : tx``} RETURNING id`;
   if (rows.length === 0) return false;
   await insertRatelimits(tx, key.id, key.ratelimits);

@@ -37,12 +37,24 @@ describe("SpendQueue on PostgreSQL", () => {
       // all pipelined at once, each of which must see the balance the one before it left.
       const costs = Array.from({ length: 300 }, (_, i) => (i * 7) % 4);
       const answers = await Promise.all(costs.map((cost) => queue.spend(keyId, cost)));
+      const [{ period }] =
+        (await db.sql`SELECT credits_given_at AS period FROM keys WHERE id = ${keyId}`) as unknown as [
+          { period: number },
+        ];
       let balance = 100;
+      // The one spend that took the balance below 10 (10 % of the 100 given) and the one that took it
+      // to 0 say so, though each came in a statement of its own.
       const oneByOne = costs.map((cost) => {
         if (balance < cost) return { spent: cost === 0, remaining: balance };
+        const before = balance;
         balance -= cost;
-        return { spent: true, remaining: balance };
+        const low = before >= 10 && balance < 10 ? 10 : undefined;
+        const exhausted = cost > 0 && balance === 0;
+        return low === undefined && !exhausted
+          ? { spent: true, remaining: balance }
+          : { spent: true, remaining: balance, crossed: { period, low, exhausted } };
       });
+      expect(oneByOne.filter((a) => "crossed" in a)).toHaveLength(2);
       expect(answers).toEqual(oneByOne);
       expect(queue.statements).toBeGreaterThan(100);
       const { key } = await client.getKey({ caller, keyId });

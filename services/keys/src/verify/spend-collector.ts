@@ -1,4 +1,5 @@
 import type { Clock } from "@latchkey/runtime";
+import { crossingAt, DEFAULT_LOW_FRACTION, runCrossings } from "../credit-events.ts";
 import type { GroupSpend, KeysStore, Spend, SpendGroup } from "../store/keys-store.ts";
 
 /** One verification waiting for its credit spend. */
@@ -43,6 +44,8 @@ export class SpendQueue {
     private readonly clock: Clock,
     /** Statements out at once; more than 1 only where the store decides them in the order asked. */
     private readonly depth = 1,
+    /** CREDITS_LOW_FRACTION: the spend that takes a balance below this share of its baseline says so (0: none). */
+    private readonly lowFraction = DEFAULT_LOW_FRACTION,
   ) {}
 
   /** One spend on its own (a unary verification). */
@@ -95,26 +98,35 @@ export class SpendQueue {
     this.send();
     if (results === undefined) {
       for (const run of runs) for (const s of run) s.reject(failure);
-    } else settle(runs, groups, results);
+    } else settle(runs, groups, results, this.lowFraction);
   }
 }
 
-/** Each spend of a statement's runs answered with its group's result. */
+/**
+ * Each spend of a statement's runs answered with its group's result. The one
+ * spend of a run that took its key's balance below the low threshold or to 0
+ * says so (credit-events.ts): found once per run, the rest pay a comparison.
+ */
 function settle(
   runs: readonly PendingSpend[][],
   groups: readonly SpendGroup[],
   results: readonly (GroupSpend | undefined)[],
+  lowFraction: number,
 ): void {
   for (let i = 0; i < runs.length; i++) {
     const run = runs[i]!;
     const result = results[i];
     const cost = groups[i]!.cost;
+    const crossings = result === undefined ? undefined : runCrossings(groups[i]!, result, lowFraction);
     for (let j = 0; j < run.length; j++) {
       const s = run[j]!;
       if (result === undefined) s.resolve(undefined);
       else if (result.before === null) s.resolve({ spent: true, remaining: null });
-      else if (j < result.granted) s.resolve({ spent: true, remaining: result.before - (j + 1) * cost });
-      else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
+      else if (j < result.granted) {
+        const crossed = crossings === undefined ? undefined : crossingAt(crossings, j);
+        const remaining = result.before - (j + 1) * cost;
+        s.resolve(crossed === undefined ? { spent: true, remaining } : { spent: true, remaining, crossed });
+      } else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
     }
   }
 }

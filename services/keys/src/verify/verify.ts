@@ -178,6 +178,9 @@ async function judge(
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
   if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
+  // Only the one spend of a period that crossed the low threshold or reached 0 (credit-events.ts).
+  if (spend.crossed !== undefined)
+    deps.creditEvents.crossed(key, spend.remaining, spend.crossed, deps.clock.now());
   return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);
 }
 

@@ -38,7 +38,10 @@ export function checkNamedLimits(deps: RatelimitDeps) {
       let passed = true;
       for (let i = 0; i < group.length; i++) {
         const o = group[i]!;
-        if (!o.success) passed = false;
+        if (!o.success) {
+          passed = false;
+          deps.exceeded.namedDenied(req.groups[g]!, i, counters[g]![i]!, o);
+        }
         results[i] = {
           $typeName: "ratelimit.v1.NamedLimitResult",
           limit: BigInt(o.limit),

@@ -44,5 +44,6 @@ export function limitAnswer(
   echo: boolean,
 ): LimitResponse {
   if (req?.metricsDisabled !== true) emitChecked(deps, req?.requestId ?? "", 0, resolved, outcome, started);
+  if (!outcome.success) deps.exceeded.limitDenied(resolved, outcome);
   return { $typeName: "ratelimit.v1.LimitResponse", result: limitResult(resolved, outcome, echo) };
 }

@@ -24,6 +24,8 @@ export function multiLimit(deps: RatelimitDeps) {
     const resolved = await Promise.all(checks.map((c) => resolveCheck(deps, caller, c)));
     const outcomes = (await deps.limiter.apply([resolved.map((r) => r.counter)]))[0]!;
     const passed = outcomes.every((o) => o.success);
+    for (let i = 0; i < outcomes.length; i++)
+      if (!outcomes[i]!.success) deps.exceeded.limitDenied(resolved[i]!, outcomes[i]!);
     if (req.metricsDisabled !== true) {
       resolved.forEach((r, i) => {
         emitChecked(

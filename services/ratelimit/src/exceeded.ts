@@ -1,0 +1,84 @@
+import type { NamedLimitGroup } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import {
+  type Clock,
+  DOMAIN_EVENT,
+  domainEvent,
+  domainEventId,
+  type EventSink,
+  OldestFirst,
+} from "@latchkey/runtime";
+import type { ResolvedCheck } from "./checks.ts";
+import { noEvents } from "./events.ts";
+import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
+
+/**
+ * ratelimit.exceeded, for webhooks: at most one per counter (workspace,
+ * namespace, identifier, duration) and window. The RPCs that learn of a denial
+ * (limit, limitBatch, multiLimit, checkNamedLimits) hand it here whatever
+ * counts the checks (memory, peers, Redis); this process publishes the first
+ * denial of each counter's window and remembers the window, so the others of
+ * the window cost a Map look-up. The event's id is derived from the counter and
+ * the window start, so replicas that each announce the same window publish the
+ * same id, delivered once. Passed checks never reach this file.
+ */
+
+/** Counters whose announced window this process remembers (about 150 bytes each plus the identifier). */
+export const MAX_ANNOUNCED_COUNTERS = 100_000;
+
+const SEP = "\u001f";
+
+export class ExceededEvents {
+  /** The window start last announced, by counter key and duration. */
+  private readonly announced = new Map<string, number>();
+  private readonly oldest = new OldestFirst(this.announced);
+
+  constructor(
+    private readonly sink: EventSink,
+    private readonly clock: Clock,
+    private readonly max = MAX_ANNOUNCED_COUNTERS,
+  ) {}
+
+  /** A standalone check (limit, limitBatch, multiLimit) was denied. */
+  limitDenied(resolved: ResolvedCheck, outcome: CounterOutcome): void {
+    this.denied(
+      resolved.counter,
+      outcome,
+      resolved.namespace.workspaceId,
+      resolved.namespace.name,
+      resolved.check.identifier,
+    );
+  }
+
+  /**
+   * A named limit of a verification was denied: its namespace is the limit's
+   * name, its identifier the key or identity that owns it.
+   */
+  namedDenied(group: NamedLimitGroup, index: number, counter: CounterCheck, outcome: CounterOutcome): void {
+    const limit = group.limits[index]!;
+    this.denied(counter, outcome, group.workspaceId, limit.name, limit.owner);
+  }
+
+  private denied(
+    counter: CounterCheck,
+    outcome: CounterOutcome,
+    workspaceId: string,
+    namespace: string,
+    identifier: string,
+  ): void {
+    if (this.sink === noEvents) return;
+    const windowStart = outcome.reset - counter.duration;
+    const at = counter.key + SEP + counter.duration;
+    if (this.announced.get(at) === windowStart) return;
+    // Moved to the back: the counters denied most recently are the last forgotten.
+    this.announced.delete(at);
+    this.announced.set(at, windowStart);
+    this.oldest.trim(this.max);
+    const id = domainEventId("ratelimit.exceeded", counter.key, counter.duration, windowStart);
+    const data = { namespace, identifier, limit: outcome.limit, duration: counter.duration, windowStart };
+    this.sink.publish(
+      DOMAIN_EVENT,
+      id,
+      domainEvent("ratelimit.exceeded", workspaceId, data, this.clock.now(), id),
+    );
+  }
+}
