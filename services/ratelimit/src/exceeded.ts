@@ -7,7 +7,6 @@ import {
   type EventSink,
   OldestFirst,
 } from "@latchkey/runtime";
-import type { ResolvedCheck } from "./checks.ts";
 import { noEvents } from "./events.ts";
 import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
 
@@ -27,6 +26,13 @@ export const MAX_ANNOUNCED_COUNTERS = 100_000;
 
 const SEP = "\u001f";
 
+/** What of a checks.ts ResolvedCheck a denial reads (the type itself would make an import cycle through deps.ts). */
+interface DeniedCheck {
+  counter: CounterCheck;
+  namespace: { workspaceId: string; name: string };
+  check: { identifier: string };
+}
+
 export class ExceededEvents {
   /** The window start last announced, by counter key and duration. */
   private readonly announced = new Map<string, number>();
@@ -38,8 +44,8 @@ export class ExceededEvents {
     private readonly max = MAX_ANNOUNCED_COUNTERS,
   ) {}
 
-  /** A standalone check (limit, limitBatch, multiLimit) was denied. */
-  limitDenied(resolved: ResolvedCheck, outcome: CounterOutcome): void {
+  /** A standalone check (limit, limitBatch, multiLimit: a checks.ts ResolvedCheck) was denied. */
+  limitDenied(resolved: DeniedCheck, outcome: CounterOutcome): void {
     this.denied(
       resolved.counter,
       outcome,
