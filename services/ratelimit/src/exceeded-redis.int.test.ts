@@ -1,0 +1,25 @@
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe } from "vitest";
+import { exceededSuite } from "./exceeded.suite.ts";
+import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
+import { harness } from "./test-kit.ts";
+
+// exceeded.test.ts's cases with the counters in Redis (RATELIMIT_STORE=redis), each on a prefix of its own.
+const prefixes: string[] = [];
+let redis: Redis;
+
+beforeAll(async () => {
+  redis = await testClient();
+});
+afterAll(async () => {
+  redis?.disconnect();
+  for (const prefix of prefixes) await dropPrefix(testRedisUrl, prefix);
+});
+
+describe("ratelimit.exceeded with counters in Redis", () => {
+  exceededSuite(({ events, clock }) => {
+    const prefix = uniquePrefix("exceeded");
+    prefixes.push(prefix);
+    return harness({ events, redis: { client: redis, prefix }, ...(clock ? { clock } : {}) });
+  });
+});

@@ -1,0 +1,32 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
+import { domainEventId, TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { exceededSuite } from "./exceeded.suite.ts";
+import { ExceededEvents } from "./exceeded.ts";
+import { harness, recordingSink } from "./test-kit.ts";
+
+describe("ratelimit.exceeded with counters in memory", () => {
+  exceededSuite(({ events, clock }) => harness({ events, ...(clock ? { clock } : {}) }));
+});
+
+describe("ExceededEvents' memory", () => {
+  const denial = (identifier: string) => ({
+    counter: { key: `ws_1\u001fns_1\u001f${identifier}`, limit: 1, duration: 60_000, cost: 1 },
+    namespace: { workspaceId: "ws_1", name: "api" },
+    check: { identifier },
+  });
+  const outcome = { success: false, limit: 1, remaining: 0, reset: 120_000 };
+
+  it("holds at most its bound of counters: one forgotten is announced again, under the same id", () => {
+    const sink = recordingSink();
+    const exceeded = new ExceededEvents(sink, new TestClock(), 2);
+    for (const id of ["a", "b", "a", "b", "c", "b", "c", "a"]) exceeded.limitDenied(denial(id), outcome);
+    // a and b fill it; c pushes out a (b was denied since, but the oldest announcement goes); a comes back.
+    const ids = sink.events.map((e) => fromBinary(DomainEventSchema, e.data).dataJson);
+    expect(ids.map((j) => JSON.parse(j).identifier)).toEqual(["a", "b", "c", "a"]);
+    const key = denial("a").counter.key;
+    expect(sink.events[0]!.id).toBe(domainEventId("ratelimit.exceeded", key, 60_000, 60_000));
+    expect(sink.events[3]!.id).toBe(sink.events[0]!.id);
+  });
+});
