@@ -45,6 +45,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
   it.each([
     ["RATELIMIT_FAIL_OPEN", "yes", "RATELIMIT_FAIL_OPEN must be true or false, got 'yes'"],
     ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
+    ["CREDITS_LOW_FRACTION", "1.5", "CREDITS_LOW_FRACTION must be a number from 0 to 1, got '1.5'"],
     ["KEY_CACHE_SIZE", "lots", "KEY_CACHE_SIZE must be an integer, got 'lots'"],
     ["KEY_CACHE_SIZE", "0", "KEY_CACHE_SIZE must be an integer of at least 1, got '0'"],
     ["LATCHKEY_ENCRYPTION_KEY", "c2hvcnQ=", "LATCHKEY_ENCRYPTION_KEY must be the base64 of 32 random bytes"],
@@ -165,6 +166,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
   it.each([
     ["KEY_CACHE_SIZE", "0", "KEY_CACHE_SIZE must be an integer of at least 1, got '0'"],
     ["CREDITS_ASYNC_COMMIT", "1", "CREDITS_ASYNC_COMMIT must be true or false, got '1'"],
+    ["CREDITS_LOW_FRACTION", "1.5", "CREDITS_LOW_FRACTION must be a number from 0 to 1, got '1.5'"],
     ["PORT", "http", "PORT must be an integer, got 'http'"],
     ["RATELIMIT_MAX_COUNTERS", "lots", "RATELIMIT_MAX_COUNTERS must be an integer, got 'lots'"],
   ])(
