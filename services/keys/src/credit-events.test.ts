@@ -142,6 +142,20 @@ describe("credits.low and credits.exhausted", () => {
     ]);
   });
 
+  it("starts a new period with updateKey's credits.remaining too", async () => {
+    const { client, clock, published, verify } = service();
+    const { keyId, key } = await keyWith(client, { remaining: 10n });
+    await verify(key, 10); // 10 → 0: low and exhausted
+    clock.advance(1_000);
+    await client.updateKey({ caller, keyId, credits: { remaining: 30n } });
+    await verify(key, 28); // 30 → 2: below 3
+    expect(published().map((e) => [e.type, e.id])).toEqual([
+      ["credits.low", domainEventId("credits.low", "ws_1", keyId, START)],
+      ["credits.exhausted", domainEventId("credits.exhausted", "ws_1", keyId, START)],
+      ["credits.low", domainEventId("credits.low", "ws_1", keyId, START + 1_000)],
+    ]);
+  });
+
   it("starts a new period with each refill: a refilling key is announced low again the next day under a new id", async () => {
     const { client, clock, published, verify } = service();
     const { keyId, key } = await keyWith(client, { remaining: 100n, daily: 100n });
