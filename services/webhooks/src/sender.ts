@@ -38,6 +38,7 @@ export function send(
   const latency = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let done = false;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (statusCode: number | null, error: string | null) => {
       if (done) return;
       done = true;
@@ -73,7 +74,7 @@ export function send(
       // A fresh connection per attempt: a pooled one could have been resolved under other rules.
       agent: false,
     });
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       req.destroy();
       finish(null, `timed out after ${options.timeoutMs} ms`);
     }, options.timeoutMs);

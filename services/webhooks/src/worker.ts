@@ -60,22 +60,27 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
   const { settings } = deps;
   const body = payloadOf(d);
   const at = deps.clock.now();
-  let result: AttemptResult;
+  let headers: Record<string, string> | undefined;
   try {
     const secret = deps.vault.open(d.webhookId, d.workspaceId, d.sealedSecret);
-    const headers = signedHeaders(secret, d.eventId, new Date(at), body);
-    result = await send(d.url, headers, body, {
-      timeoutMs: settings.timeoutMs,
-      allowPrivate: settings.allowPrivateUrls,
-    });
+    headers = signedHeaders(secret, d.eventId, new Date(at), body);
   } catch (err) {
     // A secret that does not open (another encryption key) is the operator's to fix; it fails like any attempt.
     deps.log.error(
       { err: (err as Error).message, webhookId: d.webhookId },
-      "webhook attempt could not be made",
+      "webhook attempt could not be signed",
     );
-    result = { statusCode: null, latencyMs: 0, error: "the attempt could not be signed" };
   }
+  const result: AttemptResult = headers
+    ? await send(d.url, headers, body, {
+        timeoutMs: settings.timeoutMs,
+        allowPrivate: settings.allowPrivateUrls,
+      })
+    : {
+        statusCode: null,
+        latencyMs: 0,
+        error: "the attempt could not be signed: the secret does not open with the configured encryption key",
+      };
   const now = deps.clock.now();
   const made = d.attemptsMade + 1;
   const outcome = outcomeOf(result, made, settings.retryScheduleMs, now);
