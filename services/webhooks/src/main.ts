@@ -41,7 +41,9 @@ async function main() {
         reconnectTimeWait: 500,
       })
     : undefined;
-  if (nats) intake = await startIntakeConsumer({ nats, store: deps.store, clock: deps.clock, log });
+  // The durable consumer's name: the replicas of one deployment share it and split the work.
+  const durable = env.string("WEBHOOK_CONSUMER", "webhooks")!;
+  if (nats) intake = await startIntakeConsumer({ nats, store: deps.store, clock: deps.clock, log, durable });
   else
     log.warn(
       "NATS_URL is not set: no events reach this process, so no webhook is delivered but redeliveries",
