@@ -1,20 +1,39 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { createLogger, DirectEventSink, DOMAIN_EVENT, domainEvent, type EventType } from "@latchkey/runtime";
+import {
+  connect as connectSql,
+  createLogger,
+  DirectEventSink,
+  DOMAIN_EVENT,
+  domainEvent,
+  type EventType,
+  type Sql,
+} from "@latchkey/runtime";
 import { callerOf, createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded-postgres.ts";
 import { composeWebhooks } from "./webhooks.ts";
 
 let db: TestDatabase;
+let embedded: EmbeddedPostgres;
+let embeddedSql: Sql;
+const embeddedDir = mkdtempSync(join(tmpdir(), "latchkey-webhooks-pglite-"));
 let server: http.Server;
 const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  embedded = await startEmbeddedPostgres(embeddedDir, (err) => {
+    throw err;
+  });
+  embeddedSql = connectSql(embedded.url, { max: 4 });
   server = http.createServer((req, res) => {
     let body = "";
     req.on("data", (c) => (body += c));
@@ -30,14 +49,21 @@ afterAll(async () => {
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
   await db.drop();
+  await embeddedSql.end({ timeout: 5 });
+  await embedded.close();
+  rmSync(embeddedDir, { recursive: true, force: true });
 });
 
-describe("npm start's composition of the webhooks context (no NATS)", () => {
+describe.each([
+  ["PostgreSQL", () => db.sql],
+  ["the embedded PGlite", () => embeddedSql],
+])("npm start's composition of the webhooks context (no NATS) on %s", (_name, sqlOf) => {
   it("turns a DomainEvent published in process into a delivery, sent signed; other events go on to analytics", async () => {
+    received.length = 0;
     const others: string[] = [];
     const analytics = new DirectEventSink((subject) => others.push(subject));
     const webhooks = await composeWebhooks({
-      sql: db.sql,
+      sql: sqlOf(),
       encryptionKey: randomBytes(32),
       events: analytics,
       settings: { allowPrivateUrls: true, pollMs: 20 },
