@@ -73,9 +73,18 @@ export class InProcessIntake {
     while (this.writing) await this.writing;
   }
 
+  /**
+   * Writes what is queued and stops retrying: while the database is down, what could not be
+   * written is dropped and logged rather than holding the shutdown.
+   */
   async close(): Promise<void> {
-    await this.flush();
     this.closed = true;
+    await this.flush();
+    if (this.queue.length > 0) {
+      this.log.error({ events: this.queue.length }, "webhook intake closed with events not written: dropped");
+      this.dropped += this.queue.length;
+      this.queue = [];
+    }
   }
 
   private async drain(): Promise<void> {
