@@ -13,6 +13,7 @@ import {
 } from "@latchkey/runtime";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { webhookDeliveriesAdded } from "./metrics.ts";
 import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,7 +92,7 @@ export class InProcessIntake {
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, 500);
       try {
-        await this.store.intake(batch, this.clock.now());
+        webhookDeliveriesAdded.inc(await this.store.intake(batch, this.clock.now()));
         this.queue.splice(0, batch.length);
         this.taken += batch.length;
       } catch (err) {
@@ -182,7 +183,9 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
       let backoff = 100;
       for (;;) {
         try {
-          stats.taken += await store.intake(events.map(eventRecordOf), clock.now());
+          const added = await store.intake(events.map(eventRecordOf), clock.now());
+          stats.taken += added;
+          webhookDeliveriesAdded.inc(added);
           msg.ack();
           stats.messages++;
           break;

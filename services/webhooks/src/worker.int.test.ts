@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
+import { webhookAttempts } from "./metrics.ts";
 import { webhookMigrations } from "./migrations.ts";
 import { newSigningSecret } from "./secret.ts";
 import type { WebhookSettings } from "./settings.ts";
@@ -121,6 +122,9 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     const hook = await webhookTo(deps, r.url);
     const e = eventIn(hook.workspaceId);
     await deps.store.intake([e], deps.clock.now());
+    const counted = async () =>
+      Object.fromEntries((await webhookAttempts.get()).values.map((v) => [v.labels.result, v.value]));
+    const before = await counted();
     const worker = startWorker(deps);
     cleanups.push(() => worker.stop());
     await eventually(
@@ -131,6 +135,11 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
 
     expect(r.received).toHaveLength(4);
     expect(r.received.map((x) => x.headers["webhook-id"])).toEqual([e.id, e.id, e.id, e.id]);
+    const after = await counted();
+    expect([
+      (after["failure"] ?? 0) - (before["failure"] ?? 0),
+      (after["success"] ?? 0) - (before["success"] ?? 0),
+    ]).toEqual([3, 1]);
     const verifier = new Webhook(hook.secret);
     for (const x of r.received) {
       const payload = verifier.verify(x.body, {

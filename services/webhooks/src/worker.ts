@@ -1,5 +1,6 @@
 import type { Clock, Logger } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
+import { webhookAttemptSeconds, webhookAttempts, webhooksDisabled } from "./metrics.ts";
 import type { SecretVault } from "./secret.ts";
 import { type AttemptResult, send } from "./sender.ts";
 import type { WebhookSettings } from "./settings.ts";
@@ -81,6 +82,8 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
         latencyMs: 0,
         error: "the attempt could not be signed: the secret does not open with the configured encryption key",
       };
+  webhookAttempts.inc({ result: result.error === null ? "success" : "failure" });
+  webhookAttemptSeconds.observe(result.latencyMs / 1000);
   const now = deps.clock.now();
   const made = d.attemptsMade + 1;
   const outcome = outcomeOf(result, made, settings.retryScheduleMs, now);
@@ -92,6 +95,7 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
     disabledReasonOf(now, settings.disableAfterFailures, result),
   );
   if (disabled) {
+    webhooksDisabled.inc();
     deps.log.warn(
       { webhookId: d.webhookId, workspaceId: d.workspaceId, failures: settings.disableAfterFailures },
       "webhook disabled after consecutive failures",
