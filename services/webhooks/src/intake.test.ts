@@ -7,7 +7,7 @@ import {
   TestClock,
 } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { InProcessIntake, withDomainEvents } from "./intake.ts";
+import { eventRecordOf, InProcessIntake, withDomainEvents } from "./intake.ts";
 import { MemoryWebhookStore } from "./store/memory-webhook-store.ts";
 import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
 
@@ -98,6 +98,14 @@ describe("the in-process intake (npm start without NATS)", () => {
     closing.take(domainEvent("key.created", "ws_1", { keyId: "key_2", apiId: "api_1" }, 1));
     await closing.close();
     expect(closing.stats()).toMatchObject({ buffered: 0, dropped: 1 });
+  });
+
+  it("keeps an event's data when it is a JSON object, and {} otherwise, so every body parses", () => {
+    const e = domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1);
+    expect(eventRecordOf(e).dataJson).toBe('{"keyId":"key_1","apiId":"api_1"}');
+    for (const bad of ["", "not json", "[1,2]", "null", "3"]) {
+      expect(eventRecordOf({ ...e, dataJson: bad }).dataJson).toBe("{}");
+    }
   });
 
   it("drops, counts and logs past its bound", async () => {

@@ -18,13 +18,26 @@ import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A DomainEvent as a delivery keeps it. Its data goes into every body as it is, so data that is not
+ * a JSON object (which no publisher should send) becomes {} rather than a body receivers cannot parse.
+ */
 export const eventRecordOf = (e: DomainEvent): EventRecord => ({
   id: e.id,
   type: e.type,
   workspaceId: e.workspaceId,
   occurredAt: Number(e.occurredAt),
-  dataJson: e.dataJson === "" ? "{}" : e.dataJson,
+  dataJson: isJsonObject(e.dataJson) ? e.dataJson : "{}",
 });
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
 
 /** The DomainEvents of one JetStream message: an EventBatch when the publisher marked it so, else one event. */
 export function decodeDomainEvents(data: Uint8Array, batch: boolean): DomainEvent[] {
