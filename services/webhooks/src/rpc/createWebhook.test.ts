@@ -68,6 +68,9 @@ describe("CreateWebhook", () => {
     ["http://[fd00::1]/x", /private \(unique local\)/],
     ["http://100.64.0.1/x", /carrier-grade NAT/],
     ["http://0.0.0.0/x", /unspecified/],
+    // The URL parser reads these as 127.0.0.1, and so does the check.
+    ["http://2130706433/x", /127\.0\.0\.1 is a loopback address/],
+    ["http://0x7f.1/x", /127\.0\.0\.1 is a loopback address/],
     ["http://224.0.0.1/x", /multicast/],
   ])("refuses the url %s: 400 saying why", async (url, message) => {
     const { create } = harness();
