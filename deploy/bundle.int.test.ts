@@ -115,6 +115,10 @@ async function environment(
     env["ANALYTICS_START_AT"] = "new";
     dropConsumer(env["ANALYTICS_CONSUMER"]);
   }
+  if (read.has("WEBHOOK_CONSUMER")) {
+    env["WEBHOOK_CONSUMER"] = `deploy_test_${randomBytes(6).toString("hex")}`;
+    dropConsumer(env["WEBHOOK_CONSUMER"]);
+  }
   if (read.has("LATCHKEY_INTERNAL_SECRET"))
     env["LATCHKEY_INTERNAL_SECRET"] = randomBytes(32).toString("base64");
   if (read.has("LATCHKEY_ROOT_KEY")) env["LATCHKEY_ROOT_KEY"] = `lk_root_${randomBytes(24).toString("hex")}`;
@@ -158,5 +162,11 @@ describe.each(backed.map((c) => [c.name, c] as const))("dist/%s.mjs against real
 });
 
 it("starts every component that needs a store here, so none is left unproven", () => {
-  expect(backed.map((c) => c.name).sort()).toEqual(["analytics", "identity", "keys", "ratelimit"]);
+  expect(backed.map((c) => c.name).sort()).toEqual([
+    "analytics",
+    "identity",
+    "keys",
+    "ratelimit",
+    "webhooks",
+  ]);
 });

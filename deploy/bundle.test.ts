@@ -27,6 +27,7 @@ const unreachable: Record<string, string> = {
 /** Required values that need no server: what a component may start with and nothing else. */
 const given: Record<string, string> = {
   LATCHKEY_INTERNAL_SECRET: "bundle-test-internal-secret-0123456789",
+  LATCHKEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64"),
 };
 
 // At collection time: which tests apply depends on what each bundle reads.

@@ -14,7 +14,7 @@ export interface Component {
   metricsPort?: number;
 }
 
-export type ComponentName = "gateway" | "keys" | "ratelimit" | "identity" | "analytics";
+export type ComponentName = "gateway" | "keys" | "ratelimit" | "identity" | "analytics" | "webhooks";
 
 export const components: readonly Component[] = [
   { name: "gateway", entry: "gateway/src/main.ts", port: 7070, metricsPort: 9464 },
@@ -22,4 +22,5 @@ export const components: readonly Component[] = [
   { name: "ratelimit", entry: "services/ratelimit/src/main.ts", port: 7072 },
   { name: "identity", entry: "services/identity/src/main.ts", port: 7073 },
   { name: "analytics", entry: "services/analytics/src/main.ts", port: 7074 },
+  { name: "webhooks", entry: "services/webhooks/src/main.ts", port: 7075 },
 ];

@@ -344,6 +344,7 @@ describe("the redis overlay, rendered", () => {
       ratelimit: true,
       identity: false,
       analytics: false,
+      webhooks: false,
     });
     expect(admits(redis.objects, { kind: "outside" }, to)).toBe(false);
   });
@@ -559,6 +560,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         ratelimit: false,
         identity: false,
         analytics: false,
+        webhooks: false,
       });
       expect(admits(set.objects, { kind: "outside" }, to("gateway", 7071)), "another port").toBe(false);
       expect(admits(set.objects, { kind: "outside" }, to("gateway", 9464)), "the metrics port").toBe(false);
@@ -585,6 +587,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         ratelimit: peers ? ["gateway", "keys", "ratelimit"] : ["gateway", "keys"],
         identity: ["gateway", "keys"],
         analytics: ["gateway"],
+        webhooks: ["gateway"],
       });
     });
 
@@ -628,8 +631,16 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         ratelimit: true,
         identity: true,
         analytics: true,
+        webhooks: true,
       });
-      const closed = { gateway: true, keys: false, ratelimit: false, identity: false, analytics: false };
+      const closed = {
+        gateway: true,
+        keys: false,
+        ratelimit: false,
+        identity: false,
+        analytics: false,
+        webhooks: false,
+      };
       expect(reach(inNamespace("monitoring", { "app.kubernetes.io/name": "grafana" })), "grafana").toEqual(
         closed,
       );

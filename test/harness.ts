@@ -111,6 +111,7 @@ export interface Stack {
   ratelimit: Proc;
   identity: Proc;
   analytics: Proc | undefined;
+  webhooks: Proc | undefined;
   rootKey: string;
   /** POST /v2/<operation> with the bootstrap root key (or `rootKey`), answering status and parsed body. */
   call(operation: string, body: unknown, rootKey?: string | null): Promise<{ status: number; body: any }>;
@@ -127,6 +128,11 @@ export async function startStack(
     natsUrl?: string;
     /** Runs the analytics service too (needs natsUrl): its ClickHouse URL, database in the path. */
     analytics?: { clickhouseUrl: string; consumer: string };
+    /**
+     * Runs the webhooks service too. With `consumer` (and natsUrl) it takes events.domain from
+     * JetStream under that durable name; without, it serves the RPCs and delivers only redeliveries.
+     */
+    webhooks?: { consumer?: string };
     /** Extra env per process. */
     env?: {
       gateway?: Record<string, string>;
@@ -134,6 +140,7 @@ export async function startStack(
       ratelimit?: Record<string, string>;
       identity?: Record<string, string>;
       analytics?: Record<string, string>;
+      webhooks?: Record<string, string>;
     };
     /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
     nodeArgs?: string[];
@@ -185,6 +192,16 @@ export async function startStack(
         ...options.env?.analytics,
       })
     : undefined;
+  const webhooks = options.webhooks
+    ? await startProcess("webhooks", at("services/webhooks/src/main.ts"), {
+        DATABASE_URL: db.url,
+        LATCHKEY_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+        ...(options.webhooks.consumer && options.natsUrl
+          ? { NATS_URL: options.natsUrl, WEBHOOK_CONSUMER: options.webhooks.consumer }
+          : {}),
+        ...options.env?.webhooks,
+      })
+    : undefined;
   const gateway = await startProcess(
     "gateway",
     at("gateway/src/main.ts"),
@@ -194,6 +211,7 @@ export async function startStack(
       RATELIMIT_URL: ratelimit.url,
       IDENTITY_URL: identity.url,
       ...(analytics ? { ANALYTICS_URL: analytics.url } : {}),
+      ...(webhooks ? { WEBHOOKS_URL: webhooks.url } : {}),
       ...options.env?.gateway,
     },
     undefined,
@@ -209,6 +227,7 @@ export async function startStack(
     ratelimit,
     identity,
     analytics,
+    webhooks,
     rootKey,
     async call(operation, body, key = rootKey) {
       const res = await fetch(`${gateway.url}/v2/${operation}`, {
@@ -235,6 +254,7 @@ export async function startStack(
         ratelimit.stop(),
         identity.stop(),
         ...(analytics ? [analytics.stop()] : []),
+        ...(webhooks ? [webhooks.stop()] : []),
         ...keys.map((k) => k.stop()),
       ]);
       await db.drop();

@@ -14,7 +14,7 @@ let rootKey: string;
 let workspace: string;
 
 beforeAll(async () => {
-  stack = await startStack(analytics.options);
+  stack = await startStack({ ...analytics.options, webhooks: {} });
   const created = await createWorkspace(stack.db.sql, `openapi-${analytics.suffix}`);
   rootKey = created.rootKey;
   workspace = created.workspaceId;
@@ -48,7 +48,7 @@ function bodyOf(operation: Operation): unknown {
   const body = structuredClone(routes[operation].example) as unknown;
   if (Array.isArray(body) || body === null || typeof body !== "object") return body;
   const out = body as Record<string, unknown>;
-  for (const field of ["apiId", "keyId", "key", "roleId"]) {
+  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId"]) {
     if (field in out && made[field] !== undefined) out[field] = made[field];
   }
   return out;
@@ -76,13 +76,16 @@ describe("every operation with its example body, answers held to docs/openapi.js
         made["key"] = data.key;
       }
       if (operation === "permissions.createRole") made["roleId"] = data.roleId;
+      if (operation === "webhooks.create") made["webhookId"] = data.webhookId;
     }
     // keys.verifyKey masks as data: 200, valid false, NOT_FOUND (its rootKey.masked says so).
     expect(refused).toEqual(
       ORDER.map((o) => [o, o === "keys.verifyKey" ? 200 : routes[o].rootKey.masked ? 404 : 403]),
     );
     // Both spellings delete the same override: the second finds none (and its 404 is held to the document too).
-    expect(answered).toEqual(ORDER.map((o) => [o, o === "ratelimit.deleteOverride" ? 404 : 200]));
+    // webhooks.redeliver names the example's delivery, which does not exist: its 404 is held to the document.
+    const missing = ["ratelimit.deleteOverride", "webhooks.redeliver"];
+    expect(answered).toEqual(ORDER.map((o) => [o, missing.includes(o) ? 404 : 200]));
   }, 180_000);
 
   it("answers 401 to every operation without a root key, in the documented error shape", async () => {

@@ -16,6 +16,7 @@ const gateway = createGateway({
   ratelimit: none,
   identity: none,
   analytics: none,
+  webhooks: none,
   log: createLogger("screenshot", "silent"),
   clock: new TestClock(),
 });

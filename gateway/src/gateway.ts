@@ -16,6 +16,7 @@ import {
   type LimitResponse,
   RatelimitService,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import {
   type Bus,
   type Clock,
@@ -44,6 +45,8 @@ export interface GatewayDeps {
   identity: Transport;
   /** AnalyticsService: verification analytics. */
   analytics: Transport;
+  /** WebhookService: webhooks and their deliveries. */
+  webhooks: Transport;
   /** Where the cause of a 5xx is written, once, with its requestId. */
   log: Logger;
   /** Time for the root-key cache. */
@@ -173,6 +176,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ratelimit,
     identity: createClient(IdentityService, deps.identity),
     analytics: createClient(AnalyticsService, deps.analytics),
+    webhooks: createClient(WebhookService, deps.webhooks),
     // Requests and their items are messages written as literals, handed over as they are in process.
     verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(
       "VerifyKeyBatch",

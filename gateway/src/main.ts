@@ -22,6 +22,7 @@ const urls = {
   ratelimit: env.string("RATELIMIT_URL", "http://127.0.0.1:7072")!,
   identity: env.string("IDENTITY_URL", "http://127.0.0.1:7073")!,
   analytics: env.string("ANALYTICS_URL", "http://127.0.0.1:7074")!,
+  webhooks: env.string("WEBHOOKS_URL", "http://127.0.0.1:7075")!,
 };
 
 /** Ready when every instance of the services a request may need answers its liveness probe. */
@@ -49,6 +50,7 @@ const gateway = createGateway({
   ratelimit: internalTransport(urls.ratelimit, { auth, timeoutMs, codecs: ratelimitCodecs }),
   identity: internalTransport(urls.identity, { auth, timeoutMs }),
   analytics: internalTransport(urls.analytics, { auth, timeoutMs: analyticsTimeoutMs }),
+  webhooks: internalTransport(urls.webhooks, { auth, timeoutMs }),
   probe,
   log,
   clock: systemClock,

@@ -198,6 +198,7 @@ const TAGS = [
   ["identities", "Identities: shared meta and rate limits for several keys."],
   ["permissions", "Permissions and roles."],
   ["analytics", "Verification analytics."],
+  ["webhooks", "Webhooks: events of a workspace sent to URLs it registered, signed, with a delivery log."],
 ] as const;
 
 /** The OpenAPI 3.1 document of the gateway's API. */

@@ -7,6 +7,7 @@ import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { createLogger, systemClock } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGateway } from "./gateway.ts";
@@ -39,6 +40,7 @@ beforeAll(async () => {
     ratelimit: none(RatelimitService),
     identity: none(IdentityService),
     analytics: none(AnalyticsService),
+    webhooks: none(WebhookService),
     log: createLogger("console-test", "silent"),
     clock: systemClock,
     pages,

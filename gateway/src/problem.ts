@@ -74,6 +74,8 @@ export const problemKinds = {
     "Too Many Requests",
     "user/too_many_requests/query_quota_exceeded",
   ),
+  [ErrorReason.WEBHOOK_NOT_FOUND]: NOT_FOUND("webhook"),
+  [ErrorReason.WEBHOOK_DELIVERY_NOT_FOUND]: NOT_FOUND("webhook_delivery"),
 } satisfies Record<ErrorReason, Kind>;
 
 const make = (k: Kind, detail: string, errors?: Violation[]) =>

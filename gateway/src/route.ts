@@ -8,6 +8,7 @@ import type {
   LimitResponse,
   RatelimitService,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import type { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import type { Violation } from "@latchkey/runtime";
 import type { Static, TSchema } from "@sinclair/typebox";
 
@@ -17,6 +18,7 @@ export interface Services {
   ratelimit: Client<typeof RatelimitService>;
   identity: Client<typeof IdentityService>;
   analytics: Client<typeof AnalyticsService>;
+  webhooks: Client<typeof WebhookService>;
   /** ratelimits.limit through a batcher: concurrent limits share one LimitBatch call. */
   limit(caller: Caller, request: LimitRequest): Promise<LimitResponse>;
   /** keys.verifyKey through the batcher: concurrent verifications share one VerifyKeyBatch call. */

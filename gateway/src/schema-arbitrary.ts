@@ -4,7 +4,7 @@ import fc from "fast-check";
  * Request bodies drawn from a route's JSON Schema, for the fuzz test: valid ones, and hostile
  * mutations of valid ones. Covers the keywords the route schemas use (schema.ts): type (one, or
  * [t, "null"]), properties, required, additionalProperties, patternProperties, if/else,
- * items, minItems, maxItems, minLength, maxLength, pattern, enum, minimum, maximum.
+ * items, minItems, maxItems, uniqueItems, minLength, maxLength, pattern, enum, minimum, maximum.
  */
 // biome-ignore lint/suspicious/noExplicitAny: a JSON Schema is read keyword by keyword
 type Schema = Record<string, any>;
@@ -97,11 +97,12 @@ export function validArbitrary(s: Schema): fc.Arbitrary<unknown> {
       return integerIn(s["minimum"] ?? Number.MIN_SAFE_INTEGER, s["maximum"] ?? Number.MAX_SAFE_INTEGER);
     case "boolean":
       return fc.boolean();
-    case "array":
-      return fc.array(validArbitrary(s["items"] ?? {}), {
-        minLength: s["minItems"] ?? 0,
-        maxLength: Math.min(s["maxItems"] ?? 5, 5),
-      });
+    case "array": {
+      const bounds = { minLength: s["minItems"] ?? 0, maxLength: Math.min(s["maxItems"] ?? 5, 5) };
+      return s["uniqueItems"]
+        ? fc.uniqueArray(validArbitrary(s["items"] ?? {}), { ...bounds, selector: (v) => JSON.stringify(v) })
+        : fc.array(validArbitrary(s["items"] ?? {}), bounds);
+    }
     case "object":
       return objectFor(s);
     default:

@@ -19,6 +19,7 @@ import {
   type LimitResponse,
   RatelimitService,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import {
   type Bus,
   createLogger,
@@ -45,6 +46,7 @@ export interface HarnessOptions {
   ratelimit?: Partial<ServiceImpl<typeof RatelimitService>>;
   identity?: Partial<ServiceImpl<typeof IdentityService>>;
   analytics?: Partial<ServiceImpl<typeof AnalyticsService>>;
+  webhooks?: Partial<ServiceImpl<typeof WebhookService>>;
   bus?: Bus;
   maxBodyBytes?: number;
   log?: Logger;
@@ -113,12 +115,14 @@ export function harness(options: HarnessOptions = {}) {
   const analytics = createRouterTransport((router) =>
     router.service(AnalyticsService, options.analytics ?? {}),
   );
+  const webhooks = createRouterTransport((router) => router.service(WebhookService, options.webhooks ?? {}));
   const gateway: Gateway = createGateway({
     // As main.ts: VerifyKeyBatch crosses with the hand-written codec, so every route test exercises it.
     keys: throughCodecs(keys, verifyKeyBatchCodecs),
     ratelimit,
     identity,
     analytics,
+    webhooks,
     log: options.log ?? createLogger("gateway-test", "silent"),
     clock,
     bus: options.bus,
@@ -291,5 +295,6 @@ export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
     ratelimit: answeringAll(RatelimitService, guard, ["limitBatch"]),
     identity: answeringAll(IdentityService, guard),
     analytics: answeringAll(AnalyticsService, guard),
+    webhooks: answeringAll(WebhookService, guard),
   };
 }

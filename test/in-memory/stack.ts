@@ -6,6 +6,7 @@ import { keysRoutes } from "@latchkey/keys";
 import { createMemoryKeysDeps } from "@latchkey/keys/deps-test-kit";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
 
 /**
  * The gateway over the real services, in memory, on one bus and one clock: the gateway's routes must agree
@@ -34,6 +35,9 @@ export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } 
     identity,
     analytics: createRouterTransport(
       analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
+    ),
+    webhooks: createRouterTransport(
+      webhookRoutes(createMemoryWebhookDeps({ clock, log: createLogger("webhooks", "silent") })),
     ),
     log: createLogger("gateway", "silent"),
     clock,

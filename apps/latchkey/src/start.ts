@@ -39,9 +39,11 @@ import {
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
+import { webhookSettingsFromEnv } from "@latchkey/webhooks";
 import { dataDir, openDatabase } from "./database.ts";
 import { privateDir } from "./embedded-postgres.ts";
 import { relayKeyChanges } from "./key-changes.ts";
+import { composeWebhooks } from "./webhooks.ts";
 
 /**
  * `pnpm start`: the gateway and every service in one process. With no
@@ -81,6 +83,7 @@ function readSettings() {
     metricsHost: env.string("METRICS_HOST", "127.0.0.1")!,
     encryptionKey: encryptionKey(),
     counterBounds: counterBoundsFromEnv(),
+    webhooks: webhookSettingsFromEnv(),
   };
 }
 
@@ -112,6 +115,7 @@ async function main() {
   // Analytics: JetStream into ClickHouse when both are configured, else in this process.
   const closers: (() => Promise<void>)[] = [];
   let events: EventSink;
+  let eventsViaNats = false;
   let analytics: EmbeddedAnalyticsDeps | ReturnType<typeof createAnalyticsDeps>;
   if (nats && clickhouseUrl) {
     const { client } = await openClickHouse(clickhouseUrl);
@@ -125,6 +129,7 @@ async function main() {
     const consumer = await startConsumer({ nats: nats.nc, store: analytics.store, log });
     const sink = new JetStreamEventSink(nats.nc, log);
     events = sink;
+    eventsViaNats = true;
     closers.push(async () => {
       await sink.flush(5_000);
       sink.close();
@@ -142,6 +147,19 @@ async function main() {
     // Runs after the server has closed (no more events) and before the database closes: writes the buffer.
     closers.push(() => embedded.close());
   }
+
+  // Webhooks: DomainEvents from JetStream where events go through it, else handed over in process.
+  const webhooks = await composeWebhooks({
+    sql: db.sql,
+    encryptionKey: settings.encryptionKey,
+    events,
+    ...(eventsViaNats && nats ? { nats: nats.nc } : {}),
+    settings: settings.webhooks,
+    log: log.child({ service: "webhooks" }),
+  });
+  events = webhooks.events;
+  // Before analytics' closer: the server has closed by then, and the database closes after.
+  closers.unshift(() => webhooks.close());
 
   const ratelimit = createRatelimitDeps({
     sql: db.sql,
@@ -174,6 +192,7 @@ async function main() {
     keys: localTransport(keysRoutes(keys)),
     ...transports,
     analytics: localTransport(analyticsRoutes(analytics)),
+    webhooks: webhooks.transport,
     log: log.child({ service: "gateway" }),
     clock: systemClock,
     bus,

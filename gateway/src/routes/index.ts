@@ -5,6 +5,7 @@ import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
 import { ratelimitRoutes } from "./ratelimit/index.ts";
+import { webhooksRoutes } from "./webhooks/index.ts";
 
 /**
  * The route table: every public operation, served at POST /v2/<operation>, one folder per
@@ -18,6 +19,7 @@ export const routes = {
   ...identitiesRoutes,
   ...permissionsRoutes,
   ...analyticsRoutes,
+  ...webhooksRoutes,
 } satisfies Record<string, Route>;
 
 export type Operation = keyof typeof routes;

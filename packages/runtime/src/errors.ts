@@ -31,6 +31,8 @@ const grpcCodeOf = {
   [ErrorReason.UNAVAILABLE]: Code.Unavailable,
   [ErrorReason.ANALYTICS_QUERY_LIMIT]: Code.ResourceExhausted,
   [ErrorReason.TOO_MANY_ANALYTICS_QUERIES]: Code.ResourceExhausted,
+  [ErrorReason.WEBHOOK_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.WEBHOOK_DELIVERY_NOT_FOUND]: Code.NotFound,
 } satisfies Record<ErrorReason, Code>;
 
 export interface Violation {

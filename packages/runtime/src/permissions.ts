@@ -102,6 +102,7 @@ export const ROOT_KEY_ACTIONS = {
     "remove_permission_from_role",
   ],
   identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
+  webhook: ["create", "read", "update", "delete"],
 } as const;
 
 /** Why a root-key permission string is not valid, or undefined when it is. */

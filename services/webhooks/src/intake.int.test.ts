@@ -1,0 +1,193 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger, DOMAIN_EVENT, domainEvent, JetStreamEventSink, migrate } from "@latchkey/runtime";
+import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
+import { startIntakeConsumer } from "./intake.ts";
+import { webhookMigrations } from "./migrations.ts";
+
+let db: TestDatabase;
+let deps: WebhookDeps;
+const log = createLogger("webhooks-test", "silent");
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "webhooks", webhookMigrations);
+  deps = createWebhookDeps({ sql: db.sql, encryptionKey: randomBytes(32), log });
+});
+
+afterEach(async () => {
+  for (const c of cleanups.reverse()) await c();
+  cleanups.length = 0;
+});
+
+afterAll(async () => {
+  await db.drop();
+});
+
+const eventually = async (check: () => Promise<boolean> | boolean, withinMs = 20_000) => {
+  const until = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("not within time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+/** A nats-server of this test's own, on a port of its own (the shared one on 4222 is never stopped). */
+async function ownNats() {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "webhooks-nats-"));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  let server: ChildProcess | undefined;
+  const start = async () => {
+    server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir], {
+      stdio: "ignore",
+    });
+    await eventually(
+      () =>
+        new Promise((resolve) => {
+          const s = net.connect(port, "127.0.0.1", () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.on("error", () => resolve(false));
+        }),
+      10_000,
+    );
+  };
+  const stop = async () => {
+    const s = server;
+    if (!s || s.exitCode !== null) return;
+    const exited = new Promise((r) => s.once("exit", r));
+    s.kill("SIGKILL");
+    await exited;
+  };
+  await start();
+  cleanups.push(stop);
+  const connection = async () => {
+    const nc = await connect({
+      servers: `nats://127.0.0.1:${port}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 100,
+    });
+    cleanups.push(() => nc.close());
+    return nc;
+  };
+  return { start, stop, connection };
+}
+
+async function webhookIn(workspaceId: string, events = ["key.created"]) {
+  const id = `wh_${randomUUID()}`;
+  await deps.store.createWebhook(
+    {
+      id,
+      workspaceId,
+      url: "https://example.com/hook",
+      events,
+      description: "",
+      enabled: true,
+      disabledReason: null,
+      sealedSecret: deps.vault.seal(id, workspaceId, "whsec_x"),
+      consecutiveFailures: 0,
+      createdAt: 0,
+      updatedAt: 0,
+    },
+    20,
+  );
+  return id;
+}
+
+async function consume(nats: NatsConnection) {
+  const intake = await startIntakeConsumer({
+    nats,
+    store: deps.store,
+    clock: deps.clock,
+    log,
+    durable: `webhooks_${randomUUID().slice(0, 8)}`,
+  });
+  cleanups.push(() => intake.stop());
+  return intake;
+}
+
+const deliveriesOf = async (workspaceId: string, webhookId: string) =>
+  deps.store.listDeliveries(workspaceId, webhookId, { limit: 100_000, after: undefined });
+
+describe("the intake from JetStream (events.domain)", () => {
+  it("makes a delivery of each matching event, and one of an event published twice with the same id", async () => {
+    const nats = await ownNats();
+    const nc = await nats.connection();
+    const intake = await consume(nc);
+    const ws = `ws_${randomUUID()}`;
+    const hook = await webhookIn(ws, ["key.created", "identity.created"]);
+    const sink = new JetStreamEventSink(nc, log, { intervalMs: 10 });
+    cleanups.push(() => sink.close());
+    const twice = domainEvent("key.created", ws, { keyId: "key_1", apiId: "api_1" }, 1_000);
+    sink.publish(DOMAIN_EVENT, twice.id, twice);
+    await sink.flush();
+    sink.publish(DOMAIN_EVENT, twice.id, twice);
+    const other = domainEvent("identity.created", ws, { identityId: "id_1", externalId: "u1" }, 2_000);
+    const unwanted = domainEvent(
+      "key.deleted",
+      ws,
+      { keyId: "key_1", apiId: "api_1", permanent: true },
+      3_000,
+    );
+    const elsewhere = domainEvent(
+      "key.created",
+      `ws_${randomUUID()}`,
+      { keyId: "key_2", apiId: "api_2" },
+      3_000,
+    );
+    for (const e of [other, unwanted, elsewhere]) sink.publish(DOMAIN_EVENT, e.id, e);
+    await sink.flush();
+    // Two messages: the first publish alone, then the rest as one batch (JetStreamEventSink).
+    await eventually(() => intake.stats().messages >= 2);
+    const deliveries = await deliveriesOf(ws, hook);
+    expect(deliveries.map((d) => d.eventId).sort()).toEqual([twice.id, other.id].sort());
+    expect(deliveries.find((d) => d.eventId === twice.id)).toMatchObject({
+      eventType: "key.created",
+      occurredAt: 1_000,
+      dataJson: '{"keyId":"key_1","apiId":"api_1"}',
+      status: "pending",
+    });
+  });
+
+  it("loses no event when NATS is stopped during a burst", async () => {
+    const nats = await ownNats();
+    const publisher = await nats.connection();
+    const consumer = await nats.connection();
+    await consume(consumer);
+    const ws = `ws_${randomUUID()}`;
+    const hook = await webhookIn(ws);
+    const sink = new JetStreamEventSink(publisher, log, { intervalMs: 10, batchSize: 50 });
+    cleanups.push(() => sink.close());
+    const N = 1_000;
+    const ids: string[] = [];
+    for (let i = 0; i < N; i += 50) {
+      for (let j = i; j < i + 50; j++) {
+        const e = domainEvent("key.created", ws, { keyId: `key_${j}`, apiId: "api_1" }, j);
+        ids.push(e.id);
+        sink.publish(DOMAIN_EVENT, e.id, e);
+      }
+      if (i === 300) {
+        await nats.stop();
+        await new Promise((r) => setTimeout(r, 500));
+        await nats.start();
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await sink.flush(30_000);
+    expect(sink.stats()).toMatchObject({ buffered: 0, dropped: 0 });
+    await eventually(async () => (await deliveriesOf(ws, hook)).length >= N, 30_000);
+    const deliveries = await deliveriesOf(ws, hook);
+    expect(deliveries).toHaveLength(N);
+    expect(new Set(deliveries.map((d) => d.eventId))).toEqual(new Set(ids));
+  }, 60_000);
+});

@@ -1,0 +1,120 @@
+import {
+  createLogger,
+  DirectEventSink,
+  DOMAIN_EVENT,
+  domainEvent,
+  type EventType,
+  TestClock,
+} from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { eventRecordOf, InProcessIntake, withDomainEvents } from "./intake.ts";
+import { MemoryWebhookStore } from "./store/memory-webhook-store.ts";
+import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
+
+const log = createLogger("webhooks-test", "silent");
+const clock = new TestClock(5_000);
+
+async function storeWithWebhook(workspaceId = "ws_1") {
+  const store = new MemoryWebhookStore();
+  await store.createWebhook(
+    {
+      id: "wh_1",
+      workspaceId,
+      url: "https://example.com",
+      events: ["key.created"],
+      description: "",
+      enabled: true,
+      disabledReason: null,
+      sealedSecret: "x",
+      consecutiveFailures: 0,
+      createdAt: 0,
+      updatedAt: 0,
+    },
+    20,
+  );
+  return store;
+}
+
+describe("the in-process intake (npm start without NATS)", () => {
+  it("hands DomainEvents to the intake and every other event to the rest, as they are", async () => {
+    const store = await storeWithWebhook();
+    const intake = new InProcessIntake(store, clock, log);
+    const rest: string[] = [];
+    const sink = withDomainEvents(new DirectEventSink((subject) => rest.push(subject)), (e) =>
+      intake.take(e),
+    );
+    const e = domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1_000);
+    sink.publish(DOMAIN_EVENT, e.id, e);
+    sink.publish(DOMAIN_EVENT, e.id, e);
+    const other: EventType = { subject: "events.keys.verified", encode: () => new Uint8Array() };
+    sink.publish(other, "v1", e);
+    expect(rest).toEqual(["events.keys.verified"]);
+    await intake.flush();
+    expect(store.allDeliveries().map((d) => [d.eventId, d.createdAt, d.dataJson])).toEqual([
+      [e.id, 5_000, '{"keyId":"key_1","apiId":"api_1"}'],
+    ]);
+    expect(intake.stats()).toMatchObject({ buffered: 0, taken: 2, dropped: 0 });
+  });
+
+  it("never makes the publisher wait: take() returns before the store has written anything", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const store = await storeWithWebhook();
+    const slow: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        await gate;
+        return store.intake(events, now);
+      },
+    });
+    const intake = new InProcessIntake(slow, clock, log);
+    intake.take(domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1));
+    expect(intake.stats().buffered).toBe(1);
+    expect(store.allDeliveries()).toEqual([]);
+    release();
+    await intake.flush();
+    expect(store.allDeliveries()).toHaveLength(1);
+  });
+
+  it("retries a failed write with the same events, and drops what is queued when closed while it fails", async () => {
+    const store = await storeWithWebhook();
+    let failures = 1;
+    const flaky: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        if (failures-- > 0) throw new Error("database down");
+        return store.intake(events, now);
+      },
+    });
+    const intake = new InProcessIntake(flaky, clock, log, { retryMs: 10 });
+    intake.take(domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1));
+    await intake.flush();
+    expect(store.allDeliveries()).toHaveLength(1);
+
+    const down: WebhookStore = Object.assign(Object.create(store), {
+      async intake() {
+        throw new Error("database down");
+      },
+    });
+    const closing = new InProcessIntake(down, clock, log, { retryMs: 10 });
+    closing.take(domainEvent("key.created", "ws_1", { keyId: "key_2", apiId: "api_1" }, 1));
+    await closing.close();
+    expect(closing.stats()).toMatchObject({ buffered: 0, dropped: 1 });
+  });
+
+  it("keeps an event's data when it is a JSON object, and {} otherwise, so every body parses", () => {
+    const e = domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1);
+    expect(eventRecordOf(e).dataJson).toBe('{"keyId":"key_1","apiId":"api_1"}');
+    for (const bad of ["", "not json", "[1,2]", "null", "3"]) {
+      expect(eventRecordOf({ ...e, dataJson: bad }).dataJson).toBe("{}");
+    }
+  });
+
+  it("drops, counts and logs past its bound", async () => {
+    const store = await storeWithWebhook();
+    const intake = new InProcessIntake(store, clock, log, { maxBuffered: 2 });
+    for (let i = 0; i < 3; i++)
+      intake.take(domainEvent("key.created", "ws_1", { keyId: `k${i}`, apiId: "a" }, 1));
+    expect(intake.stats().dropped).toBe(1);
+    await intake.flush();
+    expect(store.allDeliveries()).toHaveLength(2);
+  });
+});

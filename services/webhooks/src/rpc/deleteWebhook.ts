@@ -1,0 +1,20 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type {
+  DeleteWebhookRequest,
+  DeleteWebhookResponseSchema,
+} from "@latchkey/proto/webhooks/v1/webhooks_pb";
+import { authenticatedCaller, requirePermissions } from "@latchkey/runtime";
+import type { WebhookDeps } from "../deps.ts";
+import { visibleWebhook, webhookNotFound } from "../validation.ts";
+
+/** webhooks.delete: the webhook and its delivery log go; pending deliveries are not sent. */
+export function deleteWebhook(deps: WebhookDeps) {
+  return async (req: DeleteWebhookRequest): Promise<MessageInitShape<typeof DeleteWebhookResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    requirePermissions(caller, ["webhook.*.delete"]);
+    await visibleWebhook(deps, caller.workspaceId, req.webhookId);
+    if (!(await deps.store.deleteWebhook(caller.workspaceId, req.webhookId)))
+      throw webhookNotFound(req.webhookId);
+    return {};
+  };
+}

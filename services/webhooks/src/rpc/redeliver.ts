@@ -1,0 +1,28 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { RedeliverRequest, RedeliverResponseSchema } from "@latchkey/proto/webhooks/v1/webhooks_pb";
+import { authenticatedCaller, newId, requirePermissions } from "@latchkey/runtime";
+import type { WebhookDeps } from "../deps.ts";
+import { deliveryNotFound, visibleWebhook } from "../validation.ts";
+
+/**
+ * webhooks.redeliver: a new delivery of the same event, due now, with the same webhook-id (the
+ * event's id), so a receiver that already has it can tell. A disabled webhook's waits until it is
+ * enabled again.
+ */
+export function redeliver(deps: WebhookDeps) {
+  return async (req: RedeliverRequest): Promise<MessageInitShape<typeof RedeliverResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    requirePermissions(caller, ["webhook.*.update"]);
+    await visibleWebhook(deps, caller.workspaceId, req.webhookId);
+    if (req.deliveryId === "" || req.deliveryId.length > 255) throw deliveryNotFound(req.deliveryId);
+    const id = await deps.store.redeliver(
+      caller.workspaceId,
+      req.webhookId,
+      req.deliveryId,
+      newId("dlv"),
+      deps.clock.now(),
+    );
+    if (id === undefined) throw deliveryNotFound(req.deliveryId);
+    return { deliveryId: id };
+  };
+}

@@ -1,0 +1,208 @@
+import { newId } from "@latchkey/runtime";
+import {
+  type AttemptOutcome,
+  type AttemptRecord,
+  type ClaimedDelivery,
+  type DeliveryRecord,
+  type DeliveryStatus,
+  type EventRecord,
+  type PageQuery,
+  parseCursor,
+  type WebhookRecord,
+  type WebhookStore,
+  type WebhookUpdate,
+} from "./webhook-store.ts";
+
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const clone = <T>(value: T): T => structuredClone(value);
+
+/** The store in memory, for unit tests: the same answers as PostgreSQL (webhook-store.contract.ts). */
+export class MemoryWebhookStore implements WebhookStore {
+  private webhooks = new Map<string, WebhookRecord>();
+  private deliveries = new Map<string, DeliveryRecord>();
+
+  async createWebhook(record: WebhookRecord, max: number) {
+    const count = [...this.webhooks.values()].filter((w) => w.workspaceId === record.workspaceId).length;
+    if (count >= max) return false;
+    this.webhooks.set(record.id, clone(record));
+    return true;
+  }
+
+  async findWebhook(workspaceId: string, id: string) {
+    const w = this.webhooks.get(id);
+    return w && w.workspaceId === workspaceId ? clone(w) : undefined;
+  }
+
+  async listWebhooks(workspaceId: string, page: PageQuery) {
+    return [...this.webhooks.values()]
+      .filter((w) => w.workspaceId === workspaceId && (page.after === undefined || w.id > page.after))
+      .sort((a, b) => byteOrder(a.id, b.id))
+      .slice(0, page.limit)
+      .map(clone);
+  }
+
+  async updateWebhook(workspaceId: string, id: string, update: WebhookUpdate) {
+    const w = this.webhooks.get(id);
+    if (!w || w.workspaceId !== workspaceId) return false;
+    if (update.url !== undefined) w.url = update.url;
+    if (update.events !== undefined) w.events = [...update.events];
+    if (update.description !== undefined) w.description = update.description;
+    if (update.enabled !== undefined) {
+      if (update.enabled) {
+        w.disabledReason = null;
+        w.consecutiveFailures = 0;
+      }
+      w.enabled = update.enabled;
+    }
+    w.updatedAt = update.updatedAt;
+    return true;
+  }
+
+  async deleteWebhook(workspaceId: string, id: string) {
+    const w = this.webhooks.get(id);
+    if (!w || w.workspaceId !== workspaceId) return false;
+    this.webhooks.delete(id);
+    for (const [dId, d] of this.deliveries) if (d.webhookId === id) this.deliveries.delete(dId);
+    return true;
+  }
+
+  async intake(events: readonly EventRecord[], now: number) {
+    let added = 0;
+    for (const e of events) {
+      for (const w of this.webhooks.values()) {
+        if (w.workspaceId !== e.workspaceId || !w.enabled || !w.events.includes(e.type)) continue;
+        const taken = [...this.deliveries.values()].some(
+          (d) => d.webhookId === w.id && d.eventId === e.id && d.redeliveryOf === null,
+        );
+        if (taken) continue;
+        const id = newId("dlv");
+        this.deliveries.set(id, {
+          id,
+          webhookId: w.id,
+          workspaceId: w.workspaceId,
+          eventId: e.id,
+          eventType: e.type,
+          occurredAt: e.occurredAt,
+          dataJson: e.dataJson,
+          status: "pending",
+          attempts: [],
+          nextAttemptAt: now,
+          deliveredAt: null,
+          createdAt: now,
+          redeliveryOf: null,
+        });
+        added++;
+      }
+    }
+    return added;
+  }
+
+  async listDeliveries(workspaceId: string, webhookId: string, page: PageQuery, status?: DeliveryStatus) {
+    const after = page.after === undefined ? undefined : parseCursor(page.after);
+    if (page.after !== undefined && after === undefined) return [];
+    return [...this.deliveries.values()]
+      .filter(
+        (d) =>
+          d.workspaceId === workspaceId &&
+          d.webhookId === webhookId &&
+          (status === undefined || d.status === status) &&
+          (after === undefined ||
+            d.createdAt < after.createdAt ||
+            (d.createdAt === after.createdAt && byteOrder(d.id, after.id) < 0)),
+      )
+      .sort((a, b) => b.createdAt - a.createdAt || byteOrder(b.id, a.id))
+      .slice(0, page.limit)
+      .map(clone);
+  }
+
+  async findDelivery(workspaceId: string, webhookId: string, id: string) {
+    const d = this.deliveries.get(id);
+    return d && d.workspaceId === workspaceId && d.webhookId === webhookId ? clone(d) : undefined;
+  }
+
+  async redeliver(workspaceId: string, webhookId: string, deliveryId: string, newId: string, now: number) {
+    const d = this.deliveries.get(deliveryId);
+    if (!d || d.workspaceId !== workspaceId || d.webhookId !== webhookId) return undefined;
+    this.deliveries.set(newId, {
+      ...clone(d),
+      id: newId,
+      status: "pending",
+      attempts: [],
+      nextAttemptAt: now,
+      deliveredAt: null,
+      createdAt: now,
+      redeliveryOf: d.redeliveryOf ?? d.id,
+    });
+    return newId;
+  }
+
+  async claimDue(now: number, limit: number, leaseMs: number) {
+    const due = [...this.deliveries.values()]
+      .filter((d) => {
+        const w = this.webhooks.get(d.webhookId);
+        return d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now && w?.enabled;
+      })
+      .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))
+      .slice(0, limit);
+    return due.map((d): ClaimedDelivery => {
+      d.nextAttemptAt = now + leaseMs;
+      const w = this.webhooks.get(d.webhookId)!;
+      return {
+        id: d.id,
+        webhookId: d.webhookId,
+        workspaceId: d.workspaceId,
+        url: w.url,
+        sealedSecret: w.sealedSecret,
+        eventId: d.eventId,
+        eventType: d.eventType,
+        occurredAt: d.occurredAt,
+        dataJson: d.dataJson,
+        attemptsMade: d.attempts.length,
+      };
+    });
+  }
+
+  async recordAttempt(
+    deliveryId: string,
+    attempt: AttemptRecord,
+    outcome: AttemptOutcome,
+    disableAfter: number,
+    disabledReason: string,
+  ) {
+    const d = this.deliveries.get(deliveryId);
+    if (!d) return { disabled: false };
+    d.attempts.push({ ...attempt });
+    d.status = outcome.status;
+    d.nextAttemptAt = outcome.status === "pending" ? outcome.nextAttemptAt : null;
+    if (outcome.status === "delivered") d.deliveredAt = attempt.attemptedAt;
+    const w = this.webhooks.get(d.webhookId);
+    if (!w) return { disabled: false };
+    if (outcome.status === "delivered") {
+      w.consecutiveFailures = 0;
+      return { disabled: false };
+    }
+    w.consecutiveFailures++;
+    if (w.enabled && w.consecutiveFailures >= disableAfter) {
+      w.enabled = false;
+      w.disabledReason = disabledReason;
+      return { disabled: true };
+    }
+    return { disabled: false };
+  }
+
+  async pruneDeliveries(before: number) {
+    let n = 0;
+    for (const [id, d] of this.deliveries) {
+      if (d.status !== "pending" && d.createdAt < before) {
+        this.deliveries.delete(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** For tests: every delivery, as stored. */
+  allDeliveries(): DeliveryRecord[] {
+    return [...this.deliveries.values()].map(clone);
+  }
+}

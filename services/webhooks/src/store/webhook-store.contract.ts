@@ -1,0 +1,274 @@
+import { randomUUID } from "node:crypto";
+import { newId } from "@latchkey/runtime";
+import { beforeEach, describe, expect, it } from "vitest";
+import { cursorOf, type EventRecord, type WebhookRecord, type WebhookStore } from "./webhook-store.ts";
+
+/** What every WebhookStore must do; run on memory (unit) and PostgreSQL (integration). */
+export function webhookStoreContract(name: string, makeStore: () => Promise<WebhookStore> | WebhookStore) {
+  describe(`${name} webhook store`, () => {
+    // Stores may be shared between tests (one database per file): each test works in its own workspaces.
+    let wsA = "";
+    let wsB = "";
+    let store: WebhookStore;
+    beforeEach(async () => {
+      wsA = `ws_${randomUUID()}`;
+      wsB = `ws_${randomUUID()}`;
+      store = await makeStore();
+    });
+
+    const webhook = (over: Partial<WebhookRecord> = {}): WebhookRecord => ({
+      id: newId("wh"),
+      workspaceId: wsA,
+      url: "https://example.com/hook",
+      events: ["key.created", "key.deleted"],
+      description: "",
+      enabled: true,
+      disabledReason: null,
+      sealedSecret: "sealed",
+      consecutiveFailures: 0,
+      createdAt: 1_000,
+      updatedAt: 1_000,
+      ...over,
+    });
+    const event = (over: Partial<EventRecord> = {}): EventRecord => ({
+      id: newId("evt"),
+      type: "key.created",
+      workspaceId: wsA,
+      occurredAt: 500,
+      dataJson: '{"keyId":"key_1","apiId":"api_1"}',
+      ...over,
+    });
+    const page = (limit = 100, after?: string) => ({ limit, after });
+    /** Claims what is due in this test's workspace (a shared database holds other tests' deliveries too). */
+    const claim = async (now: number) =>
+      (await store.claimDue(now, 1_000, 60_000)).filter((c) => c.workspaceId === wsA);
+    const failure = { attemptedAt: 2_000, statusCode: 500, latencyMs: 12, error: "answered 500" };
+
+    it("creates webhooks up to the workspace's most, and counts each workspace apart", async () => {
+      expect(await store.createWebhook(webhook(), 2)).toBe(true);
+      expect(await store.createWebhook(webhook(), 2)).toBe(true);
+      expect(await store.createWebhook(webhook(), 2)).toBe(false);
+      expect(await store.createWebhook(webhook({ workspaceId: wsB }), 2)).toBe(true);
+      expect((await store.listWebhooks(wsA, page())).length).toBe(2);
+    });
+
+    it("finds, lists by id in pages, updates and deletes only within the workspace", async () => {
+      const ids = ["wh_a", "wh_b", "wh_c"].map((p) => `${p}${randomUUID()}`);
+      for (const id of ids) await store.createWebhook(webhook({ id }), 20);
+      const first = await store.listWebhooks(wsA, page(2));
+      expect(first.map((w) => w.id)).toEqual(ids.slice(0, 2));
+      expect((await store.listWebhooks(wsA, page(2, first[1]!.id))).map((w) => w.id)).toEqual([ids[2]]);
+      expect(await store.findWebhook(wsB, ids[0]!)).toBeUndefined();
+      expect(await store.listWebhooks(wsB, page())).toEqual([]);
+      expect(await store.updateWebhook(wsB, ids[0]!, { url: "https://evil.example", updatedAt: 2 })).toBe(
+        false,
+      );
+      expect(await store.deleteWebhook(wsB, ids[0]!)).toBe(false);
+      expect((await store.findWebhook(wsA, ids[0]!))?.url).toBe("https://example.com/hook");
+
+      expect(
+        await store.updateWebhook(wsA, ids[0]!, {
+          url: "https://example.org/x",
+          events: ["credits.low"],
+          description: "d",
+          updatedAt: 2_000,
+        }),
+      ).toBe(true);
+      const updated = await store.findWebhook(wsA, ids[0]!);
+      expect(updated).toMatchObject({
+        url: "https://example.org/x",
+        events: ["credits.low"],
+        description: "d",
+        updatedAt: 2_000,
+      });
+      expect(await store.deleteWebhook(wsA, ids[0]!)).toBe(true);
+      expect(await store.findWebhook(wsA, ids[0]!)).toBeUndefined();
+    });
+
+    it("takes an event once per enabled webhook of its workspace that wants its type, however often it comes", async () => {
+      const wants = webhook();
+      const other = webhook({ events: ["credits.low"] });
+      const off = webhook({ enabled: false });
+      const elsewhere = webhook({ workspaceId: wsB });
+      for (const w of [wants, other, off, elsewhere]) await store.createWebhook(w, 20);
+      const e = event();
+      expect(await store.intake([e], 1_000)).toBe(1);
+      expect(await store.intake([e, e], 1_001)).toBe(0);
+      const deliveries = await store.listDeliveries(wsA, wants.id, page());
+      expect(deliveries).toHaveLength(1);
+      expect(deliveries[0]).toMatchObject({
+        eventId: e.id,
+        eventType: "key.created",
+        status: "pending",
+        attempts: [],
+        nextAttemptAt: 1_000,
+        deliveredAt: null,
+        createdAt: 1_000,
+        dataJson: e.dataJson,
+        occurredAt: 500,
+      });
+      for (const w of [other, off]) expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
+      expect(await store.listDeliveries(wsB, elsewhere.id, page())).toEqual([]);
+      // Another workspace cannot read them through its own workspace id.
+      expect(await store.listDeliveries(wsB, wants.id, page())).toEqual([]);
+    });
+
+    it("lists deliveries newest first, in pages, and by status", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      for (let i = 0; i < 3; i++) await store.intake([event()], 1_000 + i);
+      const all = await store.listDeliveries(wsA, w.id, page());
+      expect(all.map((d) => d.createdAt)).toEqual([1_002, 1_001, 1_000]);
+      const first = await store.listDeliveries(wsA, w.id, page(2));
+      const rest = await store.listDeliveries(wsA, w.id, page(2, cursorOf(first[1]!)));
+      expect([...first, ...rest].map((d) => d.id)).toEqual(all.map((d) => d.id));
+      expect(await store.listDeliveries(wsA, w.id, page(2, "not a cursor"))).toEqual([]);
+      const [claimed] = await claim(1_002);
+      await store.recordAttempt(
+        claimed!.id,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      expect((await store.listDeliveries(wsA, w.id, page(), "delivered")).map((d) => d.id)).toEqual([
+        claimed!.id,
+      ]);
+      expect(await store.listDeliveries(wsA, w.id, page(), "pending")).toHaveLength(2);
+      expect(await store.listDeliveries(wsA, w.id, page(), "failed")).toEqual([]);
+    });
+
+    it("claims due deliveries of enabled webhooks once per lease", async () => {
+      const w = webhook();
+      const off = webhook();
+      await store.createWebhook(w, 20);
+      await store.createWebhook(off, 20);
+      await store.intake([event()], 1_000);
+      await store.updateWebhook(wsA, off.id, { enabled: false, updatedAt: 1_000 });
+      expect(await claim(999)).toEqual([]);
+      const claimed = await claim(1_000);
+      expect(claimed).toHaveLength(2 - 1);
+      expect(claimed[0]).toMatchObject({
+        webhookId: w.id,
+        url: w.url,
+        sealedSecret: "sealed",
+        attemptsMade: 0,
+      });
+      expect(await claim(60_999)).toEqual([]);
+      // A worker that died: the lease ends and the delivery is taken again.
+      expect(await claim(61_000)).toHaveLength(1);
+    });
+
+    it("records attempts in order, schedules the next, and fails or delivers the delivery", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event()], 1_000);
+      const [c] = await claim(1_000);
+      await store.recordAttempt(c!.id, failure, { status: "pending", nextAttemptAt: 7_000 }, 15, "");
+      let [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(d).toMatchObject({ status: "pending", nextAttemptAt: 7_000, attempts: [failure] });
+      const [again] = await claim(7_000);
+      expect(again?.attemptsMade).toBe(1);
+      const ok = { attemptedAt: 7_000, statusCode: 204, latencyMs: 3, error: null };
+      await store.recordAttempt(again!.id, ok, { status: "delivered" }, 15, "");
+      [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(d).toMatchObject({
+        status: "delivered",
+        nextAttemptAt: null,
+        deliveredAt: 7_000,
+        attempts: [failure, ok],
+      });
+      expect(await claim(100_000)).toEqual([]);
+
+      await store.intake([event()], 8_000);
+      const [third] = await claim(8_000);
+      await store.recordAttempt(third!.id, failure, { status: "failed" }, 15, "");
+      expect((await store.findDelivery(wsA, w.id, third!.id))?.status).toBe("failed");
+      expect(await store.findDelivery(wsB, w.id, third!.id)).toBeUndefined();
+    });
+
+    it("disables a webhook at the run of failures given, with its reason, and enabling clears both", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event(), event(), event()], 1_000);
+      const claimed = await claim(1_000);
+      expect(claimed).toHaveLength(3);
+      const ok = { ...failure, statusCode: 200, error: null };
+      expect(await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why")).toEqual({
+        disabled: false,
+      });
+      // A success ends the run: one more failure is a run of one.
+      await store.recordAttempt(claimed[1]!.id, ok, { status: "delivered" }, 2, "why");
+      expect(
+        await store.recordAttempt(
+          claimed[2]!.id,
+          failure,
+          { status: "pending", nextAttemptAt: 2_000 },
+          2,
+          "why",
+        ),
+      ).toEqual({
+        disabled: false,
+      });
+      expect((await store.findWebhook(wsA, w.id))?.consecutiveFailures).toBe(1);
+      const [next] = await claim(2_000);
+      expect(
+        await store.recordAttempt(next!.id, failure, { status: "pending", nextAttemptAt: 3_000 }, 2, "why"),
+      ).toEqual({
+        disabled: true,
+      });
+      expect(await store.findWebhook(wsA, w.id)).toMatchObject({
+        enabled: false,
+        disabledReason: "why",
+        consecutiveFailures: 2,
+      });
+      // Disabled: its pending delivery waits, and new events are not taken.
+      expect(await claim(10_000)).toEqual([]);
+      expect(await store.intake([event()], 10_000)).toBe(0);
+      await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 11_000 });
+      expect(await store.findWebhook(wsA, w.id)).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+        consecutiveFailures: 0,
+      });
+      expect(await claim(11_000)).toHaveLength(1);
+    });
+
+    it("redelivers the same event as a new delivery, only within the workspace", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      const e = event();
+      await store.intake([e], 1_000);
+      const [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(await store.redeliver(wsB, w.id, d!.id, newId("dlv"), 2_000)).toBeUndefined();
+      expect(await store.redeliver(wsA, w.id, "dlv_missing", newId("dlv"), 2_000)).toBeUndefined();
+      const id = newId("dlv");
+      expect(await store.redeliver(wsA, w.id, d!.id, id, 2_000)).toBe(id);
+      const again = await store.findDelivery(wsA, w.id, id);
+      expect(again).toMatchObject({
+        eventId: e.id,
+        eventType: e.type,
+        dataJson: e.dataJson,
+        status: "pending",
+        nextAttemptAt: 2_000,
+        redeliveryOf: d!.id,
+      });
+      // The original event is still taken once.
+      expect(await store.intake([e], 3_000)).toBe(0);
+    });
+
+    it("deletes a webhook with its deliveries, and prunes only finished deliveries older than given", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event(), event()], 1_000);
+      const [c] = await claim(1_000);
+      await store.recordAttempt(c!.id, failure, { status: "failed" }, 15, "");
+      expect(await store.pruneDeliveries(1_000)).toBe(0);
+      expect(await store.pruneDeliveries(1_001)).toBeGreaterThanOrEqual(1);
+      const left = await store.listDeliveries(wsA, w.id, page());
+      expect(left.map((d) => d.status)).toEqual(["pending"]);
+      await store.deleteWebhook(wsA, w.id);
+      expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
+    });
+  });
+}

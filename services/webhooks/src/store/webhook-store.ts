@@ -1,0 +1,162 @@
+/** What the webhooks context keeps: webhooks, deliveries and their attempts. Times are unix milliseconds. */
+
+export interface WebhookRecord {
+  id: string;
+  workspaceId: string;
+  url: string;
+  events: string[];
+  description: string;
+  enabled: boolean;
+  /** Why it was disabled automatically; null when it was not (or was enabled since). */
+  disabledReason: string | null;
+  /** The signing secret, sealed (secret.ts). */
+  sealedSecret: string;
+  /** Failed attempts since the last success (or since it was enabled). */
+  consecutiveFailures: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface WebhookUpdate {
+  url?: string;
+  events?: string[];
+  description?: string;
+  /** true also clears disabledReason and consecutiveFailures. */
+  enabled?: boolean;
+  updatedAt: number;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface AttemptRecord {
+  attemptedAt: number;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+/** The event a delivery carries, as it came (common.v1.DomainEvent). */
+export interface EventRecord {
+  id: string;
+  type: string;
+  workspaceId: string;
+  occurredAt: number;
+  dataJson: string;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  webhookId: string;
+  workspaceId: string;
+  eventId: string;
+  eventType: string;
+  occurredAt: number;
+  dataJson: string;
+  status: DeliveryStatus;
+  /** Oldest first. */
+  attempts: AttemptRecord[];
+  nextAttemptAt: number | null;
+  deliveredAt: number | null;
+  createdAt: number;
+  /** The delivery this one repeats (webhooks.redeliver), or null. */
+  redeliveryOf: string | null;
+}
+
+/** A due delivery a worker holds until its lease ends, with what it needs to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  workspaceId: string;
+  url: string;
+  sealedSecret: string;
+  eventId: string;
+  eventType: string;
+  occurredAt: number;
+  dataJson: string;
+  /** Attempts made before this one. */
+  attemptsMade: number;
+}
+
+/** What became of a delivery after an attempt. */
+export type AttemptOutcome =
+  | { status: "delivered" }
+  | { status: "pending"; nextAttemptAt: number }
+  | { status: "failed" };
+
+export interface PageQuery {
+  limit: number;
+  /** The last item of the previous page; undefined for the first. */
+  after: string | undefined;
+}
+
+export interface WebhookStore {
+  /** Inserts the webhook unless its workspace already has `max`; false when it has. */
+  createWebhook(record: WebhookRecord, max: number): Promise<boolean>;
+  findWebhook(workspaceId: string, id: string): Promise<WebhookRecord | undefined>;
+  /** Ordered by id (byte order); `after` is an id. */
+  listWebhooks(workspaceId: string, page: PageQuery): Promise<WebhookRecord[]>;
+  /** False when there is no such webhook in the workspace. */
+  updateWebhook(workspaceId: string, id: string, update: WebhookUpdate): Promise<boolean>;
+  /** Deletes the webhook with its deliveries; false when there is no such webhook in the workspace. */
+  deleteWebhook(workspaceId: string, id: string): Promise<boolean>;
+
+  /**
+   * One pending delivery, due at `now`, per enabled webhook of the event's workspace that wants its
+   * type; an event already taken for a webhook is not taken again (idempotent on webhook and event
+   * id). All events in one transaction. Answers how many deliveries were added.
+   */
+  intake(events: readonly EventRecord[], now: number): Promise<number>;
+
+  /**
+   * The deliveries of a webhook of the workspace, newest first, with their attempts; `after` is the
+   * cursor of the last delivery of the previous page (cursorOf). Empty for another workspace's webhook.
+   */
+  listDeliveries(
+    workspaceId: string,
+    webhookId: string,
+    page: PageQuery,
+    status?: DeliveryStatus,
+  ): Promise<DeliveryRecord[]>;
+  findDelivery(workspaceId: string, webhookId: string, id: string): Promise<DeliveryRecord | undefined>;
+  /** A new pending delivery, due at `now`, of the same event to the same webhook; undefined when the delivery is not found. */
+  redeliver(
+    workspaceId: string,
+    webhookId: string,
+    deliveryId: string,
+    newId: string,
+    now: number,
+  ): Promise<string | undefined>;
+
+  /**
+   * Up to `limit` pending deliveries due at `now` to enabled webhooks, each held for `leaseMs` (its
+   * next attempt moved to now + leaseMs) so no other worker takes it meanwhile; a worker that dies
+   * leaves it to be taken again once the lease ends. Rows another worker is claiming are skipped.
+   */
+  claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
+   * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
+   * `disabledReason`. Answers whether this attempt disabled it.
+   */
+  recordAttempt(
+    deliveryId: string,
+    attempt: AttemptRecord,
+    outcome: AttemptOutcome,
+    disableAfter: number,
+    disabledReason: string,
+  ): Promise<{ disabled: boolean }>;
+  /** Deletes delivered and failed deliveries created before `before`; answers how many. */
+  pruneDeliveries(before: number): Promise<number>;
+}
+
+/** A delivery's page cursor: its creation time and id, the order of listDeliveries. */
+export const cursorOf = (d: Pick<DeliveryRecord, "createdAt" | "id">) => `${d.createdAt}.${d.id}`;
+
+/** The creation time and id of a cursor, or undefined when it is not one. */
+export function parseCursor(cursor: string): { createdAt: number; id: string } | undefined {
+  const dot = cursor.indexOf(".");
+  if (dot <= 0) return undefined;
+  const createdAt = Number(cursor.slice(0, dot));
+  if (!Number.isSafeInteger(createdAt)) return undefined;
+  return { createdAt, id: cursor.slice(dot + 1) };
+}

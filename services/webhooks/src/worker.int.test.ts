@@ -1,0 +1,360 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { createLogger, migrate, systemClock, TestClock } from "@latchkey/runtime";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
+import { webhookAttempts } from "./metrics.ts";
+import { webhookMigrations } from "./migrations.ts";
+import { newSigningSecret } from "./secret.ts";
+import type { WebhookSettings } from "./settings.ts";
+import type { EventRecord } from "./store/webhook-store.ts";
+import { deliverDue, startWorker } from "./worker.ts";
+
+let db: TestDatabase;
+const encryptionKey = randomBytes(32);
+const log = createLogger("webhooks-test", "silent");
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await migrate(db.sql, "webhooks", webhookMigrations);
+});
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+  await db.drop();
+});
+
+interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A local receiver answering each request with `answer(n)` (n counts from 1); it records every request it got. */
+async function receiver(answer: (n: number, res: http.ServerResponse) => void = (_n, res) => res.end()) {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body });
+      answer(received.length, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(r));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { received, port, url: `http://127.0.0.1:${port}/hook` };
+}
+
+const status = (code: number) => (_n: number, res: http.ServerResponse) => {
+  res.statusCode = code;
+  res.end();
+};
+
+function depsWith(settings: Partial<WebhookSettings>, clock = systemClock): WebhookDeps {
+  return createWebhookDeps({
+    sql: db.sql,
+    encryptionKey,
+    clock,
+    log,
+    settings: { allowPrivateUrls: true, pollMs: 20, ...settings },
+  });
+}
+
+/** A webhook in a workspace of its own, straight into the store, and its secret. */
+async function webhookTo(deps: WebhookDeps, url: string, events = ["key.created"]) {
+  const workspaceId = `ws_${randomUUID()}`;
+  const id = `wh_${randomUUID()}`;
+  const secret = newSigningSecret();
+  const now = deps.clock.now();
+  await deps.store.createWebhook(
+    {
+      id,
+      workspaceId,
+      url,
+      events,
+      description: "",
+      enabled: true,
+      disabledReason: null,
+      sealedSecret: deps.vault.seal(id, workspaceId, secret),
+      consecutiveFailures: 0,
+      createdAt: now,
+      updatedAt: now,
+    },
+    20,
+  );
+  return { id, workspaceId, secret };
+}
+
+const eventIn = (workspaceId: string, over: Partial<EventRecord> = {}): EventRecord => ({
+  id: `evt_${randomUUID()}`,
+  type: "key.created",
+  workspaceId,
+  occurredAt: Date.UTC(2026, 10, 26, 9, 0, 0),
+  dataJson: '{"keyId":"key_1","apiId":"api_1"}',
+  ...over,
+});
+
+const eventually = async (check: () => Promise<boolean> | boolean, withinMs = 10_000) => {
+  const until = Date.now() + withinMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error("not within time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+const page = { limit: 100, after: undefined };
+
+describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () => {
+  it("delivers on the fourth attempt after three 500s, signed so standardwebhooks verifies it, with the same webhook-id each time", async () => {
+    const r = await receiver((n, res) => {
+      res.statusCode = n <= 3 ? 500 : 200;
+      res.end();
+    });
+    const deps = depsWith({ retryScheduleMs: [0, 50, 50, 50, 50] });
+    const hook = await webhookTo(deps, r.url);
+    const e = eventIn(hook.workspaceId);
+    await deps.store.intake([e], deps.clock.now());
+    const counted = async () =>
+      Object.fromEntries((await webhookAttempts.get()).values.map((v) => [v.labels.result, v.value]));
+    const before = await counted();
+    const worker = startWorker(deps);
+    cleanups.push(() => worker.stop());
+    await eventually(
+      async () =>
+        (await deps.store.listDeliveries(hook.workspaceId, hook.id, page))[0]?.status === "delivered",
+    );
+    await worker.stop();
+
+    expect(r.received).toHaveLength(4);
+    expect(r.received.map((x) => x.headers["webhook-id"])).toEqual([e.id, e.id, e.id, e.id]);
+    const after = await counted();
+    expect([
+      (after["failure"] ?? 0) - (before["failure"] ?? 0),
+      (after["success"] ?? 0) - (before["success"] ?? 0),
+    ]).toEqual([3, 1]);
+    const verifier = new Webhook(hook.secret);
+    for (const x of r.received) {
+      const payload = verifier.verify(x.body, {
+        "webhook-id": String(x.headers["webhook-id"]),
+        "webhook-timestamp": String(x.headers["webhook-timestamp"]),
+        "webhook-signature": String(x.headers["webhook-signature"]),
+      });
+      expect(payload).toEqual({
+        type: "key.created",
+        timestamp: "2026-11-26T09:00:00.000Z",
+        data: { keyId: "key_1", apiId: "api_1" },
+      });
+      expect(x.headers["content-type"]).toBe("application/json");
+    }
+    // Another secret does not verify it.
+    expect(() =>
+      new Webhook(newSigningSecret()).verify(r.received[3]!.body, {
+        "webhook-id": String(r.received[3]!.headers["webhook-id"]),
+        "webhook-timestamp": String(r.received[3]!.headers["webhook-timestamp"]),
+        "webhook-signature": String(r.received[3]!.headers["webhook-signature"]),
+      }),
+    ).toThrow();
+
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d!.attempts.map((a) => a.statusCode)).toEqual([500, 500, 500, 200]);
+    expect(d!.attempts.map((a) => a.error)).toEqual(["answered 500", "answered 500", "answered 500", null]);
+    expect(d!.attempts.every((a) => a.latencyMs >= 0 && a.latencyMs < 5_000)).toBe(true);
+    expect(d!.deliveredAt).toBe(d!.attempts[3]!.attemptedAt);
+    expect(d!.nextAttemptAt).toBe(null);
+    // A success ended the run of failures.
+    expect((await deps.store.findWebhook(hook.workspaceId, hook.id))?.consecutiveFailures).toBe(0);
+  });
+
+  it("waits the schedule between attempts and fails the delivery after the last", async () => {
+    const r = await receiver(status(503));
+    const clock = new TestClock(Date.UTC(2026, 10, 26));
+    const schedule = [0, 5_000, 300_000, 1_800_000];
+    const deps = depsWith({ retryScheduleMs: schedule }, clock);
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId)], clock.now());
+    const t0 = clock.now();
+    const delivery = async () => (await deps.store.listDeliveries(hook.workspaceId, hook.id, page))[0]!;
+
+    expect(await deliverDue(deps)).toBeGreaterThanOrEqual(1);
+    expect((await delivery()).nextAttemptAt).toBe(t0 + 5_000);
+    clock.set(t0 + 4_999);
+    await deliverDue(deps);
+    expect(r.received).toHaveLength(1);
+    clock.set(t0 + 5_000);
+    await deliverDue(deps);
+    expect(r.received).toHaveLength(2);
+    expect((await delivery()).nextAttemptAt).toBe(t0 + 5_000 + 300_000);
+    clock.set(t0 + 305_000);
+    await deliverDue(deps);
+    expect((await delivery()).nextAttemptAt).toBe(t0 + 305_000 + 1_800_000);
+    clock.set(t0 + 2_105_000);
+    await deliverDue(deps);
+    const d = await delivery();
+    expect(d.status).toBe("failed");
+    expect(d.nextAttemptAt).toBe(null);
+    expect(d.attempts.map((a) => [a.attemptedAt - t0, a.statusCode])).toEqual([
+      [0, 503],
+      [5_000, 503],
+      [305_000, 503],
+      [2_105_000, 503],
+    ]);
+    clock.advance(100 * 3600_000);
+    await deliverDue(deps);
+    expect(r.received).toHaveLength(4);
+  });
+
+  it("disables a webhook after the run of failures set, says why, and delivers again once enabled", async () => {
+    let healthy = false;
+    const r = await receiver((_n, res) => {
+      res.statusCode = healthy ? 200 : 500;
+      res.end();
+    });
+    const clock = new TestClock(Date.UTC(2026, 10, 26));
+    const deps = depsWith(
+      { retryScheduleMs: [0, 1_000, 1_000, 1_000, 1_000], disableAfterFailures: 3 },
+      clock,
+    );
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId), eventIn(hook.workspaceId)], clock.now());
+    await deliverDue(deps); // two failures
+    clock.advance(1_000);
+    await deliverDue(deps); // the third disables it; the fourth delivery attempt is not made
+    expect(r.received.length).toBeGreaterThanOrEqual(3);
+    const w = await deps.store.findWebhook(hook.workspaceId, hook.id);
+    expect(w?.enabled).toBe(false);
+    expect(w?.disabledReason).toBe(
+      `Disabled automatically at ${new Date(clock.now()).toISOString()} after 3 consecutive failed attempts; the last: status 500. Fix the receiver, then enable it with webhooks.update.`,
+    );
+    const sent = r.received.length;
+    clock.advance(60_000);
+    await deliverDue(deps);
+    expect(r.received).toHaveLength(sent);
+    healthy = true;
+    await deps.store.updateWebhook(hook.workspaceId, hook.id, { enabled: true, updatedAt: clock.now() });
+    await deliverDue(deps);
+    const statuses = (await deps.store.listDeliveries(hook.workspaceId, hook.id, page)).map((d) => d.status);
+    expect(statuses).toEqual(["delivered", "delivered"]);
+  });
+
+  it("sends each delivery once when two workers claim at the same time (FOR UPDATE SKIP LOCKED)", async () => {
+    const r = await receiver((_n, res) => setTimeout(() => res.end(), 5));
+    const a = depsWith({ batchSize: 7 });
+    const b = depsWith({ batchSize: 7 });
+    const hook = await webhookTo(a, r.url);
+    const events = Array.from({ length: 60 }, () => eventIn(hook.workspaceId));
+    expect(await a.store.intake(events, a.clock.now())).toBe(60);
+    const rounds = async (deps: WebhookDeps) => {
+      while ((await deliverDue(deps)) > 0) {}
+    };
+    await Promise.all([rounds(a), rounds(b), rounds(a), rounds(b)]);
+    const ids = r.received.map((x) => String(x.headers["webhook-id"]));
+    expect(ids).toHaveLength(60);
+    expect(new Set(ids)).toEqual(new Set(events.map((e) => e.id)));
+    const deliveries = await a.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(deliveries.map((d) => d.attempts.length)).toEqual(Array(60).fill(1));
+  });
+
+  it("refuses a host that resolves to a loopback address when private URLs are not allowed: nothing is connected", async () => {
+    const r = await receiver();
+    const deps = depsWith({ allowPrivateUrls: false, retryScheduleMs: [0] });
+    const hook = await webhookTo(deps, `http://localhost:${r.port}/hook`);
+    await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
+    await deliverDue(deps);
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d?.status).toBe("failed");
+    expect(d?.attempts).toHaveLength(1);
+    expect(d?.attempts[0]?.statusCode).toBe(null);
+    expect(d?.attempts[0]?.error).toMatch(
+      /^refused: localhost resolves to (127\.0\.0\.1|::1) is a loopback address; nothing was sent$/,
+    );
+    expect(r.received).toEqual([]);
+  });
+
+  it("refuses a literal private address stored before the rule applied, at delivery too", async () => {
+    const r = await receiver();
+    const deps = depsWith({ allowPrivateUrls: false, retryScheduleMs: [0] });
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
+    await deliverDue(deps);
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d?.attempts[0]?.error).toBe("refused: 127.0.0.1 is a loopback address; nothing was sent");
+    expect(r.received).toEqual([]);
+  });
+
+  it("does not follow a redirect: the 3xx is a failed attempt and its target is never asked", async () => {
+    const target = await receiver();
+    const r = await receiver((_n, res) => {
+      res.statusCode = 307;
+      res.setHeader("location", target.url);
+      res.end();
+    });
+    const deps = depsWith({ retryScheduleMs: [0] });
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
+    await deliverDue(deps);
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d?.status).toBe("failed");
+    expect(d?.attempts.map((a) => [a.statusCode, a.error])).toEqual([
+      [307, "answered 307: redirects are not followed"],
+    ]);
+    expect(r.received).toHaveLength(1);
+    expect(target.received).toEqual([]);
+  });
+
+  it("gives up an attempt at the timeout", async () => {
+    const r = await receiver(() => {}); // never answers
+    const deps = depsWith({ retryScheduleMs: [0, 60_000], timeoutMs: 300 });
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
+    const started = Date.now();
+    await deliverDue(deps);
+    const took = Date.now() - started;
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d?.status).toBe("pending");
+    expect(d?.attempts.map((a) => [a.statusCode, a.error])).toEqual([[null, "timed out after 300 ms"]]);
+    expect(d!.attempts[0]!.latencyMs).toBeGreaterThanOrEqual(299);
+    expect(took).toBeLessThan(2_000);
+  });
+
+  it("reads no more than a small bound of a receiver's answer", async () => {
+    const r = await receiver((_n, res) => {
+      res.statusCode = 200;
+      // An endless answer: the attempt still ends, as a success, long before the timeout.
+      const chunk = Buffer.alloc(64 * 1024, 97);
+      const write = () => {
+        if (!res.destroyed && res.write(chunk)) setImmediate(write);
+        else if (!res.destroyed) res.once("drain", write);
+      };
+      write();
+    });
+    const deps = depsWith({ retryScheduleMs: [0], timeoutMs: 5_000 });
+    const hook = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
+    await deliverDue(deps);
+    const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(d?.attempts.map((a) => [a.statusCode, a.error])).toEqual([[200, null]]);
+    expect(d!.attempts[0]!.latencyMs).toBeLessThan(5_000);
+  });
+
+  it("redelivers with the same webhook-id", async () => {
+    const r = await receiver();
+    const deps = depsWith({ retryScheduleMs: [0] });
+    const hook = await webhookTo(deps, r.url);
+    const e = eventIn(hook.workspaceId);
+    await deps.store.intake([e], deps.clock.now());
+    await deliverDue(deps);
+    const [first] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    await deps.store.redeliver(hook.workspaceId, hook.id, first!.id, `dlv_${randomUUID()}`, deps.clock.now());
+    await deliverDue(deps);
+    expect(r.received.map((x) => x.headers["webhook-id"])).toEqual([e.id, e.id]);
+    expect(r.received[0]!.body).toBe(r.received[1]!.body);
+  });
+});

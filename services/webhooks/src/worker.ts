@@ -1,0 +1,154 @@
+import type { Clock, Logger } from "@latchkey/runtime";
+import { Webhook } from "standardwebhooks";
+import { webhookAttemptSeconds, webhookAttempts, webhooksDisabled } from "./metrics.ts";
+import type { SecretVault } from "./secret.ts";
+import { type AttemptResult, send } from "./sender.ts";
+import type { WebhookSettings } from "./settings.ts";
+import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from "./store/webhook-store.ts";
+
+export interface WorkerDeps {
+  store: WebhookStore;
+  vault: SecretVault;
+  settings: WebhookSettings;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The body every attempt of a delivery sends, the same each time: the event's type, time (ISO) and data. */
+export function payloadOf(d: Pick<ClaimedDelivery, "eventType" | "occurredAt" | "dataJson">): string {
+  return `{"type":${JSON.stringify(d.eventType)},"timestamp":${JSON.stringify(new Date(d.occurredAt).toISOString())},"data":${d.dataJson}}`;
+}
+
+/**
+ * The Standard Webhooks headers of one attempt: webhook-id is the event's id (the same on every
+ * attempt and every redelivery, so a receiver can drop repeats), webhook-timestamp the attempt's
+ * time in seconds, webhook-signature `v1,` and the HMAC-SHA256 of id.timestamp.body, written by the
+ * `standardwebhooks` package so that it is what that package's verify expects.
+ */
+export function signedHeaders(
+  secret: string,
+  eventId: string,
+  at: Date,
+  body: string,
+): Record<string, string> {
+  return {
+    "webhook-id": eventId,
+    "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+    "webhook-signature": new Webhook(secret).sign(eventId, at, body),
+  };
+}
+
+/** What becomes of a delivery after its attempt number `made` (1 for the first) ended as `result`. */
+export function outcomeOf(
+  result: AttemptResult,
+  made: number,
+  schedule: readonly number[],
+  now: number,
+): AttemptOutcome {
+  if (result.error === null) return { status: "delivered" };
+  if (made >= schedule.length) return { status: "failed" };
+  return { status: "pending", nextAttemptAt: now + schedule[made]! };
+}
+
+/** Why a webhook was disabled, as its owner reads it in webhooks.list. */
+export function disabledReasonOf(at: number, failures: number, last: AttemptResult): string {
+  const what = last.statusCode !== null ? `status ${last.statusCode}` : (last.error ?? "no answer");
+  return `Disabled automatically at ${new Date(at).toISOString()} after ${failures} consecutive failed attempts; the last: ${what}. Fix the receiver, then enable it with webhooks.update.`;
+}
+
+/** One attempt of a claimed delivery: signed, sent, and recorded. */
+export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<AttemptResult> {
+  const { settings } = deps;
+  const body = payloadOf(d);
+  const at = deps.clock.now();
+  let headers: Record<string, string> | undefined;
+  try {
+    const secret = deps.vault.open(d.webhookId, d.workspaceId, d.sealedSecret);
+    headers = signedHeaders(secret, d.eventId, new Date(at), body);
+  } catch (err) {
+    // A secret that does not open (another encryption key) is the operator's to fix; it fails like any attempt.
+    deps.log.error(
+      { err: (err as Error).message, webhookId: d.webhookId },
+      "webhook attempt could not be signed",
+    );
+  }
+  const result: AttemptResult = headers
+    ? await send(d.url, headers, body, {
+        timeoutMs: settings.timeoutMs,
+        allowPrivate: settings.allowPrivateUrls,
+      })
+    : {
+        statusCode: null,
+        latencyMs: 0,
+        error: "the attempt could not be signed: the secret does not open with the configured encryption key",
+      };
+  webhookAttempts.inc({ result: result.error === null ? "success" : "failure" });
+  webhookAttemptSeconds.observe(result.latencyMs / 1000);
+  const now = deps.clock.now();
+  const made = d.attemptsMade + 1;
+  const outcome = outcomeOf(result, made, settings.retryScheduleMs, now);
+  const { disabled } = await deps.store.recordAttempt(
+    d.id,
+    { attemptedAt: at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error },
+    outcome,
+    settings.disableAfterFailures,
+    disabledReasonOf(now, settings.disableAfterFailures, result),
+  );
+  if (disabled) {
+    webhooksDisabled.inc();
+    deps.log.warn(
+      { webhookId: d.webhookId, workspaceId: d.workspaceId, failures: settings.disableAfterFailures },
+      "webhook disabled after consecutive failures",
+    );
+  }
+  return result;
+}
+
+/** Claims the due deliveries once and sends them, all at once; answers how many were attempted. */
+export async function deliverDue(deps: WorkerDeps): Promise<number> {
+  const { settings } = deps;
+  // Held past the attempt's timeout, so only a worker that died leaves a delivery to be taken again.
+  const leaseMs = settings.timeoutMs + 30_000;
+  const claimed = await deps.store.claimDue(deps.clock.now(), settings.batchSize, leaseMs);
+  await Promise.all(claimed.map((d) => attempt(deps, d)));
+  return claimed.length;
+}
+
+export interface RunningWorker {
+  /** Waits for the round in flight, then stops. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The delivery worker: every `pollMs`, claims due deliveries (several workers, in several replicas,
+ * share them through FOR UPDATE SKIP LOCKED) and sends them, going straight on while a round came
+ * back full; once an hour it deletes what retention no longer keeps. Off every request's path.
+ */
+export function startWorker(deps: WorkerDeps): RunningWorker {
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let lastPrune = 0;
+  let round: Promise<void> = Promise.resolve();
+  const tick = async () => {
+    try {
+      while (!stopping && (await deliverDue(deps)) >= deps.settings.batchSize) {}
+      const now = deps.clock.now();
+      if (now - lastPrune >= 3600_000) {
+        lastPrune = now;
+        const pruned = await deps.store.pruneDeliveries(now - deps.settings.retentionMs);
+        if (pruned > 0) deps.log.info({ pruned }, "old webhook deliveries deleted");
+      }
+    } catch (err) {
+      deps.log.warn({ err: (err as Error).message }, "webhook delivery round failed; trying again");
+    }
+    if (!stopping) timer = setTimeout(() => (round = tick()), deps.settings.pollMs);
+  };
+  round = tick();
+  return {
+    async stop() {
+      stopping = true;
+      clearTimeout(timer);
+      await round;
+    },
+  };
+}
