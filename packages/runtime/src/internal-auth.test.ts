@@ -176,7 +176,23 @@ describe("LATCHKEY_INTERNAL_SECRET", () => {
 
 describe("callersText", () => {
   it("covers every field of common.v1.Caller (a field added there must be signed too)", () => {
-    expect(CallerSchema.fields.map((f) => f.localName)).toEqual(["workspaceId", "rootKeyId", "permissions"]);
+    expect(CallerSchema.fields.map((f) => f.localName)).toEqual([
+      "workspaceId",
+      "rootKeyId",
+      "permissions",
+      "requestId",
+    ]);
+  });
+
+  it("signs a caller's requestId, and a caller without one as before", () => {
+    const base = { workspaceId: "ws_a", rootKeyId: "rk_1", permissions: ["*"] };
+    expect(callersText({ caller: base })).toBe('[["ws_a","rk_1",["*"]]]');
+    expect(callersText({ caller: { ...base, requestId: "" } })).toBe('[["ws_a","rk_1",["*"]]]');
+    expect(callersText({ caller: { ...base, requestId: "req_1" } })).toBe('[["ws_a","rk_1",["*"],"req_1"]]');
+    const header = new InternalAuth([SECRET]).sign(GET_KEY, { caller: { ...base, requestId: "req_1" } });
+    expect(() =>
+      new InternalAuth([SECRET]).check(GET_KEY, header, { caller: { ...base, requestId: "req_2" } }),
+    ).toThrow(/wrong/);
   });
 
   it("tells apart callers whose fields would run together", () => {

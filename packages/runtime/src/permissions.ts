@@ -102,6 +102,8 @@ export const ROOT_KEY_ACTIONS = {
     "remove_permission_from_role",
   ],
   identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
+  /** auditLogs.list: the workspace's record of management changes (packages/runtime/src/audit.ts). */
+  audit: ["read"],
 } as const;
 
 /** Why a root-key permission string is not valid, or undefined when it is. */
