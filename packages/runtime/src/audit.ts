@@ -7,7 +7,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { AuditLog, AuditService, ListAuditLogsRequest } from "@latchkey/proto/audit/v1/audit_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { Sql, TransactionSql } from "./db.ts";
-import { ErrorReason, errorDetailOf } from "./errors.ts";
+import { ErrorReason, errorDetailOf, invalidInput } from "./errors.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { authenticatedCaller, requirePermissions } from "./permissions.ts";
@@ -311,15 +311,40 @@ export const resourcesOf = (...all: [type: string, id: string | undefined][]): A
 /** The permission auditLogs.list needs. */
 export const AUDIT_READ = "audit.*.read";
 
+const CURSOR_FIX =
+  "Pass pagination.cursor of the previous answer unchanged, or omit cursor to start from the newest record.";
+
+/** auditLogs.list's opaque cursor: base64url of the last record's "<time>.<id>"; records after it are older. */
+export const encodeAuditCursor = (p: AuditPosition): string =>
+  Buffer.from(`${p.time}.${p.id}`).toString("base64url");
+
+/** The position a cursor names; INVALID_INPUT at /cursor, saying what to pass instead, when it names none. */
+export function decodeAuditCursor(cursor: string): AuditPosition {
+  const text = /^[A-Za-z0-9_-]{1,1024}$/.test(cursor)
+    ? Buffer.from(cursor, "base64url").toString("utf8")
+    : "";
+  const m = /^(\d{1,16})\.([A-Za-z0-9_]{1,255})$/.exec(text);
+  if (!m) throw invalidInput("/cursor", "cursor is not one auditLogs.list answered", CURSOR_FIX);
+  return { time: Number(m[1]), id: m[2]! };
+}
+
 /** audit.v1.AuditService over one context's records. */
 export function auditService(store: Pick<AuditLogStore, "listAudit">): ServiceImpl<typeof AuditService> {
   return {
     async listAuditLogs(req: ListAuditLogsRequest) {
       const caller = authenticatedCaller(req);
       requirePermissions(caller, [AUDIT_READ]);
+      const after = req.cursor === "" ? undefined : decodeAuditCursor(req.cursor);
+      if (req.start !== 0n && req.end !== 0n && req.end <= req.start) {
+        throw invalidInput(
+          "/end",
+          "end must be after start",
+          "Give an end later than start (unix milliseconds).",
+        );
+      }
       const records = await store.listAudit(caller.workspaceId, {
         limit: Math.max(1, Math.min(req.limit || 50, MAX_AUDIT_PAGE)),
-        after: req.afterId ? { time: Number(req.afterTime), id: req.afterId } : undefined,
+        after,
         actorId: req.actorId || undefined,
         resourceId: req.resourceId || undefined,
         operation: req.operation || undefined,

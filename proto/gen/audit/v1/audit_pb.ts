@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file audit/v1/audit.proto.
  */
 export const file_audit_v1_audit: GenFile = /*@__PURE__*/
-  fileDesc("ChRhdWRpdC92MS9hdWRpdC5wcm90bxIIYXVkaXQudjEi1QEKFExpc3RBdWRpdExvZ3NSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEgoKYWZ0ZXJfdGltZRgCIAEoAxIQCghhZnRlcl9pZBgDIAEoCRINCgVsaW1pdBgEIAEoBRIQCghhY3Rvcl9pZBgFIAEoCRITCgtyZXNvdXJjZV9pZBgGIAEoCRIRCglvcGVyYXRpb24YByABKAkSDwoHb3V0Y29tZRgIIAEoCRINCgVzdGFydBgJIAEoAxILCgNlbmQYCiABKAMiOQoVTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlEiAKBGxvZ3MYASADKAsyEi5hdWRpdC52MS5BdWRpdExvZyIpCg1BdWRpdFJlc291cmNlEgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAki0gEKCEF1ZGl0TG9nEgoKAmlkGAEgASgJEgwKBHRpbWUYAiABKAMSEgoKYWN0b3JfdHlwZRgDIAEoCRIQCghhY3Rvcl9pZBgEIAEoCRIRCglvcGVyYXRpb24YBSABKAkSKgoJcmVzb3VyY2VzGAYgAygLMhcuYXVkaXQudjEuQXVkaXRSZXNvdXJjZRIPCgdvdXRjb21lGAcgASgJEhIKCmVycm9yX2NvZGUYCCABKAkSEgoKcmVxdWVzdF9pZBgJIAEoCRIOCgZmaWVsZHMYCiADKAkyYAoMQXVkaXRTZXJ2aWNlElAKDUxpc3RBdWRpdExvZ3MSHi5hdWRpdC52MS5MaXN0QXVkaXRMb2dzUmVxdWVzdBofLmF1ZGl0LnYxLkxpc3RBdWRpdExvZ3NSZXNwb25zZWIGcHJvdG8z", [file_common_v1_common]);
+  fileDesc("ChRhdWRpdC92MS9hdWRpdC5wcm90bxIIYXVkaXQudjEivwEKFExpc3RBdWRpdExvZ3NSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGY3Vyc29yGAIgASgJEg0KBWxpbWl0GAMgASgFEhAKCGFjdG9yX2lkGAQgASgJEhMKC3Jlc291cmNlX2lkGAUgASgJEhEKCW9wZXJhdGlvbhgGIAEoCRIPCgdvdXRjb21lGAcgASgJEg0KBXN0YXJ0GAggASgDEgsKA2VuZBgJIAEoAyI5ChVMaXN0QXVkaXRMb2dzUmVzcG9uc2USIAoEbG9ncxgBIAMoCzISLmF1ZGl0LnYxLkF1ZGl0TG9nIikKDUF1ZGl0UmVzb3VyY2USDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCSLSAQoIQXVkaXRMb2cSCgoCaWQYASABKAkSDAoEdGltZRgCIAEoAxISCgphY3Rvcl90eXBlGAMgASgJEhAKCGFjdG9yX2lkGAQgASgJEhEKCW9wZXJhdGlvbhgFIAEoCRIqCglyZXNvdXJjZXMYBiADKAsyFy5hdWRpdC52MS5BdWRpdFJlc291cmNlEg8KB291dGNvbWUYByABKAkSEgoKZXJyb3JfY29kZRgIIAEoCRISCgpyZXF1ZXN0X2lkGAkgASgJEg4KBmZpZWxkcxgKIAMoCTJgCgxBdWRpdFNlcnZpY2USUAoNTGlzdEF1ZGl0TG9ncxIeLmF1ZGl0LnYxLkxpc3RBdWRpdExvZ3NSZXF1ZXN0Gh8uYXVkaXQudjEuTGlzdEF1ZGl0TG9nc1Jlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
 
 /**
  * @generated from message audit.v1.ListAuditLogsRequest
@@ -24,56 +24,52 @@ export type ListAuditLogsRequest = Message<"audit.v1.ListAuditLogsRequest"> & {
   caller?: Caller | undefined;
 
   /**
-   * Records strictly older than this position, in the order (time desc, id desc);
-   * both unset: from the newest.
+   * The public cursor (packages/runtime/src/audit.ts, encodeAuditCursor): records
+   * strictly older than the position it names, in the order (time desc, id desc);
+   * empty: from the newest. One the service cannot read is INVALID_INPUT.
    *
-   * @generated from field: int64 after_time = 2;
+   * @generated from field: string cursor = 2;
    */
-  afterTime: bigint;
-
-  /**
-   * @generated from field: string after_id = 3;
-   */
-  afterId: string;
+  cursor: string;
 
   /**
    * At most this many; the gateway asks each context for one more than it answers.
    *
-   * @generated from field: int32 limit = 4;
+   * @generated from field: int32 limit = 3;
    */
   limit: number;
 
   /**
    * Each empty/zero: no filter.
    *
-   * @generated from field: string actor_id = 5;
+   * @generated from field: string actor_id = 4;
    */
   actorId: string;
 
   /**
-   * @generated from field: string resource_id = 6;
+   * @generated from field: string resource_id = 5;
    */
   resourceId: string;
 
   /**
-   * @generated from field: string operation = 7;
+   * @generated from field: string operation = 6;
    */
   operation: string;
 
   /**
-   * @generated from field: string outcome = 8;
+   * @generated from field: string outcome = 7;
    */
   outcome: string;
 
   /**
-   * Unix milliseconds, inclusive start, exclusive end.
+   * Unix milliseconds, inclusive start, exclusive end; end, when given, after start.
    *
-   * @generated from field: int64 start = 9;
+   * @generated from field: int64 start = 8;
    */
   start: bigint;
 
   /**
-   * @generated from field: int64 end = 10;
+   * @generated from field: int64 end = 9;
    */
   end: bigint;
 };
