@@ -116,7 +116,7 @@ export async function insertAudit(
   await sql`INSERT INTO ${sql(table)} (id, workspace_id, time, actor_type, actor_id, operation, resources,
       resource_ids, outcome, error_code, request_id, fields)
     VALUES (${record.id}, ${record.workspaceId}, ${record.time}, ${record.actorType}, ${record.actorId},
-      ${record.operation}, ${JSON.stringify(record.resources)}::jsonb,
+      ${record.operation}, ${JSON.stringify(record.resources)}::text::jsonb,
       ${record.resources.map((r) => r.id)}::text[], ${record.outcome}, ${record.errorCode},
       ${record.requestId}, ${record.fields}::text[])`;
 }
