@@ -52,7 +52,6 @@ let b: { workspaceId: string; rootKeyId: string; rootKey: string };
 let closeKeys: () => Promise<void>;
 let closeRatelimit: () => Promise<void>;
 
-// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
 type Json = any;
 
 async function post(

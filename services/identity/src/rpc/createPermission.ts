@@ -5,7 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { audited, published, succeeded } from "../audit.ts";
+import { audited, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { descriptionOf, nameOf, slugOf } from "../validation.ts";

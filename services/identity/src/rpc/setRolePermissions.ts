@@ -5,7 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions, resourcesOf } from "@latchkey/runtime";
 import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
-import { audited, published, succeeded } from "../audit.ts";
+import { audited, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
