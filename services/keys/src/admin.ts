@@ -6,6 +6,7 @@ import {
   newId,
   rootPermissionProblem,
   type Sql,
+  type TransactionSql,
 } from "@latchkey/runtime";
 import bs58 from "bs58";
 import { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";
@@ -135,10 +136,10 @@ export async function listRootKeys(sql: Sql): Promise<RootKeyListing[]> {
  * Answers the key's hash and workspace, for the announcement of the change.
  */
 export async function revokeRootKey(
-  sql: Sql,
+  sql: Sql | TransactionSql,
   id: string,
 ): Promise<{ revokedAt: number; hash: string; workspaceId: string }> {
-  return sql.begin(async (tx) => {
+  return inTransaction(sql, async (tx) => {
     const [before] = await tx<{ revoked_at: number | null }[]>`SELECT revoked_at FROM root_keys
       WHERE id = ${id} FOR UPDATE`;
     const [row] = await tx<{ revoked_at: number; hash: string; workspace_id: string }[]>`UPDATE root_keys
@@ -154,7 +155,7 @@ export async function revokeRootKey(
       );
     }
     return { revokedAt: row.revoked_at, hash: row.hash, workspaceId: row.workspace_id };
-  }) as Promise<{ revokedAt: number; hash: string; workspaceId: string }>;
+  });
 }
 
 /**
@@ -190,6 +191,11 @@ async function insertRootKey(sql: Sql, workspaceId: string, permissions: string[
     VALUES (${rootKeyId}, ${workspaceId}, ${hashKey(rootKey)}, ${startOf(rootKey)}, ${name},
       ${permissions}::text[], ${Date.now()})`;
   return { rootKeyId, rootKey };
+}
+
+/** Runs `work` in `sql`'s transaction when it is one (key-changes.ts revokes and announces in one), else in a new one. */
+function inTransaction<T>(sql: Sql | TransactionSql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  return "begin" in sql ? (sql.begin(work) as Promise<T>) : work(sql);
 }
 
 /** What listings show of a root key: its prefix and 4 characters. */
