@@ -195,6 +195,20 @@ describe("callersText", () => {
     ).toThrow(/wrong/);
   });
 
+  it("keeps no assertion for reuse when the caller carries a request id", () => {
+    let now = 1_000_000;
+    const auth = new InternalAuth([SECRET], () => now);
+    const caller = { workspaceId: "ws_a", rootKeyId: "rk_1", permissions: ["*"], requestId: "req_1" };
+    const first = auth.sign(GET_KEY, { caller });
+    now += 1_000;
+    // Made anew (a later expiry), where a caller without one would get the first assertion again.
+    expect(auth.sign(GET_KEY, { caller })).not.toBe(first);
+    const plain = { ...caller, requestId: "" };
+    const reused = auth.sign(GET_KEY, { caller: plain });
+    now += 1_000;
+    expect(auth.sign(GET_KEY, { caller: plain })).toBe(reused);
+  });
+
   it("tells apart callers whose fields would run together", () => {
     const a = callersText({ caller: { workspaceId: "ws_a", rootKeyId: "b", permissions: [] } });
     const b = callersText({ caller: { workspaceId: "ws_", rootKeyId: "ab", permissions: [] } });
