@@ -5,62 +5,59 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { audited, published, succeeded } from "../audit.ts";
+import { published, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf, metaOf, ratelimitsOf } from "../validation.ts";
 
 export function createIdentity(deps: IdentityDeps) {
-  return audited(
-    deps,
-    "identities.createIdentity",
-    () => [],
-    async (req: CreateIdentityRequest): Promise<MessageInitShape<typeof CreateIdentityResponseSchema>> => {
-      const input = validCreateIdentity(req);
-      const caller = authenticatedCaller(req);
-      requirePermissions(caller, ["identity.*.create_identity"]);
-      const now = deps.clock.now();
-      const id = newId("id");
-      const { created, identity } = await deps.store.insertIdentity(
-        {
-          id,
-          workspaceId: caller.workspaceId,
-          externalId: input.externalId,
-          meta: input.meta,
-          ratelimits: input.ratelimits,
-          createdAt: now,
-          updatedAt: now,
-        },
-        succeeded(
-          deps,
-          caller,
-          "identities.createIdentity",
-          [{ type: "identity", id }],
-          [
-            "externalId",
-            ...(req.metaJson !== undefined ? ["meta"] : []),
-            ...(req.ratelimits.length > 0 ? ["ratelimits"] : []),
-          ],
-        ),
-      );
-      if (!created) {
-        throw domainError(
-          ErrorReason.IDENTITY_ALREADY_EXISTS,
-          `An identity with externalId '${input.externalId}' already exists in this workspace.`,
-        );
-      }
-      published(deps, "identity.created", caller.workspaceId, {
-        identityId: identity.id,
-        externalId: identity.externalId,
-      });
-      await identityChanged(deps, {
+  return async (
+    req: CreateIdentityRequest,
+  ): Promise<MessageInitShape<typeof CreateIdentityResponseSchema>> => {
+    const input = validCreateIdentity(req);
+    const caller = authenticatedCaller(req);
+    requirePermissions(caller, ["identity.*.create_identity"]);
+    const now = deps.clock.now();
+    const id = newId("id");
+    const { created, identity } = await deps.store.insertIdentity(
+      {
+        id,
         workspaceId: caller.workspaceId,
-        identityId: identity.id,
-        externalId: identity.externalId,
-      });
-      return { identityId: identity.id };
-    },
-  );
+        externalId: input.externalId,
+        meta: input.meta,
+        ratelimits: input.ratelimits,
+        createdAt: now,
+        updatedAt: now,
+      },
+      succeeded(
+        deps,
+        caller,
+        "identities.createIdentity",
+        [{ type: "identity", id }],
+        [
+          "externalId",
+          ...(req.metaJson !== undefined ? ["meta"] : []),
+          ...(req.ratelimits.length > 0 ? ["ratelimits"] : []),
+        ],
+      ),
+    );
+    if (!created) {
+      throw domainError(
+        ErrorReason.IDENTITY_ALREADY_EXISTS,
+        `An identity with externalId '${input.externalId}' already exists in this workspace.`,
+      );
+    }
+    published(deps, "identity.created", caller.workspaceId, {
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
+    await identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
+    return { identityId: identity.id };
+  };
 }
 
 function validCreateIdentity(req: CreateIdentityRequest) {

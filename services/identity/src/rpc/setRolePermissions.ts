@@ -3,9 +3,9 @@ import type {
   SetRolePermissionsRequest,
   SetRolePermissionsResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions, resourcesOf } from "@latchkey/runtime";
+import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
-import { audited, succeeded } from "../audit.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
@@ -14,36 +14,31 @@ import { permissionView } from "../views.ts";
 
 /** Replaces the role's permissions atomically ([] clears them); missing slugs are created when the caller may. */
 export function setRolePermissions(deps: IdentityDeps) {
-  return audited(
-    deps,
-    "permissions.setRolePermissions",
-    (req) => resourcesOf(["role", req.role]),
-    async (
-      req: SetRolePermissionsRequest,
-    ): Promise<MessageInitShape<typeof SetRolePermissionsResponseSchema>> => {
-      const ref = referenceOf(req.role, "/roleId");
-      const slugs = slugsOf(req.permissions);
-      const caller = authenticatedCaller(req);
-      requirePermissions(caller, ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"]);
-      const role = await visibleRole(deps, caller, ref);
-      const wanted = await permissionCandidates(deps, caller, slugs);
-      requireCreatePermission(caller, wanted.missing);
-      const permissions = await deps.store.setRolePermissions(
-        caller.workspaceId,
-        role.id,
-        wanted.candidates,
-        succeeded(
-          deps,
-          caller,
-          "permissions.setRolePermissions",
-          [{ type: "role", id: role.id }],
-          ["permissions"],
-        ),
-      );
-      if (!permissions) throw roleNotFound(ref);
-      await announceCreated(deps, wanted, permissions);
-      await identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
-      return { permissions: permissions.map(permissionView) };
-    },
-  );
+  return async (
+    req: SetRolePermissionsRequest,
+  ): Promise<MessageInitShape<typeof SetRolePermissionsResponseSchema>> => {
+    const ref = referenceOf(req.role, "/roleId");
+    const slugs = slugsOf(req.permissions);
+    const caller = authenticatedCaller(req);
+    requirePermissions(caller, ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"]);
+    const role = await visibleRole(deps, caller, ref);
+    const wanted = await permissionCandidates(deps, caller, slugs);
+    requireCreatePermission(caller, wanted.missing);
+    const permissions = await deps.store.setRolePermissions(
+      caller.workspaceId,
+      role.id,
+      wanted.candidates,
+      succeeded(
+        deps,
+        caller,
+        "permissions.setRolePermissions",
+        [{ type: "role", id: role.id }],
+        ["permissions"],
+      ),
+    );
+    if (!permissions) throw roleNotFound(ref);
+    await announceCreated(deps, wanted, permissions);
+    await identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });
+    return { permissions: permissions.map(permissionView) };
+  };
 }

@@ -3,9 +3,9 @@ import type {
   UpdateIdentityRequest,
   UpdateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions, resourcesOf } from "@latchkey/runtime";
+import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
-import { audited, succeeded } from "../audit.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import type { IdentityUpdate } from "../store/identity-store.ts";
@@ -13,40 +13,37 @@ import { metaOf, ratelimitsOf, referenceOf } from "../validation.ts";
 import { identityView } from "../views.ts";
 
 export function updateIdentity(deps: IdentityDeps) {
-  return audited(
-    deps,
-    "identities.updateIdentity",
-    (req) => resourcesOf(["identity", req.identity]),
-    async (req: UpdateIdentityRequest): Promise<MessageInitShape<typeof UpdateIdentityResponseSchema>> => {
-      const input = validUpdateIdentity(req);
-      const caller = authenticatedCaller(req);
-      requirePermissions(caller, ["identity.*.update_identity"]);
-      const found = await visibleIdentity(deps, caller, input.identity);
-      const updated = await deps.store.updateIdentity(
-        caller.workspaceId,
-        found.id,
-        { ...input.change, updatedAt: deps.clock.now() },
-        succeeded(
-          deps,
-          caller,
-          "identities.updateIdentity",
-          [{ type: "identity", id: found.id }],
-          [
-            ...(input.change.meta !== undefined ? ["meta"] : []),
-            ...(input.change.ratelimits !== undefined ? ["ratelimits"] : []),
-          ],
-        ),
-      );
-      // Deleted between the lookup and the update.
-      if (!updated) throw identityNotFound(input.identity);
-      await identityChanged(deps, {
-        workspaceId: caller.workspaceId,
-        identityId: updated.id,
-        externalId: updated.externalId,
-      });
-      return { identity: identityView(updated) };
-    },
-  );
+  return async (
+    req: UpdateIdentityRequest,
+  ): Promise<MessageInitShape<typeof UpdateIdentityResponseSchema>> => {
+    const input = validUpdateIdentity(req);
+    const caller = authenticatedCaller(req);
+    requirePermissions(caller, ["identity.*.update_identity"]);
+    const found = await visibleIdentity(deps, caller, input.identity);
+    const updated = await deps.store.updateIdentity(
+      caller.workspaceId,
+      found.id,
+      { ...input.change, updatedAt: deps.clock.now() },
+      succeeded(
+        deps,
+        caller,
+        "identities.updateIdentity",
+        [{ type: "identity", id: found.id }],
+        [
+          ...(input.change.meta !== undefined ? ["meta"] : []),
+          ...(input.change.ratelimits !== undefined ? ["ratelimits"] : []),
+        ],
+      ),
+    );
+    // Deleted between the lookup and the update.
+    if (!updated) throw identityNotFound(input.identity);
+    await identityChanged(deps, {
+      workspaceId: caller.workspaceId,
+      identityId: updated.id,
+      externalId: updated.externalId,
+    });
+    return { identity: identityView(updated) };
+  };
 }
 
 function validUpdateIdentity(req: UpdateIdentityRequest): {

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AddRolesRequest, AddRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, requirePermissions, resourcesOf } from "@latchkey/runtime";
+import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, audited, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
@@ -15,41 +15,36 @@ import { validKeyId, validRoleNames } from "./validation.ts";
  * Answers the key's roles.
  */
 export function addRoles(deps: KeysDeps) {
-  return audited(
-    deps,
-    "keys.addRoles",
-    (req) => resourcesOf(["key", req.keyId]),
-    async (req: AddRolesRequest): Promise<MessageInitShape<typeof AddRolesResponseSchema>> => {
-      const caller = authenticatedCaller(req);
-      const keyId = validKeyId(req.keyId);
-      const names = validRoleNames(req.roles, 1);
-      const key = await visibleKey(deps, caller, keyId);
-      requirePermissions(caller, [
-        need("api", key.apiId, "update_key"),
-        ...grantChangePermissions({ roles: adding(names) }),
-      ]);
-      const roles = await requireRoles(deps, caller, names);
-      const add = roles.map((r) => r.name);
-      const updated = await deps.store.changeKeyList(
-        key.id,
-        "roles",
-        { add, remove: [] },
-        deps.clock.now(),
-        succeeded(deps, caller, "keys.addRoles", [keyResource(key.id), apiResource(key.apiId)], ["roles"]),
-      );
-      if (!updated) throw keyNotFound();
-      published(deps, "key.updated", caller.workspaceId, {
-        keyId: key.id,
-        apiId: key.apiId,
-        fields: ["roles"],
-      });
-      await keyChanged(deps, {
-        workspaceId: caller.workspaceId,
-        hash: key.hash,
-        keyId: key.id,
-        apiId: key.apiId,
-      });
-      return { roles: await rolesView(deps, caller, updated.roles) };
-    },
-  );
+  return async (req: AddRolesRequest): Promise<MessageInitShape<typeof AddRolesResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const keyId = validKeyId(req.keyId);
+    const names = validRoleNames(req.roles, 1);
+    const key = await visibleKey(deps, caller, keyId);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      ...grantChangePermissions({ roles: adding(names) }),
+    ]);
+    const roles = await requireRoles(deps, caller, names);
+    const add = roles.map((r) => r.name);
+    const updated = await deps.store.changeKeyList(
+      key.id,
+      "roles",
+      { add, remove: [] },
+      deps.clock.now(),
+      succeeded(deps, caller, "keys.addRoles", [keyResource(key.id), apiResource(key.apiId)], ["roles"]),
+    );
+    if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      fields: ["roles"],
+    });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
+    return { roles: await rolesView(deps, caller, updated.roles) };
+  };
 }

@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
-import { apiResource, audited, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -15,66 +15,60 @@ import { metaObject, validCredits, validExpires, validPermissions, validRatelimi
 const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
 
 export function createKey(deps: KeysDeps) {
-  return audited(
-    deps,
-    "keys.createKey",
-    (req) => resourcesOf(["api", req.apiId]),
-    async (req: CreateKeyRequest): Promise<MessageInitShape<typeof CreateKeyResponseSchema>> => {
-      const caller = authenticatedCaller(req);
-      const input = validCreateKey(req);
-      // A root key that may not create keys here learns nothing about the API: Unkey masks it as 404.
-      requireOrMask(caller, [need("api", input.apiId, "create_key")], apiNotFound);
-      const api = await visibleApi(deps, caller, input.apiId);
-      if (input.recoverable) requireOrMask(caller, [need("api", api.id, "encrypt_key")], apiNotFound);
-      // Giving the new key roles or permissions needs what adding them to a key needs.
-      requirePermissions(
+  return async (req: CreateKeyRequest): Promise<MessageInitShape<typeof CreateKeyResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const input = validCreateKey(req);
+    // A root key that may not create keys here learns nothing about the API: Unkey masks it as 404.
+    requireOrMask(caller, [need("api", input.apiId, "create_key")], apiNotFound);
+    const api = await visibleApi(deps, caller, input.apiId);
+    if (input.recoverable) requireOrMask(caller, [need("api", api.id, "encrypt_key")], apiNotFound);
+    // Giving the new key roles or permissions needs what adding them to a key needs.
+    requirePermissions(
+      caller,
+      grantChangePermissions({ roles: adding(input.roles), permissions: adding(input.permissions) }),
+    );
+    const vault = input.recoverable ? requireVault(deps) : undefined;
+    const roles = (await requireRoles(deps, caller, input.roles)).map((r) => r.name);
+    // As Unkey: the key's permission slugs exist from now on, created with no rbac permission asked.
+    await ensureInlinePermissions(deps, caller, input.permissions);
+    const identity = input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
+    const material = generateKey(input.prefix, input.byteLength);
+    const keyId = newId("key");
+    await deps.store.createKey(
+      {
+        id: keyId,
+        workspaceId: caller.workspaceId,
+        apiId: api.id,
+        hash: material.hash,
+        start: material.start,
+        name: input.name,
+        metaJson: input.metaJson,
+        externalId: identity?.externalId ?? null,
+        identityId: identity?.id ?? null,
+        permissions: input.permissions,
+        roles,
+        expires: input.expires,
+        enabled: input.enabled,
+        remaining: input.remaining,
+        refill: input.refill,
+        createdAt: deps.clock.now(),
+        ratelimits: input.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
+        byteLength: input.byteLength,
+      },
+      vault?.seal(keyId, caller.workspaceId, material.key),
+      succeeded(
+        deps,
         caller,
-        grantChangePermissions({ roles: adding(input.roles), permissions: adding(input.permissions) }),
-      );
-      const vault = input.recoverable ? requireVault(deps) : undefined;
-      const roles = (await requireRoles(deps, caller, input.roles)).map((r) => r.name);
-      // As Unkey: the key's permission slugs exist from now on, created with no rbac permission asked.
-      await ensureInlinePermissions(deps, caller, input.permissions);
-      const identity =
-        input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
-      const material = generateKey(input.prefix, input.byteLength);
-      const keyId = newId("key");
-      await deps.store.createKey(
-        {
-          id: keyId,
-          workspaceId: caller.workspaceId,
-          apiId: api.id,
-          hash: material.hash,
-          start: material.start,
-          name: input.name,
-          metaJson: input.metaJson,
-          externalId: identity?.externalId ?? null,
-          identityId: identity?.id ?? null,
-          permissions: input.permissions,
-          roles,
-          expires: input.expires,
-          enabled: input.enabled,
-          remaining: input.remaining,
-          refill: input.refill,
-          createdAt: deps.clock.now(),
-          ratelimits: input.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
-          byteLength: input.byteLength,
-        },
-        vault?.seal(keyId, caller.workspaceId, material.key),
-        succeeded(
-          deps,
-          caller,
-          "keys.createKey",
-          [keyResource(keyId), apiResource(api.id), ...resourcesOf(["identity", identity?.id])],
-          createKeyFields(req),
-        ),
-      );
-      published(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
-      // Drops a negative cache entry for this hash wherever one exists.
-      await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
-      return { keyId, key: material.key };
-    },
-  );
+        "keys.createKey",
+        [keyResource(keyId), apiResource(api.id), ...resourcesOf(["identity", identity?.id])],
+        createKeyFields(req),
+      ),
+    );
+    published(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
+    // Drops a negative cache entry for this hash wherever one exists.
+    await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
+    return { keyId, key: material.key };
+  };
 }
 
 /** The names of the fields a createKey request sets, for its audit record (never their values). */

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, requirePermissions, resourcesOf } from "@latchkey/runtime";
+import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
-import { apiResource, audited, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 
@@ -12,38 +12,33 @@ import { keyChanged } from "../events.ts";
  * are removed, so the same key string can be imported again.
  */
 export function deleteKey(deps: KeysDeps) {
-  return audited(
-    deps,
-    "keys.deleteKey",
-    (req) => resourcesOf(["key", req.keyId]),
-    async (req: DeleteKeyRequest): Promise<MessageInitShape<typeof DeleteKeyResponseSchema>> => {
-      const caller = authenticatedCaller(req);
-      const key = await visibleKey(deps, caller, req.keyId);
-      requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
-      await deps.store.deleteKey(
-        key.id,
-        req.permanent,
-        deps.clock.now(),
-        succeeded(
-          deps,
-          caller,
-          "keys.deleteKey",
-          [keyResource(key.id), apiResource(key.apiId)],
-          req.permanent ? ["permanent"] : [],
-        ),
-      );
-      published(deps, "key.deleted", caller.workspaceId, {
-        keyId: key.id,
-        apiId: key.apiId,
-        permanent: req.permanent,
-      });
-      await keyChanged(deps, {
-        workspaceId: caller.workspaceId,
-        hash: key.hash,
-        keyId: key.id,
-        apiId: key.apiId,
-      });
-      return {};
-    },
-  );
+  return async (req: DeleteKeyRequest): Promise<MessageInitShape<typeof DeleteKeyResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
+    await deps.store.deleteKey(
+      key.id,
+      req.permanent,
+      deps.clock.now(),
+      succeeded(
+        deps,
+        caller,
+        "keys.deleteKey",
+        [keyResource(key.id), apiResource(key.apiId)],
+        req.permanent ? ["permanent"] : [],
+      ),
+    );
+    published(deps, "key.deleted", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      permanent: req.permanent,
+    });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
+    return {};
+  };
 }

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
+import { need, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
-import { apiResource, audited, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -30,87 +30,82 @@ const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
  * (its expires becomes the millisecond before now).
  */
 export function rerollKey(deps: KeysDeps) {
-  return audited(
-    deps,
-    "keys.rerollKey",
-    (req) => resourcesOf(["key", req.keyId]),
-    async (req: RerollKeyRequest): Promise<MessageInitShape<typeof RerollKeyResponseSchema>> => {
-      const caller = authenticatedCaller(req);
-      const expiration = validExpires(req.expiration, "/expiration");
-      const original = await visibleKey(deps, caller, req.keyId);
-      requirePermissions(caller, [
-        need("api", original.apiId, "create_key"),
-        ...(original.recoverable ? [need("api", original.apiId, "encrypt_key")] : []),
-        // The new key is given the original's roles and permissions: a credential holding them that the
-        // caller could not otherwise create.
-        ...grantChangePermissions({
-          roles: adding(original.roles),
-          permissions: adding(original.permissions),
-        }),
-      ]);
-      const vault = original.recoverable ? requireVault(deps) : undefined;
-      // The roles that still exist: one deleted since is not carried over.
-      const roles = (await existingRoles(deps, caller, original.roles)).map((r) => r.name);
-      const byteLength = original.byteLength ?? 16;
-      const material = generateKey(prefixOf(original.start), byteLength);
-      const keyId = newId("key");
-      const now = deps.clock.now();
-      const stopsAt = expiration === 0 ? now - 1 : now + expiration;
-      const originalExpires = Math.min(original.expires ?? Number.MAX_SAFE_INTEGER, stopsAt);
-      await deps.store.rerollKey(
-        {
-          id: keyId,
-          workspaceId: original.workspaceId,
-          apiId: original.apiId,
-          hash: material.hash,
-          start: material.start,
-          name: original.name,
-          metaJson: original.metaJson,
-          externalId: original.externalId,
-          identityId: original.identityId,
-          permissions: original.permissions,
-          roles,
-          expires: original.expires,
-          enabled: original.enabled,
-          // The store hands over the balance as it is when the original is locked.
-          remaining: original.remaining,
-          refill: original.refill,
-          createdAt: now,
-          ratelimits: original.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
-          byteLength,
-        },
-        vault?.seal(keyId, original.workspaceId, material.key),
-        original.id,
-        originalExpires,
-        succeeded(
-          deps,
-          caller,
-          "keys.rerollKey",
-          [keyResource(original.id), keyResource(keyId), apiResource(original.apiId)],
-          ["expiration"],
-        ),
-      );
-      published(deps, "key.rerolled", caller.workspaceId, {
-        keyId: original.id,
+  return async (req: RerollKeyRequest): Promise<MessageInitShape<typeof RerollKeyResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const expiration = validExpires(req.expiration, "/expiration");
+    const original = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [
+      need("api", original.apiId, "create_key"),
+      ...(original.recoverable ? [need("api", original.apiId, "encrypt_key")] : []),
+      // The new key is given the original's roles and permissions: a credential holding them that the
+      // caller could not otherwise create.
+      ...grantChangePermissions({
+        roles: adding(original.roles),
+        permissions: adding(original.permissions),
+      }),
+    ]);
+    const vault = original.recoverable ? requireVault(deps) : undefined;
+    // The roles that still exist: one deleted since is not carried over.
+    const roles = (await existingRoles(deps, caller, original.roles)).map((r) => r.name);
+    const byteLength = original.byteLength ?? 16;
+    const material = generateKey(prefixOf(original.start), byteLength);
+    const keyId = newId("key");
+    const now = deps.clock.now();
+    const stopsAt = expiration === 0 ? now - 1 : now + expiration;
+    const originalExpires = Math.min(original.expires ?? Number.MAX_SAFE_INTEGER, stopsAt);
+    await deps.store.rerollKey(
+      {
+        id: keyId,
+        workspaceId: original.workspaceId,
         apiId: original.apiId,
-        newKeyId: keyId,
-        expiresAt: expiration === 0 ? null : originalExpires,
-      });
-      await keyChanged(deps, {
-        workspaceId: caller.workspaceId,
-        hash: original.hash,
-        keyId: original.id,
-        apiId: original.apiId,
-      });
-      await keyChanged(deps, {
-        workspaceId: caller.workspaceId,
         hash: material.hash,
-        keyId,
-        apiId: original.apiId,
-      });
-      return { keyId, key: material.key };
-    },
-  );
+        start: material.start,
+        name: original.name,
+        metaJson: original.metaJson,
+        externalId: original.externalId,
+        identityId: original.identityId,
+        permissions: original.permissions,
+        roles,
+        expires: original.expires,
+        enabled: original.enabled,
+        // The store hands over the balance as it is when the original is locked.
+        remaining: original.remaining,
+        refill: original.refill,
+        createdAt: now,
+        ratelimits: original.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
+        byteLength,
+      },
+      vault?.seal(keyId, original.workspaceId, material.key),
+      original.id,
+      originalExpires,
+      succeeded(
+        deps,
+        caller,
+        "keys.rerollKey",
+        [keyResource(original.id), keyResource(keyId), apiResource(original.apiId)],
+        ["expiration"],
+      ),
+    );
+    published(deps, "key.rerolled", caller.workspaceId, {
+      keyId: original.id,
+      apiId: original.apiId,
+      newKeyId: keyId,
+      expiresAt: expiration === 0 ? null : originalExpires,
+    });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: original.hash,
+      keyId: original.id,
+      apiId: original.apiId,
+    });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: material.hash,
+      keyId,
+      apiId: original.apiId,
+    });
+    return { keyId, key: material.key };
+  };
 }
 
 /** The prefix a key was generated with: its start up to the last "_" (base58 has none). */

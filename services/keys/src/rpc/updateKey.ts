@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, audited, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -23,58 +23,53 @@ import {
  * in `cleared` (JSON null) is cleared. See UpdateKeyRequest in keys.proto.
  */
 export function updateKey(deps: KeysDeps) {
-  return audited(
-    deps,
-    "keys.updateKey",
-    (req) => resourcesOf(["key", req.keyId]),
-    async (req: UpdateKeyRequest): Promise<MessageInitShape<typeof UpdateKeyResponseSchema>> => {
-      const caller = authenticatedCaller(req);
-      const key = await visibleKey(deps, caller, req.keyId);
-      requirePermissions(caller, [
-        need("api", key.apiId, "update_key"),
-        // roles and permissions replace the key's lists, as setRoles and setPermissions do.
-        ...grantChangePermissions({
-          roles: req.roles && replacing(req.roles.values),
-          permissions: req.permissions && replacing(req.permissions.values),
-        }),
-      ]);
-      const patch = validUpdateKey(req, key, deps.clock.now());
-      if (patch.roles) patch.roles = (await requireRoles(deps, caller, patch.roles)).map((r) => r.name);
-      if (patch.permissions) await ensureInlinePermissions(deps, caller, patch.permissions);
-      // An externalId links the key to that identity (created when missing); null unlinks it.
-      if (patch.externalId === null) patch.identityId = null;
-      else if (patch.externalId !== undefined) {
-        const identity = await ensureIdentity(deps, caller, patch.externalId);
-        patch.externalId = identity.externalId;
-        patch.identityId = identity.id;
-      }
-      const fields = patchFields(patch);
-      const updated = await deps.store.updateKey(
-        key.id,
-        patch,
-        succeeded(
-          deps,
-          caller,
-          "keys.updateKey",
-          [
-            keyResource(key.id),
-            apiResource(key.apiId),
-            ...resourcesOf(["identity", patch.identityId ?? undefined]),
-          ],
-          fields,
-        ),
-      );
-      if (!updated) throw keyNotFound();
-      published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
-      await keyChanged(deps, {
-        workspaceId: caller.workspaceId,
-        hash: key.hash,
-        keyId: key.id,
-        apiId: key.apiId,
-      });
-      return {};
-    },
-  );
+  return async (req: UpdateKeyRequest): Promise<MessageInitShape<typeof UpdateKeyResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const key = await visibleKey(deps, caller, req.keyId);
+    requirePermissions(caller, [
+      need("api", key.apiId, "update_key"),
+      // roles and permissions replace the key's lists, as setRoles and setPermissions do.
+      ...grantChangePermissions({
+        roles: req.roles && replacing(req.roles.values),
+        permissions: req.permissions && replacing(req.permissions.values),
+      }),
+    ]);
+    const patch = validUpdateKey(req, key, deps.clock.now());
+    if (patch.roles) patch.roles = (await requireRoles(deps, caller, patch.roles)).map((r) => r.name);
+    if (patch.permissions) await ensureInlinePermissions(deps, caller, patch.permissions);
+    // An externalId links the key to that identity (created when missing); null unlinks it.
+    if (patch.externalId === null) patch.identityId = null;
+    else if (patch.externalId !== undefined) {
+      const identity = await ensureIdentity(deps, caller, patch.externalId);
+      patch.externalId = identity.externalId;
+      patch.identityId = identity.id;
+    }
+    const fields = patchFields(patch);
+    const updated = await deps.store.updateKey(
+      key.id,
+      patch,
+      succeeded(
+        deps,
+        caller,
+        "keys.updateKey",
+        [
+          keyResource(key.id),
+          apiResource(key.apiId),
+          ...resourcesOf(["identity", patch.identityId ?? undefined]),
+        ],
+        fields,
+      ),
+    );
+    if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
+    await keyChanged(deps, {
+      workspaceId: caller.workspaceId,
+      hash: key.hash,
+      keyId: key.id,
+      apiId: key.apiId,
+    });
+    return {};
+  };
 }
 
 /** The public names of the fields a patch changes, for the audit record and key.updated (never their values). */
