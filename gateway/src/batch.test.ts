@@ -9,12 +9,14 @@ const callerA = {
   workspaceId: "ws_a",
   rootKeyId: "rk_a",
   permissions: [],
+  requestId: "",
 } as Caller;
 const callerB = {
   $typeName: "common.v1.Caller",
   workspaceId: "ws_b",
   rootKeyId: "rk_b",
   permissions: [],
+  requestId: "",
 } as Caller;
 
 interface Sent {

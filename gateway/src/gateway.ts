@@ -2,6 +2,7 @@ import { randomFillSync } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
+import { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import {
@@ -139,7 +140,17 @@ interface Served {
   validate: Validate<unknown>;
   /** Whether its body may hold JSON of any depth (meta), so the depth is checked before parsing. */
   freeJson: boolean;
+  /** Whether it changes state: its caller then carries the request id, for the change's audit record. */
+  changes: boolean;
 }
+
+/**
+ * The operations that change state, by name (create, update, delete, set, add, remove, reroll,
+ * migrate): the others (reads, verifications, limits) never carry a request id, so the hot path's
+ * callers stay as they are.
+ */
+export const changesState = (operation: string): boolean =>
+  /\.(create|update|delete|set|add|remove|reroll|migrate)[A-Z]/.test(operation);
 
 const JSON_TYPE = "application/json";
 
@@ -177,6 +188,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     identity: createClient(IdentityService, deps.identity),
     analytics: createClient(AnalyticsService, deps.analytics),
     webhooks: createClient(WebhookService, deps.webhooks),
+    audit: {
+      keys: createClient(AuditService, deps.keys),
+      identity: createClient(AuditService, deps.identity),
+      ratelimit: createClient(AuditService, deps.ratelimit),
+    },
     // Requests and their items are messages written as literals, handed over as they are in process.
     verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(
       "VerifyKeyBatch",
@@ -202,6 +218,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       handle: route.handle,
       validate: compile(route.schema, route.refused),
       freeJson: holdsFreeJson(route.schema),
+      changes: changesState(operation),
     });
   }
 
@@ -248,7 +265,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   function run(served: Served, input: unknown, caller: Caller, requestId: string): Promise<Reply> {
     if (served.permissions) requirePermissions(caller, served.permissions(input));
-    return served.handle(input, { caller, requestId, services });
+    // The cached caller is shared: a management call gets a copy that carries its request id.
+    const c = served.changes ? { ...caller, requestId } : caller;
+    return served.handle(input, { caller: c, requestId, services });
   }
 
   function fail(served: Served, x: Exchange, requestId: string, caller: Caller | undefined, err: unknown) {

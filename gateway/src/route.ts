@@ -1,5 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
+import type { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import type { KeysService, VerifyKeyRequest, VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
@@ -19,6 +20,8 @@ export interface Services {
   identity: Client<typeof IdentityService>;
   analytics: Client<typeof AnalyticsService>;
   webhooks: Client<typeof WebhookService>;
+  /** Each context's audit records, served by keys, identity and ratelimit over their own transports. */
+  audit: Record<"keys" | "identity" | "ratelimit", Client<typeof AuditService>>;
   /** ratelimits.limit through a batcher: concurrent limits share one LimitBatch call. */
   limit(caller: Caller, request: LimitRequest): Promise<LimitResponse>;
   /** keys.verifyKey through the batcher: concurrent verifications share one VerifyKeyBatch call. */

@@ -4,6 +4,7 @@ import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
 import { verifyKeyBatchCodecs } from "@latchkey/keys/verify/batch-codecs";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
+import { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import {
@@ -47,6 +48,8 @@ export interface HarnessOptions {
   identity?: Partial<ServiceImpl<typeof IdentityService>>;
   analytics?: Partial<ServiceImpl<typeof AnalyticsService>>;
   webhooks?: Partial<ServiceImpl<typeof WebhookService>>;
+  /** Each context's AuditService, by context; unfaked, each answers no records. */
+  audit?: Partial<Record<"keys" | "identity" | "ratelimit", Partial<ServiceImpl<typeof AuditService>>>>;
   bus?: Bus;
   maxBodyBytes?: number;
   log?: Logger;
@@ -70,7 +73,9 @@ export function harness(options: HarnessOptions = {}) {
   const calls = { authenticateRootKey: 0 };
   const limitBatches: LimitBatchRequest[] = [];
   const clock = new TestClock();
-  const keys = createRouterTransport((router) =>
+  const noLogs = { listAuditLogs: () => ({ logs: [] }) };
+  const keys = createRouterTransport((router) => {
+    router.service(AuditService, options.audit?.keys ?? noLogs);
     router.service(KeysService, {
       authenticateRootKey(req) {
         calls.authenticateRootKey++;
@@ -79,10 +84,11 @@ export function harness(options: HarnessOptions = {}) {
         return { caller };
       },
       ...options.keys,
-    }),
-  );
+    });
+  });
   const fakeLimit = options.ratelimit?.limit;
-  const ratelimit = createRouterTransport((router) =>
+  const ratelimit = createRouterTransport((router) => {
+    router.service(AuditService, options.audit?.ratelimit ?? noLogs);
     router.service(RatelimitService, {
       async limitBatch(req, ctx) {
         limitBatches.push(req);
@@ -109,9 +115,12 @@ export function harness(options: HarnessOptions = {}) {
         return { results };
       },
       ...options.ratelimit,
-    }),
-  );
-  const identity = createRouterTransport((router) => router.service(IdentityService, options.identity ?? {}));
+    });
+  });
+  const identity = createRouterTransport((router) => {
+    router.service(AuditService, options.audit?.identity ?? noLogs);
+    router.service(IdentityService, options.identity ?? {});
+  });
   const analytics = createRouterTransport((router) =>
     router.service(AnalyticsService, options.analytics ?? {}),
   );
@@ -296,5 +305,17 @@ export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
     identity: answeringAll(IdentityService, guard),
     analytics: answeringAll(AnalyticsService, guard),
     webhooks: answeringAll(WebhookService, guard),
+    // No records (a filled record would not be one a service writes), after the guard.
+    audit: Object.fromEntries(
+      (["keys", "identity", "ratelimit"] as const).map((context) => [
+        context,
+        {
+          listAuditLogs: (req: { caller?: Caller }) => {
+            guard(req.caller, "listAuditLogs");
+            return { logs: [] };
+          },
+        },
+      ]),
+    ),
   };
 }

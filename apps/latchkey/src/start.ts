@@ -12,7 +12,7 @@ import {
 } from "@latchkey/analytics";
 import { builtConsolePages } from "@latchkey/console/build";
 import { createGateway, listen, metricsPortOf, serveMetrics } from "@latchkey/gateway";
-import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { createIdentityDeps, IDENTITY_AUDIT_TABLE, identityRoutes } from "@latchkey/identity";
 import {
   createKeysDeps,
   createRootKey,
@@ -20,13 +20,15 @@ import {
   creditsLowFractionFromEnv,
   ensureRootKey,
   KEY_CACHE_MAX_BYTES,
+  KEYS_AUDIT_TABLE,
   keysRoutes,
   MIN_CACHE_BYTES,
   startRefills,
 } from "@latchkey/keys";
-import { createRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
+import { createRatelimitDeps, RATELIMIT_AUDIT_TABLE, ratelimitRoutes } from "@latchkey/ratelimit";
 import { counterBoundsFromEnv } from "@latchkey/ratelimit/settings";
 import {
+  AuditPruner,
   type Bus,
   createLogger,
   type EventSink,
@@ -168,7 +170,15 @@ async function main() {
     log: log.child({ service: "ratelimit" }),
     ...settings.counterBounds,
   });
-  const identity = createIdentityDeps({ sql: db.sql, bus, log: log.child({ service: "identity" }) });
+  const identity = createIdentityDeps({ sql: db.sql, bus, events, log: log.child({ service: "identity" }) });
+  // Audit records older than AUDIT_RETENTION_DAYS go, from each context's table (packages/runtime/src/audit.ts).
+  const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
+  const auditPruners = [KEYS_AUDIT_TABLE, IDENTITY_AUDIT_TABLE, RATELIMIT_AUDIT_TABLE].map((table) =>
+    new AuditPruner(db.sql, table, { retentionDays: auditRetentionDays, log }).start(),
+  );
+  closers.unshift(async () => {
+    for (const pruner of auditPruners) await pruner.stop();
+  });
   const transports = {
     ratelimit: localTransport(ratelimitRoutes(ratelimit)),
     identity: localTransport(identityRoutes(identity)),

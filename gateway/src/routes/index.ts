@@ -1,6 +1,7 @@
 import type { Route } from "../route.ts";
 import { analyticsRoutes } from "./analytics/index.ts";
 import { apisRoutes } from "./apis/index.ts";
+import { auditRoutes } from "./audit/index.ts";
 import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
@@ -20,6 +21,7 @@ export const routes = {
   ...permissionsRoutes,
   ...analyticsRoutes,
   ...webhooksRoutes,
+  ...auditRoutes,
 } satisfies Record<string, Route>;
 
 export type Operation = keyof typeof routes;

@@ -1,3 +1,4 @@
+export * from "./audit.ts";
 export * from "./batcher.ts";
 export * from "./bus.ts";
 export * from "./clock.ts";

@@ -176,7 +176,37 @@ describe("LATCHKEY_INTERNAL_SECRET", () => {
 
 describe("callersText", () => {
   it("covers every field of common.v1.Caller (a field added there must be signed too)", () => {
-    expect(CallerSchema.fields.map((f) => f.localName)).toEqual(["workspaceId", "rootKeyId", "permissions"]);
+    expect(CallerSchema.fields.map((f) => f.localName)).toEqual([
+      "workspaceId",
+      "rootKeyId",
+      "permissions",
+      "requestId",
+    ]);
+  });
+
+  it("signs a caller's requestId, and a caller without one as before", () => {
+    const base = { workspaceId: "ws_a", rootKeyId: "rk_1", permissions: ["*"] };
+    expect(callersText({ caller: base })).toBe('[["ws_a","rk_1",["*"]]]');
+    expect(callersText({ caller: { ...base, requestId: "" } })).toBe('[["ws_a","rk_1",["*"]]]');
+    expect(callersText({ caller: { ...base, requestId: "req_1" } })).toBe('[["ws_a","rk_1",["*"],"req_1"]]');
+    const header = new InternalAuth([SECRET]).sign(GET_KEY, { caller: { ...base, requestId: "req_1" } });
+    expect(() =>
+      new InternalAuth([SECRET]).check(GET_KEY, header, { caller: { ...base, requestId: "req_2" } }),
+    ).toThrow(/wrong/);
+  });
+
+  it("keeps no assertion for reuse when the caller carries a request id", () => {
+    let now = 1_000_000;
+    const auth = new InternalAuth([SECRET], () => now);
+    const caller = { workspaceId: "ws_a", rootKeyId: "rk_1", permissions: ["*"], requestId: "req_1" };
+    const first = auth.sign(GET_KEY, { caller });
+    now += 1_000;
+    // Made anew (a later expiry), where a caller without one would get the first assertion again.
+    expect(auth.sign(GET_KEY, { caller })).not.toBe(first);
+    const plain = { ...caller, requestId: "" };
+    const reused = auth.sign(GET_KEY, { caller: plain });
+    now += 1_000;
+    expect(auth.sign(GET_KEY, { caller: plain })).toBe(reused);
   });
 
   it("tells apart callers whose fields would run together", () => {

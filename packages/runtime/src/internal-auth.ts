@@ -19,7 +19,9 @@ import { OldestFirst } from "./oldest-first.ts";
  *
  * over the UTF-8 of "v1\n<expiry>\n/<service>/<Method>\n<callers>", where <callers> is the JSON
  * array of [workspaceId, rootKeyId, permissions] of the message's `caller` (when set) followed by
- * those of its `callers` (batches), `[]` for a message with neither. The path binds the assertion
+ * those of its `callers` (batches), `[]` for a message with neither; a caller with a requestId
+ * (management calls, for their audit record) has it as a fourth element, so the hot path's
+ * callers, which carry none, are signed as before. The path binds the assertion
  * to one method, the callers to one identity, the expiry to a minute; the rest of the body is not
  * covered (the callers are what a service trusts; everything else it validates).
  */
@@ -62,6 +64,7 @@ interface CallerLike {
   workspaceId?: string;
   rootKeyId?: string;
   permissions?: readonly string[];
+  requestId?: string;
 }
 
 /** A request message, or the init shape of one: only its callers matter here. */
@@ -70,7 +73,10 @@ interface WithCallers {
   callers?: readonly CallerLike[] | undefined;
 }
 
-const tuple = (c: CallerLike) => [c.workspaceId ?? "", c.rootKeyId ?? "", c.permissions ?? []];
+const tuple = (c: CallerLike) =>
+  c.requestId
+    ? [c.workspaceId ?? "", c.rootKeyId ?? "", c.permissions ?? [], c.requestId]
+    : [c.workspaceId ?? "", c.rootKeyId ?? "", c.permissions ?? []];
 
 /** The canonical text of every caller `message` carries: what a signature vouches for. */
 export function callersText(message: unknown): string {
@@ -152,17 +158,24 @@ export class InternalAuth {
   /** The header value vouching for a call of `path` carrying `message`'s callers. */
   sign(path: string, message: unknown): string {
     const callers = callersText(message);
-    const key = `${path}\n${callers}`;
     const now = this.now();
+    // A caller with a request id (a management call) is never sent again: its assertion is not
+    // kept, so a run of them does not push out the ones the hot path reuses.
+    if ((message as WithCallers | undefined)?.caller?.requestId) return this.make(now, path, callers);
+    const key = `${path}\n${callers}`;
     const made = this.made.get(key);
     if (made !== undefined && now < made.renewAt) return made.header;
-    const expiry = String(Math.floor(now / 1000) + TTL_SECONDS);
-    const header = `${VERSION}.${expiry}.${this.mac(this.keys[0]!, expiry, path, callers).toString("base64url")}`;
+    const header = this.make(now, path, callers);
     // Deleted first, so a renewed entry moves to the back of the insertion order.
     this.made.delete(key);
     this.made.set(key, { header, renewAt: now + REUSE_MS });
     this.oldest.trim(REUSED_MAX);
     return header;
+  }
+
+  private make(now: number, path: string, callers: string): string {
+    const expiry = String(Math.floor(now / 1000) + TTL_SECONDS);
+    return `${VERSION}.${expiry}.${this.mac(this.keys[0]!, expiry, path, callers).toString("base64url")}`;
   }
 
   /**

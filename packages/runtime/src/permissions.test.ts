@@ -37,6 +37,8 @@ describe("root-key permissions", () => {
     expect(rootPermissionProblem("*")).toBeUndefined();
     expect(rootPermissionProblem("api.verify_key")).toMatch(/resource.id.action/);
     expect(rootPermissionProblem("api.*.fly")).toMatch(/unknown action 'fly'/);
+    expect(rootPermissionProblem("audit.*.read")).toBeUndefined();
+    expect(rootPermissionProblem("audit.*.write")).toMatch(/unknown action 'write' for audit/);
     expect(rootPermissionProblem("apis.*.create_key")).toBeUndefined();
   });
 });

@@ -103,6 +103,8 @@ export const ROOT_KEY_ACTIONS = {
   ],
   identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
   webhook: ["create", "read", "update", "delete"],
+  /** auditLogs.list: the workspace's record of management changes (packages/runtime/src/audit.ts). */
+  audit: ["read"],
 } as const;
 
 /** Why a root-key permission string is not valid, or undefined when it is. */

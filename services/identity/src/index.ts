@@ -7,3 +7,4 @@ export {
 export type { IdentityChange } from "./events.ts";
 export { identityMigrations } from "./migrations.ts";
 export { identityRoutes } from "./routes.ts";
+export { IDENTITY_AUDIT_TABLE } from "./store/postgres-identity-store.ts";

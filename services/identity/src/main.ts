@@ -1,9 +1,12 @@
 import {
+  AuditPruner,
   type Bus,
   connect,
   createLogger,
+  ensureEventsStream,
   env,
   InternalAuth,
+  JetStreamEventSink,
   MemoryBus,
   migrate,
   NatsBus,
@@ -12,6 +15,7 @@ import {
 import { createIdentityDeps } from "./deps.ts";
 import { identityMigrations } from "./migrations.ts";
 import { identityRoutes } from "./routes.ts";
+import { IDENTITY_AUDIT_TABLE } from "./store/postgres-identity-store.ts";
 
 /** The identity service as its own process: PORT, DATABASE_URL, NATS_URL (optional), LOG_LEVEL. */
 async function main() {
@@ -21,12 +25,22 @@ async function main() {
   const auth = InternalAuth.fromEnv();
   const databaseUrl = env.required("DATABASE_URL");
   const natsUrl = env.string("NATS_URL");
+  // Audit records older than this many days are deleted in the background (packages/runtime/src/audit.ts).
+  const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
   const sql = connect(databaseUrl);
   await migrate(sql, "identity", identityMigrations);
+  const auditPruner = new AuditPruner(sql, IDENTITY_AUDIT_TABLE, {
+    retentionDays: auditRetentionDays,
+    log,
+  }).start();
   // Without NATS, changes reach only this process: fine for one replica, stale caches elsewhere otherwise.
-  const bus: Bus = natsUrl ? await NatsBus.connect(natsUrl, log, "identity") : new MemoryBus();
+  const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "identity") : undefined;
+  const bus: Bus = nats ?? new MemoryBus();
   if (!natsUrl) log.warn("NATS_URL is not set: identity changes are not announced to other processes");
-  const deps = createIdentityDeps({ sql, bus, log });
+  // identity.created and identity.deleted (events.domain) reach the webhooks through JetStream.
+  if (nats) await ensureEventsStream(nats.nc);
+  const events = nats ? new JetStreamEventSink(nats.nc, log) : undefined;
+  const deps = createIdentityDeps({ sql, bus, log, ...(events ? { events } : {}) });
   const server = await serveRpc(
     identityRoutes(deps),
     port,
@@ -47,6 +61,11 @@ async function main() {
     stopping = true;
     log.info({ signal }, "identity service stopping");
     await server.close();
+    await auditPruner.stop();
+    if (events) {
+      await events.flush(5_000);
+      events.close();
+    }
     await bus.close();
     await sql.end({ timeout: 5 });
     process.exit(0);

@@ -1,4 +1,4 @@
-import type { Migration } from "@latchkey/runtime";
+import { auditTableSql, type Migration } from "@latchkey/runtime";
 
 /**
  * The identity context's tables, applied with migrate(sql, "identity", identityMigrations).
@@ -62,5 +62,11 @@ CREATE TABLE role_permissions (
 );
 CREATE INDEX role_permissions_permission_id ON role_permissions (permission_id);
 `,
+  },
+  {
+    version: 2,
+    name: "identity_audit_log",
+    // The audit records of the identity context's management changes (packages/runtime/src/audit.ts).
+    sql: auditTableSql("identity_audit_log"),
   },
 ];

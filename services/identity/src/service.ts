@@ -1,5 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
+import { resourcesOf } from "@latchkey/runtime";
+import { audited } from "./audit.ts";
 import type { IdentityDeps } from "./deps.ts";
 import { createIdentity } from "./rpc/createIdentity.ts";
 import { createPermission } from "./rpc/createPermission.ts";
@@ -20,23 +22,52 @@ import { resolveRoles } from "./rpc/resolveRoles.ts";
 import { setRolePermissions } from "./rpc/setRolePermissions.ts";
 import { updateIdentity } from "./rpc/updateIdentity.ts";
 
-/** Every RPC of IdentityService; a missing one fails to compile. */
+/**
+ * Every RPC of IdentityService; a missing one fails to compile. Each management operation is
+ * `audited` under its public name: a refusal leaves its failure record, naming what the request
+ * gave (the success record is written by the store with the change, audit.ts).
+ */
 export function service(deps: IdentityDeps): ServiceImpl<typeof IdentityService> {
   return {
-    createIdentity: createIdentity(deps),
+    createIdentity: audited(deps, "identities.createIdentity", () => [], createIdentity(deps)),
     getIdentity: getIdentity(deps),
     listIdentities: listIdentities(deps),
-    updateIdentity: updateIdentity(deps),
-    deleteIdentity: deleteIdentity(deps),
-    createPermission: createPermission(deps),
+    updateIdentity: audited(
+      deps,
+      "identities.updateIdentity",
+      (req) => resourcesOf(["identity", req.identity]),
+      updateIdentity(deps),
+    ),
+    deleteIdentity: audited(
+      deps,
+      "identities.deleteIdentity",
+      (req) => resourcesOf(["identity", req.identity]),
+      deleteIdentity(deps),
+    ),
+    createPermission: audited(deps, "permissions.createPermission", () => [], createPermission(deps)),
     getPermission: getPermission(deps),
-    deletePermission: deletePermission(deps),
+    deletePermission: audited(
+      deps,
+      "permissions.deletePermission",
+      (req) => resourcesOf(["permission", req.permission]),
+      deletePermission(deps),
+    ),
     listPermissions: listPermissions(deps),
-    createRole: createRole(deps),
+    createRole: audited(deps, "permissions.createRole", () => [], createRole(deps)),
     getRole: getRole(deps),
-    deleteRole: deleteRole(deps),
+    deleteRole: audited(
+      deps,
+      "permissions.deleteRole",
+      (req) => resourcesOf(["role", req.role]),
+      deleteRole(deps),
+    ),
     listRoles: listRoles(deps),
-    setRolePermissions: setRolePermissions(deps),
+    setRolePermissions: audited(
+      deps,
+      "permissions.setRolePermissions",
+      (req) => resourcesOf(["role", req.role]),
+      setRolePermissions(deps),
+    ),
     ensureIdentity: ensureIdentity(deps),
     getIdentities: getIdentities(deps),
     resolveRoles: resolveRoles(deps),

@@ -1,13 +1,32 @@
 import { randomBytes } from "node:crypto";
-import { hashKey, newId, rootPermissionProblem, type Sql } from "@latchkey/runtime";
+import {
+  auditSuccess,
+  hashKey,
+  insertAudit,
+  newId,
+  rootPermissionProblem,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import bs58 from "bs58";
+import { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";
 
 /**
  * Workspace and root-key administration, for the CLI and for start-up. Plain
  * functions over the database, no RPC: the caller announces a revocation to
  * the gateways' root-key caches (apps/latchkey/src/key-changes.ts).
  * Problems are thrown as plain Errors whose message is meant for an operator.
+ * Each change is audited (actor "cli") in the keys context's audit table, in
+ * the change's transaction (packages/runtime/src/audit.ts).
  */
+
+/** The CLI's audit record of `operation` in `workspaceId`. */
+const cliAudit = (
+  workspaceId: string,
+  operation: string,
+  resources: { type: string; id: string }[],
+  fields: string[],
+) => auditSuccess("cli", workspaceId, operation, resources, fields, Date.now());
 
 export const DEFAULT_WORKSPACE_ID = "ws_default";
 
@@ -39,6 +58,19 @@ export async function createWorkspace(sql: Sql, name: string): Promise<{ workspa
       ON CONFLICT (name) DO NOTHING RETURNING id`;
     if (inserted.length === 0) throw new Error(`a workspace named '${name}' already exists`);
     const rootKey = await insertRootKey(tx as unknown as Sql, workspaceId, ["*"], null);
+    await insertAudit(
+      tx,
+      KEYS_AUDIT_TABLE,
+      cliAudit(
+        workspaceId,
+        "cli.createWorkspace",
+        [
+          { type: "workspace", id: workspaceId },
+          { type: "root_key", id: rootKey.rootKeyId },
+        ],
+        ["name"],
+      ),
+    );
     return { workspaceId, ...rootKey };
   });
 }
@@ -59,7 +91,20 @@ export async function createRootKey(
   >`SELECT id FROM workspaces WHERE id = ${workspace} OR name = ${workspace}
     ORDER BY (id = ${workspace}) DESC LIMIT 1`;
   if (!found) throw new Error(`workspace '${workspace}' does not exist`);
-  return insertRootKey(sql, found.id, permissions, options.name ?? null);
+  return sql.begin(async (tx) => {
+    const created = await insertRootKey(tx as unknown as Sql, found.id, permissions, options.name ?? null);
+    await insertAudit(
+      tx,
+      KEYS_AUDIT_TABLE,
+      cliAudit(
+        found.id,
+        "cli.createRootKey",
+        [{ type: "root_key", id: created.rootKeyId }],
+        ["permissions", ...(options.name ? ["name"] : [])],
+      ),
+    );
+    return created;
+  }) as Promise<NewRootKey>;
 }
 
 export async function listRootKeys(sql: Sql): Promise<RootKeyListing[]> {
@@ -91,14 +136,26 @@ export async function listRootKeys(sql: Sql): Promise<RootKeyListing[]> {
  * Answers the key's hash and workspace, for the announcement of the change.
  */
 export async function revokeRootKey(
-  sql: Sql,
+  sql: Sql | TransactionSql,
   id: string,
 ): Promise<{ revokedAt: number; hash: string; workspaceId: string }> {
-  const [row] = await sql<{ revoked_at: number; hash: string; workspace_id: string }[]>`UPDATE root_keys
-    SET revoked_at = COALESCE(revoked_at, ${Date.now()}) WHERE id = ${id}
-    RETURNING revoked_at, hash, workspace_id`;
-  if (!row) throw new Error(`root key '${id}' does not exist`);
-  return { revokedAt: row.revoked_at, hash: row.hash, workspaceId: row.workspace_id };
+  return inTransaction(sql, async (tx) => {
+    const [before] = await tx<{ revoked_at: number | null }[]>`SELECT revoked_at FROM root_keys
+      WHERE id = ${id} FOR UPDATE`;
+    const [row] = await tx<{ revoked_at: number; hash: string; workspace_id: string }[]>`UPDATE root_keys
+      SET revoked_at = COALESCE(revoked_at, ${Date.now()}) WHERE id = ${id}
+      RETURNING revoked_at, hash, workspace_id`;
+    if (!row) throw new Error(`root key '${id}' does not exist`);
+    // Revoking it again changes nothing, so leaves no record.
+    if (before?.revoked_at === null) {
+      await insertAudit(
+        tx,
+        KEYS_AUDIT_TABLE,
+        cliAudit(row.workspace_id, "cli.revokeRootKey", [{ type: "root_key", id }], ["revokedAt"]),
+      );
+    }
+    return { revokedAt: row.revoked_at, hash: row.hash, workspaceId: row.workspace_id };
+  });
 }
 
 /**
@@ -134,6 +191,11 @@ async function insertRootKey(sql: Sql, workspaceId: string, permissions: string[
     VALUES (${rootKeyId}, ${workspaceId}, ${hashKey(rootKey)}, ${startOf(rootKey)}, ${name},
       ${permissions}::text[], ${Date.now()})`;
   return { rootKeyId, rootKey };
+}
+
+/** Runs `work` in `sql`'s transaction when it is one (key-changes.ts revokes and announces in one), else in a new one. */
+function inTransaction<T>(sql: Sql | TransactionSql, work: (tx: TransactionSql) => Promise<T>): Promise<T> {
+  return "begin" in sql ? (sql.begin(work) as Promise<T>) : work(sql);
 }
 
 /** What listings show of a root key: its prefix and 4 characters. */

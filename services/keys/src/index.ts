@@ -11,6 +11,7 @@ export { KEY_CHANGED } from "./events.ts";
 export { keysMigrations } from "./migrations.ts";
 export { applyDueRefills, latestRefillAt, startRefills } from "./refills.ts";
 export { keysRoutes } from "./routes.ts";
+export { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";
 export { KeyVault } from "./vault.ts";
 export { IDENTITY_CACHE_MAX_BYTES } from "./verify/identity-cache.ts";
 export { KEY_CACHE_MAX_BYTES } from "./verify/key-cache.ts";

@@ -1,5 +1,6 @@
 import { ratelimitCodecs } from "@latchkey/ratelimit/codecs";
 import {
+  AuditPruner,
   connect,
   createLogger,
   type EventSink,
@@ -19,6 +20,7 @@ import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
+import { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";
 import { verifyKeyBatchCodecs } from "./verify/batch-codecs.ts";
 
 // The keys service as its own process, configured by env. Every setting is read and checked before
@@ -57,6 +59,8 @@ const cacheSize = env.int("KEY_CACHE_SIZE", 100_000, 1);
 // A literal default (160 MiB, KEY_CACHE_MAX_BYTES), so that deploy/README.md's table can be checked against it.
 const cacheMaxBytes = env.int("KEY_CACHE_MAX_BYTES", 167_772_160, MIN_CACHE_BYTES);
 
+// Audit records older than this many days are deleted in the background (packages/runtime/src/audit.ts).
+const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
 const sql = connect(databaseUrl);
 await migrate(sql, "keys", keysMigrations);
 
@@ -94,6 +98,10 @@ const deps = createKeysDeps({
 });
 // Due refills every minute, applied by one instance at a time (advisory lock).
 const stopRefills = startRefills(sql, { clock: deps.clock, log });
+const auditPruner = new AuditPruner(sql, KEYS_AUDIT_TABLE, {
+  retentionDays: auditRetentionDays,
+  log,
+}).start();
 const server = await serveRpc(
   keysRoutes(deps),
   port,
@@ -116,6 +124,7 @@ async function stop(signal: string) {
   log.info({ signal }, "keys service stopping");
   await server.close();
   stopRefills();
+  await auditPruner.stop();
   await deps.close();
   await events?.flush(5_000);
   events?.close();

@@ -1,4 +1,4 @@
-import type { Migration } from "@latchkey/runtime";
+import { auditTableSql, type Migration } from "@latchkey/runtime";
 
 /**
  * The keys context's tables, applied with migrate(sql, "keys", keysMigrations).
@@ -202,7 +202,13 @@ CREATE UNIQUE INDEX keys_workspace_hash ON keys (workspace_id, hash);
 ALTER TABLE keys DROP CONSTRAINT keys_hash_key;
 `,
   },
-  // Version 8 belongs to another change on its way; versions apply in order, gaps allowed.
+  {
+    version: 8,
+    name: "keys_audit_log",
+    // The audit records of the keys context's management changes, written in the change's
+    // transaction (packages/runtime/src/audit.ts has the shape all contexts share).
+    sql: auditTableSql("keys_audit_log"),
+  },
   {
     version: 9,
     name: "the balance a key was last given, and when",

@@ -1,5 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { resourcesOf } from "@latchkey/runtime";
+import { audited } from "./audit.ts";
 import type { KeysDeps } from "./deps.ts";
 import { addPermissions } from "./rpc/addPermissions.ts";
 import { addRoles } from "./rpc/addRoles.ts";
@@ -23,29 +25,63 @@ import { verifyKey } from "./rpc/verifyKey.ts";
 import { verifyKeyBatch } from "./rpc/verifyKeyBatch.ts";
 import { whoami } from "./rpc/whoami.ts";
 
-/** Every RPC of keys.v1.KeysService: one missing is a compile error. */
+/**
+ * Every RPC of keys.v1.KeysService: one missing is a compile error. Each management operation is
+ * `audited` under its public name: a refusal leaves its failure record, naming the ids the request
+ * gave (the success record is written by the store with the change, audit.ts).
+ */
 export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
   return {
-    createApi: createApi(deps),
+    createApi: audited(deps, "apis.createApi", () => [], createApi(deps)),
     getApi: getApi(deps),
     listKeys: listKeys(deps),
-    deleteApi: deleteApi(deps),
-    createKey: createKey(deps),
+    deleteApi: audited(deps, "apis.deleteApi", (req) => resourcesOf(["api", req.apiId]), deleteApi(deps)),
+    createKey: audited(deps, "keys.createKey", (req) => resourcesOf(["api", req.apiId]), createKey(deps)),
     getKey: getKey(deps),
-    updateKey: updateKey(deps),
-    updateCredits: updateCredits(deps),
-    deleteKey: deleteKey(deps),
+    updateKey: audited(deps, "keys.updateKey", (req) => resourcesOf(["key", req.keyId]), updateKey(deps)),
+    updateCredits: audited(
+      deps,
+      "keys.updateCredits",
+      (req) => resourcesOf(["key", req.keyId]),
+      updateCredits(deps),
+    ),
+    deleteKey: audited(deps, "keys.deleteKey", (req) => resourcesOf(["key", req.keyId]), deleteKey(deps)),
     whoami: whoami(deps),
-    rerollKey: rerollKey(deps),
-    migrateKeys: migrateKeys(deps),
+    rerollKey: audited(deps, "keys.rerollKey", (req) => resourcesOf(["key", req.keyId]), rerollKey(deps)),
+    migrateKeys: audited(
+      deps,
+      "keys.migrateKeys",
+      (req) => resourcesOf(["api", req.apiId]),
+      migrateKeys(deps),
+    ),
     verifyKey: verifyKey(deps),
     verifyKeyBatch: verifyKeyBatch(deps),
     authenticateRootKey: authenticateRootKey(deps),
-    addPermissions: addPermissions(deps),
-    removePermissions: removePermissions(deps),
-    setPermissions: setPermissions(deps),
-    addRoles: addRoles(deps),
-    removeRoles: removeRoles(deps),
-    setRoles: setRoles(deps),
+    addPermissions: audited(
+      deps,
+      "keys.addPermissions",
+      (req) => resourcesOf(["key", req.keyId]),
+      addPermissions(deps),
+    ),
+    removePermissions: audited(
+      deps,
+      "keys.removePermissions",
+      (req) => resourcesOf(["key", req.keyId]),
+      removePermissions(deps),
+    ),
+    setPermissions: audited(
+      deps,
+      "keys.setPermissions",
+      (req) => resourcesOf(["key", req.keyId]),
+      setPermissions(deps),
+    ),
+    addRoles: audited(deps, "keys.addRoles", (req) => resourcesOf(["key", req.keyId]), addRoles(deps)),
+    removeRoles: audited(
+      deps,
+      "keys.removeRoles",
+      (req) => resourcesOf(["key", req.keyId]),
+      removeRoles(deps),
+    ),
+    setRoles: audited(deps, "keys.setRoles", (req) => resourcesOf(["key", req.keyId]), setRoles(deps)),
   };
 }

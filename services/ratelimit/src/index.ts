@@ -10,3 +10,4 @@ export type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts"
 export { ratelimitMigrations } from "./migrations.ts";
 export { checkNamedLimits, type NamedLimitCheck } from "./named-limits.ts";
 export { ratelimitRoutes } from "./routes.ts";
+export { RATELIMIT_AUDIT_TABLE } from "./store/postgres-ratelimit-store.ts";

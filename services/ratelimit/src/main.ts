@@ -1,4 +1,5 @@
 import {
+  AuditPruner,
   type Bus,
   connect,
   createLogger,
@@ -19,6 +20,7 @@ import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { ratelimitRoutes } from "./routes.ts";
 import { counterBoundsFromEnv, storeFromEnv } from "./settings.ts";
+import { RATELIMIT_AUDIT_TABLE } from "./store/postgres-ratelimit-store.ts";
 
 // Every setting is read and checked before anything connects or migrates.
 const log = createLogger("ratelimit", env.string("LOG_LEVEL", "info"));
@@ -50,8 +52,14 @@ const peers: PeerConfig | undefined = peerList
 const bounds = counterBoundsFromEnv();
 // memory (here, or at each counter's owner with RATELIMIT_PEERS) or redis (shared by every replica).
 const store = storeFromEnv();
+// Audit records older than this many days are deleted in the background (packages/runtime/src/audit.ts).
+const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
 const sql = connect(databaseUrl);
 await migrate(sql, "ratelimit", ratelimitMigrations);
+const auditPruner = new AuditPruner(sql, RATELIMIT_AUDIT_TABLE, {
+  retentionDays: auditRetentionDays,
+  log,
+}).start();
 
 const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "ratelimit") : undefined;
 const bus: Bus = nats ?? new MemoryBus();
@@ -107,6 +115,7 @@ async function stop(signal: string) {
     await sink.flush(5_000);
     sink.close();
   }
+  await auditPruner.stop();
   await deps.close();
   redis?.disconnect();
   await bus.close();

@@ -1,4 +1,4 @@
-import type { Migration } from "@latchkey/runtime";
+import { auditTableSql, type Migration } from "@latchkey/runtime";
 
 /** Applied at start by `migrate(sql, "ratelimit", ratelimitMigrations)`; valid on PostgreSQL 15 and PGlite. */
 export const ratelimitMigrations: readonly Migration[] = [
@@ -25,5 +25,11 @@ export const ratelimitMigrations: readonly Migration[] = [
       );
       CREATE INDEX ratelimit_overrides_page ON ratelimit_overrides (namespace_id, id COLLATE "C");
     `,
+  },
+  {
+    version: 2,
+    name: "ratelimit_audit_log",
+    // The audit records of the ratelimit context's management changes (packages/runtime/src/audit.ts).
+    sql: auditTableSql("ratelimit_audit_log"),
   },
 ];

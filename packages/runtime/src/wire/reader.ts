@@ -143,13 +143,20 @@ export function readOr<S extends DescMessage>(
 
 /** common.v1.Caller, the first field of every batch request. */
 export function readCaller(r: WireReader, end: number): Caller {
-  const caller: Caller = { $typeName: "common.v1.Caller", workspaceId: "", rootKeyId: "", permissions: [] };
+  const caller: Caller = {
+    $typeName: "common.v1.Caller",
+    workspaceId: "",
+    rootKeyId: "",
+    permissions: [],
+    requestId: "",
+  };
   while (r.pos < end) {
     const tag = r.uint32();
-    // Tags 10, 18, 26: fields 1, 2, 3, length-delimited.
+    // Tags 10, 18, 26, 34: fields 1, 2, 3, 4, length-delimited.
     if (tag === 10) caller.workspaceId = r.string(end);
     else if (tag === 18) caller.rootKeyId = r.string(end);
     else if (tag === 26) caller.permissions.push(r.string(end));
+    else if (tag === 34) caller.requestId = r.string(end);
     else r.unhandled();
   }
   r.close(end);

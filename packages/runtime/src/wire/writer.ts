@@ -264,5 +264,5 @@ export function writeCaller(w: WireWriter, caller: Caller): WireWriter {
   if (caller.$unknown !== undefined) throw UNHANDLED;
   w.string(1, caller.workspaceId).string(2, caller.rootKeyId);
   for (const p of caller.permissions) w.optionalString(3, p);
-  return w;
+  return w.string(4, caller.requestId);
 }

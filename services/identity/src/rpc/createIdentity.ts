@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { published, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf, metaOf, ratelimitsOf } from "../validation.ts";
@@ -17,21 +18,39 @@ export function createIdentity(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.create_identity"]);
     const now = deps.clock.now();
-    const { created, identity } = await deps.store.insertIdentity({
-      id: newId("id"),
-      workspaceId: caller.workspaceId,
-      externalId: input.externalId,
-      meta: input.meta,
-      ratelimits: input.ratelimits,
-      createdAt: now,
-      updatedAt: now,
-    });
+    const id = newId("id");
+    const { created, identity } = await deps.store.insertIdentity(
+      {
+        id,
+        workspaceId: caller.workspaceId,
+        externalId: input.externalId,
+        meta: input.meta,
+        ratelimits: input.ratelimits,
+        createdAt: now,
+        updatedAt: now,
+      },
+      succeeded(
+        deps,
+        caller,
+        "identities.createIdentity",
+        [{ type: "identity", id }],
+        [
+          "externalId",
+          ...(req.metaJson !== undefined ? ["meta"] : []),
+          ...(req.ratelimits.length > 0 ? ["ratelimits"] : []),
+        ],
+      ),
+    );
     if (!created) {
       throw domainError(
         ErrorReason.IDENTITY_ALREADY_EXISTS,
         `An identity with externalId '${input.externalId}' already exists in this workspace.`,
       );
     }
+    published(deps, "identity.created", caller.workspaceId, {
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
     await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       identityId: identity.id,

@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { descriptionOf, nameOf, slugOf } from "../validation.ts";
@@ -21,12 +22,16 @@ export function createPermission(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.create_permission"]);
     const id = newId("perm");
-    const created = await deps.store.insertPermission({
-      id,
-      workspaceId: caller.workspaceId,
-      ...input,
-      createdAt: deps.clock.now(),
-    });
+    const created = await deps.store.insertPermission(
+      { id, workspaceId: caller.workspaceId, ...input, createdAt: deps.clock.now() },
+      succeeded(
+        deps,
+        caller,
+        "permissions.createPermission",
+        [{ type: "permission", id }],
+        ["name", "slug", ...(input.description !== null ? ["description"] : [])],
+      ),
+    );
     if (!created) {
       throw domainError(
         ErrorReason.PERMISSION_ALREADY_EXISTS,

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateRoleRequest, CreateRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
 import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
@@ -22,15 +23,27 @@ export function createRole(deps: IdentityDeps) {
     ]);
     const wanted = await permissionCandidates(deps, caller, input.slugs);
     requireCreatePermission(caller, wanted.missing);
+    const roleId = newId("role");
     const role = await deps.store.insertRole(
       {
-        id: newId("role"),
+        id: roleId,
         workspaceId: caller.workspaceId,
         name: input.name,
         description: input.description,
         createdAt: deps.clock.now(),
       },
       wanted.candidates,
+      succeeded(
+        deps,
+        caller,
+        "permissions.createRole",
+        [{ type: "role", id: roleId }],
+        [
+          "name",
+          ...(input.description !== null ? ["description"] : []),
+          ...(input.slugs.length > 0 ? ["permissions"] : []),
+        ],
+      ),
     );
     if (!role) {
       throw domainError(

@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
+import { published, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -18,7 +19,15 @@ export function deleteIdentity(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.delete_identity"]);
     const identity = await visibleIdentity(deps, caller, ref);
-    if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id))) throw identityNotFound(ref);
+    const audit = succeeded(deps, caller, "identities.deleteIdentity", [
+      { type: "identity", id: identity.id },
+    ]);
+    if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id, audit)))
+      throw identityNotFound(ref);
+    published(deps, "identity.deleted", caller.workspaceId, {
+      identityId: identity.id,
+      externalId: identity.externalId,
+    });
     await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       identityId: identity.id,

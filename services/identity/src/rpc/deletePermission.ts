@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, permissionNotFound, visiblePermission } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -18,7 +19,10 @@ export function deletePermission(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.delete_permission"]);
     const permission = await visiblePermission(deps, caller, ref);
-    if (!(await deps.store.deletePermission(caller.workspaceId, permission.id)))
+    const audit = succeeded(deps, caller, "permissions.deletePermission", [
+      { type: "permission", id: permission.id },
+    ]);
+    if (!(await deps.store.deletePermission(caller.workspaceId, permission.id, audit)))
       throw permissionNotFound(ref);
     await identityChanged(deps, {
       workspaceId: caller.workspaceId,

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteRoleRequest, DeleteRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -13,7 +14,8 @@ export function deleteRole(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["rbac.*.delete_role"]);
     const role = await visibleRole(deps, caller, ref);
-    if (!(await deps.store.deleteRole(caller.workspaceId, role.id))) throw roleNotFound(ref);
+    const audit = succeeded(deps, caller, "permissions.deleteRole", [{ type: "role", id: role.id }]);
+    if (!(await deps.store.deleteRole(caller.workspaceId, role.id, audit))) throw roleNotFound(ref);
     await identityChanged(deps, {
       workspaceId: caller.workspaceId,
       roleId: role.id,

@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { newId } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { published } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf } from "../validation.ts";
@@ -32,6 +33,11 @@ export function ensureIdentity(deps: IdentityDeps) {
       updatedAt: now,
     });
     if (created) {
+      // Created for a key (keys.createKey, updateKey, migrateKeys): that operation's audit record names it.
+      published(deps, "identity.created", caller.workspaceId, {
+        identityId: identity.id,
+        externalId: identity.externalId,
+      });
       await identityChanged(deps, {
         workspaceId: caller.workspaceId,
         identityId: identity.id,

@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";
@@ -23,7 +24,18 @@ export function setRolePermissions(deps: IdentityDeps) {
     const role = await visibleRole(deps, caller, ref);
     const wanted = await permissionCandidates(deps, caller, slugs);
     requireCreatePermission(caller, wanted.missing);
-    const permissions = await deps.store.setRolePermissions(caller.workspaceId, role.id, wanted.candidates);
+    const permissions = await deps.store.setRolePermissions(
+      caller.workspaceId,
+      role.id,
+      wanted.candidates,
+      succeeded(
+        deps,
+        caller,
+        "permissions.setRolePermissions",
+        [{ type: "role", id: role.id }],
+        ["permissions"],
+      ),
+    );
     if (!permissions) throw roleNotFound(ref);
     await announceCreated(deps, wanted, permissions);
     await identityChanged(deps, { workspaceId: caller.workspaceId, roleId: role.id, roleName: role.name });

@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
+import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import type { IdentityUpdate } from "../store/identity-store.ts";
@@ -19,10 +20,21 @@ export function updateIdentity(deps: IdentityDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["identity.*.update_identity"]);
     const found = await visibleIdentity(deps, caller, input.identity);
-    const updated = await deps.store.updateIdentity(caller.workspaceId, found.id, {
-      ...input.change,
-      updatedAt: deps.clock.now(),
-    });
+    const updated = await deps.store.updateIdentity(
+      caller.workspaceId,
+      found.id,
+      { ...input.change, updatedAt: deps.clock.now() },
+      succeeded(
+        deps,
+        caller,
+        "identities.updateIdentity",
+        [{ type: "identity", id: found.id }],
+        [
+          ...(input.change.meta !== undefined ? ["meta"] : []),
+          ...(input.change.ratelimits !== undefined ? ["ratelimits"] : []),
+        ],
+      ),
+    );
     // Deleted between the lookup and the update.
     if (!updated) throw identityNotFound(input.identity);
     await identityChanged(deps, {

@@ -1,3 +1,5 @@
+import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+
 /**
  * Identities, permissions and roles of every workspace. Every method is
  * confined to one workspace: a record of another workspace is never found,
@@ -59,9 +61,16 @@ export interface IdentityUpdate {
   updatedAt: number;
 }
 
-export interface IdentityStore {
+/**
+ * A mutation a management operation makes takes its audit record (`audit`) and writes it in the
+ * change's own transaction, only when the change is made (packages/runtime/src/audit.ts).
+ */
+export interface IdentityStore extends AuditLogStore {
   /** Inserts the identity with its limits, unless its externalId is taken: then answers the existing one. */
-  insertIdentity(identity: IdentityRecord): Promise<{ created: boolean; identity: IdentityRecord }>;
+  insertIdentity(
+    identity: IdentityRecord,
+    audit?: AuditRecord,
+  ): Promise<{ created: boolean; identity: IdentityRecord }>;
   /** By id, else by externalId. */
   findIdentity(workspaceId: string, idOrExternalId: string): Promise<IdentityRecord | undefined>;
   /** Those of `ids` that exist, in no particular order. */
@@ -72,12 +81,13 @@ export interface IdentityStore {
     workspaceId: string,
     id: string,
     update: IdentityUpdate,
+    audit?: AuditRecord,
   ): Promise<IdentityRecord | undefined>;
   /** Deletes it and its limits for good; false when there was none. */
-  deleteIdentity(workspaceId: string, id: string): Promise<boolean>;
+  deleteIdentity(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 
   /** False when the slug is taken. */
-  insertPermission(permission: PermissionRecord): Promise<boolean>;
+  insertPermission(permission: PermissionRecord, audit?: AuditRecord): Promise<boolean>;
   /** By id, else by slug. */
   findPermission(workspaceId: string, idOrSlug: string): Promise<PermissionRecord | undefined>;
   /** Those of `slugs` that exist, in no particular order. */
@@ -90,7 +100,7 @@ export interface IdentityStore {
   /** Search looks in the id, name, slug and description. */
   listPermissions(workspaceId: string, page: PageQuery): Promise<PermissionRecord[]>;
   /** Deletes it and takes it out of every role; false when there was none. */
-  deletePermission(workspaceId: string, id: string): Promise<boolean>;
+  deletePermission(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 
   /**
    * Inserts the role holding `permissions` (ensured as by ensurePermissions),
@@ -99,6 +109,7 @@ export interface IdentityStore {
   insertRole(
     role: Omit<RoleRecord, "permissions">,
     permissions: readonly PermissionRecord[],
+    audit?: AuditRecord,
   ): Promise<RoleRecord | undefined>;
   /** By id, else by name. */
   findRole(workspaceId: string, idOrName: string): Promise<RoleRecord | undefined>;
@@ -115,9 +126,10 @@ export interface IdentityStore {
     workspaceId: string,
     roleId: string,
     permissions: readonly PermissionRecord[],
+    audit?: AuditRecord,
   ): Promise<PermissionRecord[] | undefined>;
   /** False when there was none. */
-  deleteRole(workspaceId: string, id: string): Promise<boolean>;
+  deleteRole(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 }
 
 /** Byte-order comparison, the order of ids in pages and of slugs in roles. */

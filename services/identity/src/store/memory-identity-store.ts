@@ -1,3 +1,4 @@
+import { type AuditQuery, type AuditRecord, MemoryAuditLog } from "@latchkey/runtime";
 import {
   byteOrder,
   type IdentityRecord,
@@ -18,13 +19,24 @@ export class MemoryIdentityStore implements IdentityStore {
   private roles = new Map<string, RoleRow>();
   /** role id -> permission ids */
   private rolePermissions = new Map<string, Set<string>>();
+  /** The audit records each mutation writes with its change (tests read them here). */
+  readonly audit = new MemoryAuditLog();
 
-  async insertIdentity(identity: IdentityRecord) {
+  recordAudit(record: AuditRecord): Promise<void> {
+    return this.audit.recordAudit(record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return this.audit.listAudit(workspaceId, query);
+  }
+
+  async insertIdentity(identity: IdentityRecord, audit?: AuditRecord) {
     const existing = this.identityWhere(identity.workspaceId, (i) => i.externalId === identity.externalId);
     if (existing) return { created: false, identity: structuredClone(existing) };
     const stored = structuredClone(identity);
     stored.ratelimits.sort((a, b) => byteOrder(a.name, b.name));
     this.identities.set(stored.id, stored);
+    this.audit.add(audit);
     return { created: true, identity: structuredClone(stored) };
   }
 
@@ -51,7 +63,7 @@ export class MemoryIdentityStore implements IdentityStore {
     ).map((i) => structuredClone(i));
   }
 
-  async updateIdentity(workspaceId: string, id: string, update: IdentityUpdate) {
+  async updateIdentity(workspaceId: string, id: string, update: IdentityUpdate, audit?: AuditRecord) {
     const identity = this.identityWhere(workspaceId, (i) => i.id === id);
     if (!identity) return undefined;
     if (update.meta !== undefined) identity.meta = update.meta;
@@ -62,17 +74,20 @@ export class MemoryIdentityStore implements IdentityStore {
         .sort((a, b) => byteOrder(a.name, b.name));
     }
     identity.updatedAt = update.updatedAt;
+    this.audit.add(audit);
     return structuredClone(identity);
   }
 
-  async deleteIdentity(workspaceId: string, id: string) {
+  async deleteIdentity(workspaceId: string, id: string, audit?: AuditRecord) {
     if (!this.identityWhere(workspaceId, (i) => i.id === id)) return false;
+    this.audit.add(audit);
     return this.identities.delete(id);
   }
 
-  async insertPermission(permission: PermissionRecord) {
+  async insertPermission(permission: PermissionRecord, audit?: AuditRecord) {
     if (this.permissionWhere(permission.workspaceId, (p) => p.slug === permission.slug)) return false;
     this.permissions.set(permission.id, { ...permission });
+    this.audit.add(audit);
     return true;
   }
 
@@ -110,17 +125,19 @@ export class MemoryIdentityStore implements IdentityStore {
     ).map((p) => ({ ...p }));
   }
 
-  async deletePermission(workspaceId: string, id: string) {
+  async deletePermission(workspaceId: string, id: string, audit?: AuditRecord) {
     if (!this.permissionWhere(workspaceId, (p) => p.id === id)) return false;
     for (const ids of this.rolePermissions.values()) ids.delete(id);
+    this.audit.add(audit);
     return this.permissions.delete(id);
   }
 
-  async insertRole(role: RoleRow, permissions: readonly PermissionRecord[]) {
+  async insertRole(role: RoleRow, permissions: readonly PermissionRecord[], audit?: AuditRecord) {
     if (this.roleWhere(role.workspaceId, (r) => r.name === role.name)) return undefined;
     const ensured = await this.ensurePermissions(role.workspaceId, permissions);
     this.roles.set(role.id, { ...role });
     this.rolePermissions.set(role.id, new Set(ensured.map((p) => p.id)));
+    this.audit.add(audit);
     return this.withPermissions(role);
   }
 
@@ -147,16 +164,23 @@ export class MemoryIdentityStore implements IdentityStore {
     ).map((r) => this.withPermissions(r));
   }
 
-  async setRolePermissions(workspaceId: string, roleId: string, permissions: readonly PermissionRecord[]) {
+  async setRolePermissions(
+    workspaceId: string,
+    roleId: string,
+    permissions: readonly PermissionRecord[],
+    audit?: AuditRecord,
+  ) {
     const role = this.roleWhere(workspaceId, (r) => r.id === roleId);
     if (!role) return undefined;
     const ensured = await this.ensurePermissions(workspaceId, permissions);
     this.rolePermissions.set(role.id, new Set(ensured.map((p) => p.id)));
+    this.audit.add(audit);
     return this.withPermissions(role).permissions;
   }
 
-  async deleteRole(workspaceId: string, id: string) {
+  async deleteRole(workspaceId: string, id: string, audit?: AuditRecord) {
     if (!this.roleWhere(workspaceId, (r) => r.id === id)) return false;
+    this.audit.add(audit);
     this.rolePermissions.delete(id);
     return this.roles.delete(id);
   }

@@ -1,4 +1,11 @@
-import type { Sql, TransactionSql } from "@latchkey/runtime";
+import {
+  type AuditQuery,
+  type AuditRecord,
+  insertAudit,
+  listAudit,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import type postgres from "postgres";
 import {
   byteOrder,
@@ -49,21 +56,49 @@ interface RoleRow {
 }
 
 /** The IdentityStore on PostgreSQL (or PGlite), tables from migrations.ts. */
+/** The identity context's audit records (migrations.ts, version 2). */
+export const IDENTITY_AUDIT_TABLE = "identity_audit_log";
+
 export class PostgresIdentityStore implements IdentityStore {
   constructor(private readonly sql: Sql) {}
 
-  async insertIdentity(identity: IdentityRecord) {
-    const created = await this.sql.begin(async (tx) => {
-      const inserted = await tx`
+  async recordAudit(record: AuditRecord): Promise<void> {
+    await insertAudit(this.sql, IDENTITY_AUDIT_TABLE, record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.sql, IDENTITY_AUDIT_TABLE, workspaceId, query);
+  }
+
+  /** Runs `change` in a transaction that also writes `audit` when `made` says the change was made. */
+  private audited<T>(
+    audit: AuditRecord | undefined,
+    change: (tx: TransactionSql) => Promise<T>,
+    made: (result: T) => boolean,
+  ): Promise<T> {
+    return this.sql.begin(async (tx) => {
+      const result = await change(tx);
+      if (audit && made(result)) await insertAudit(tx, IDENTITY_AUDIT_TABLE, audit);
+      return result;
+    }) as Promise<T>;
+  }
+
+  async insertIdentity(identity: IdentityRecord, audit?: AuditRecord) {
+    const created = await this.audited(
+      audit,
+      async (tx) => {
+        const inserted = await tx`
         INSERT INTO identities (id, workspace_id, external_id, meta, created_at, updated_at)
         VALUES (${identity.id}, ${identity.workspaceId}, ${identity.externalId}, ${identity.meta}::text::jsonb,
                 ${identity.createdAt}, ${identity.updatedAt})
         ON CONFLICT (workspace_id, external_id) DO NOTHING
         RETURNING id`;
-      if (inserted.length === 0) return false;
-      await insertRatelimits(tx, identity.id, identity.ratelimits);
-      return true;
-    });
+        if (inserted.length === 0) return false;
+        await insertRatelimits(tx, identity.id, identity.ratelimits);
+        return true;
+      },
+      (created) => created,
+    );
     const stored = await this.findIdentityWhere(
       this.sql,
       identity.workspaceId,
@@ -105,36 +140,50 @@ export class PostgresIdentityStore implements IdentityStore {
     return this.withRatelimits(this.sql, rows);
   }
 
-  async updateIdentity(workspaceId: string, id: string, update: IdentityUpdate) {
-    return this.sql.begin(async (tx) => {
-      const updated = await tx`
+  async updateIdentity(workspaceId: string, id: string, update: IdentityUpdate, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (tx) => {
+        const updated = await tx`
         UPDATE identities SET updated_at = ${update.updatedAt}
           ${update.meta !== undefined ? tx`, meta = ${update.meta}::text::jsonb` : tx``}
         WHERE workspace_id = ${workspaceId} AND id = ${id}
         RETURNING id`;
-      if (updated.length === 0) return undefined;
-      if (update.ratelimits !== undefined) {
-        const names = update.ratelimits.map((r) => r.name);
-        await tx`DELETE FROM identity_ratelimits WHERE identity_id = ${id} AND NOT (name = ANY(${names}::text[]))`;
-        // A name already there keeps its row, and so its id.
-        await insertRatelimits(tx, id, update.ratelimits, true);
-      }
-      return this.findIdentityWhere(tx, workspaceId, tx`id = ${id}`);
-    });
+        if (updated.length === 0) return undefined;
+        if (update.ratelimits !== undefined) {
+          const names = update.ratelimits.map((r) => r.name);
+          await tx`DELETE FROM identity_ratelimits WHERE identity_id = ${id} AND NOT (name = ANY(${names}::text[]))`;
+          // A name already there keeps its row, and so its id.
+          await insertRatelimits(tx, id, update.ratelimits, true);
+        }
+        return this.findIdentityWhere(tx, workspaceId, tx`id = ${id}`);
+      },
+      (updated) => updated !== undefined,
+    );
   }
 
-  async deleteIdentity(workspaceId: string, id: string) {
-    const deleted = await this
-      .sql`DELETE FROM identities WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`;
-    return deleted.length > 0;
+  async deleteIdentity(workspaceId: string, id: string, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (await tx`DELETE FROM identities WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`)
+          .length > 0,
+      (deleted) => deleted,
+    );
   }
 
-  async insertPermission(permission: PermissionRecord) {
-    const inserted = await this.sql`
-      INSERT INTO permissions ${this.sql(permissionRow(permission))}
+  async insertPermission(permission: PermissionRecord, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (
+          await tx`
+      INSERT INTO permissions ${tx(permissionRow(permission))}
       ON CONFLICT (workspace_id, slug) DO NOTHING
-      RETURNING id`;
-    return inserted.length > 0;
+      RETURNING id`
+        ).length > 0,
+      (inserted) => inserted,
+    );
   }
 
   async findPermission(workspaceId: string, idOrSlug: string) {
@@ -173,25 +222,37 @@ export class PostgresIdentityStore implements IdentityStore {
     return rows.map(permissionOf);
   }
 
-  async deletePermission(workspaceId: string, id: string) {
+  async deletePermission(workspaceId: string, id: string, audit?: AuditRecord) {
     // role_permissions rows go with it (ON DELETE CASCADE).
-    const deleted = await this
-      .sql`DELETE FROM permissions WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`;
-    return deleted.length > 0;
+    return this.audited(
+      audit,
+      async (tx) =>
+        (await tx`DELETE FROM permissions WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`)
+          .length > 0,
+      (deleted) => deleted,
+    );
   }
 
-  async insertRole(role: Omit<RoleRecord, "permissions">, permissions: readonly PermissionRecord[]) {
-    return this.sql.begin(async (tx) => {
-      const inserted = await tx`
+  async insertRole(
+    role: Omit<RoleRecord, "permissions">,
+    permissions: readonly PermissionRecord[],
+    audit?: AuditRecord,
+  ) {
+    return this.audited(
+      audit,
+      async (tx) => {
+        const inserted = await tx`
         INSERT INTO roles (id, workspace_id, name, description, created_at)
         VALUES (${role.id}, ${role.workspaceId}, ${role.name}, ${role.description}, ${role.createdAt})
         ON CONFLICT (workspace_id, name) DO NOTHING
         RETURNING id`;
-      if (inserted.length === 0) return undefined;
-      const ensured = await ensurePermissions(tx, role.workspaceId, permissions);
-      await linkPermissions(tx, role.id, ensured);
-      return { ...role, permissions: sortedBySlug(ensured) };
-    });
+        if (inserted.length === 0) return undefined;
+        const ensured = await ensurePermissions(tx, role.workspaceId, permissions);
+        await linkPermissions(tx, role.id, ensured);
+        return { ...role, permissions: sortedBySlug(ensured) };
+      },
+      (inserted) => inserted !== undefined,
+    );
   }
 
   async findRole(workspaceId: string, idOrName: string) {
@@ -225,23 +286,36 @@ export class PostgresIdentityStore implements IdentityStore {
     return this.withPermissions(this.sql, rows);
   }
 
-  async setRolePermissions(workspaceId: string, roleId: string, permissions: readonly PermissionRecord[]) {
-    return this.sql.begin(async (tx) => {
-      // Locking the role serialises concurrent replacements of its set.
-      const role =
-        await tx`SELECT id FROM roles WHERE workspace_id = ${workspaceId} AND id = ${roleId} FOR UPDATE`;
-      if (role.length === 0) return undefined;
-      const ensured = await ensurePermissions(tx, workspaceId, permissions);
-      await tx`DELETE FROM role_permissions WHERE role_id = ${roleId}`;
-      await linkPermissions(tx, roleId, ensured);
-      return sortedBySlug(ensured);
-    });
+  async setRolePermissions(
+    workspaceId: string,
+    roleId: string,
+    permissions: readonly PermissionRecord[],
+    audit?: AuditRecord,
+  ) {
+    return this.audited(
+      audit,
+      async (tx) => {
+        // Locking the role serialises concurrent replacements of its set.
+        const role =
+          await tx`SELECT id FROM roles WHERE workspace_id = ${workspaceId} AND id = ${roleId} FOR UPDATE`;
+        if (role.length === 0) return undefined;
+        const ensured = await ensurePermissions(tx, workspaceId, permissions);
+        await tx`DELETE FROM role_permissions WHERE role_id = ${roleId}`;
+        await linkPermissions(tx, roleId, ensured);
+        return sortedBySlug(ensured);
+      },
+      (set) => set !== undefined,
+    );
   }
 
-  async deleteRole(workspaceId: string, id: string) {
-    const deleted = await this
-      .sql`DELETE FROM roles WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`;
-    return deleted.length > 0;
+  async deleteRole(workspaceId: string, id: string, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (await tx`DELETE FROM roles WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`).length >
+        0,
+      (deleted) => deleted,
+    );
   }
 
   private async findIdentityWhere(db: Db, workspaceId: string, condition: postgres.Fragment) {

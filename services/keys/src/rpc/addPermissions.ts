@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AddPermissionsRequest, AddPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensurePermissions, permissionsView } from "../rbac.ts";
@@ -31,8 +32,20 @@ export function addPermissions(deps: KeysDeps) {
       "permissions",
       { add: slugs, remove: [] },
       deps.clock.now(),
+      succeeded(
+        deps,
+        caller,
+        "keys.addPermissions",
+        [keyResource(key.id), apiResource(key.apiId)],
+        ["permissions"],
+      ),
     );
     if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      fields: ["permissions"],
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,

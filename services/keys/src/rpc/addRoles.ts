@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AddRolesRequest, AddRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
@@ -25,8 +26,19 @@ export function addRoles(deps: KeysDeps) {
     ]);
     const roles = await requireRoles(deps, caller, names);
     const add = roles.map((r) => r.name);
-    const updated = await deps.store.changeKeyList(key.id, "roles", { add, remove: [] }, deps.clock.now());
+    const updated = await deps.store.changeKeyList(
+      key.id,
+      "roles",
+      { add, remove: [] },
+      deps.clock.now(),
+      succeeded(deps, caller, "keys.addRoles", [keyResource(key.id), apiResource(key.apiId)], ["roles"]),
+    );
     if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      fields: ["roles"],
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,

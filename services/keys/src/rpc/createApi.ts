@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateApiRequest, CreateApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { apiResource, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 
 export function createApi(deps: KeysDeps) {
@@ -10,12 +11,15 @@ export function createApi(deps: KeysDeps) {
     requirePermissions(caller, ["api.*.create_api"]);
     const input = validCreateApi(req);
     const apiId = newId("api");
-    await deps.store.createApi({
-      id: apiId,
-      workspaceId: caller.workspaceId,
-      name: input.name,
-      createdAt: deps.clock.now(),
-    });
+    await deps.store.createApi(
+      {
+        id: apiId,
+        workspaceId: caller.workspaceId,
+        name: input.name,
+        createdAt: deps.clock.now(),
+      },
+      succeeded(deps, caller, "apis.createApi", [apiResource(apiId)], ["name"]),
+    );
     return { apiId };
   };
 }

@@ -1,7 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -55,11 +56,38 @@ export function createKey(deps: KeysDeps) {
         byteLength: input.byteLength,
       },
       vault?.seal(keyId, caller.workspaceId, material.key),
+      succeeded(
+        deps,
+        caller,
+        "keys.createKey",
+        [keyResource(keyId), apiResource(api.id), ...resourcesOf(["identity", identity?.id])],
+        createKeyFields(req),
+      ),
     );
+    published(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
     // Drops a negative cache entry for this hash wherever one exists.
     await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
     return { keyId, key: material.key };
   };
+}
+
+/** The names of the fields a createKey request sets, for its audit record (never their values). */
+function createKeyFields(req: CreateKeyRequest): string[] {
+  const given: [string, boolean][] = [
+    ["prefix", req.prefix !== undefined],
+    ["name", req.name !== undefined],
+    ["byteLength", req.byteLength !== undefined],
+    ["externalId", req.externalId !== undefined],
+    ["meta", req.metaJson !== undefined],
+    ["roles", req.roles.length > 0],
+    ["permissions", req.permissions.length > 0],
+    ["expires", req.expires !== undefined],
+    ["credits", req.credits !== undefined],
+    ["ratelimits", req.ratelimits.length > 0],
+    ["enabled", req.enabled !== undefined],
+    ["recoverable", req.recoverable],
+  ];
+  return given.filter(([, set]) => set).map(([name]) => name);
 }
 
 export interface CreateKeyInput {

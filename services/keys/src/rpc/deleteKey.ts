@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 
@@ -15,7 +16,23 @@ export function deleteKey(deps: KeysDeps) {
     const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
-    await deps.store.deleteKey(key.id, req.permanent, deps.clock.now());
+    await deps.store.deleteKey(
+      key.id,
+      req.permanent,
+      deps.clock.now(),
+      succeeded(
+        deps,
+        caller,
+        "keys.deleteKey",
+        [keyResource(key.id), apiResource(key.apiId)],
+        req.permanent ? ["permanent"] : [],
+      ),
+    );
+    published(deps, "key.deleted", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      permanent: req.permanent,
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,

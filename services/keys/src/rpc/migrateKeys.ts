@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MigrateKeysRequest, MigrateKeysResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -87,7 +88,20 @@ export function migrateKeys(deps: KeysDeps) {
       }
       key.identityId = id;
     }
-    const inserted = await deps.store.importKeys(imports.map((i) => i.key));
+    const inserted = await deps.store.importKeys(
+      imports.map((i) => i.key),
+      (keys) =>
+        succeeded(
+          deps,
+          caller,
+          "keys.migrateKeys",
+          [apiResource(api.id), ...keys.map((k) => keyResource(k.id))],
+          ["keys"],
+        ),
+    );
+    for (const [i, { key }] of imports.entries()) {
+      if (inserted[i]) published(deps, "key.created", caller.workspaceId, { keyId: key.id, apiId: api.id });
+    }
     const migrated: { hash: string; keyId: string }[] = [];
     imports.forEach(({ given, key }, i) => {
       if (inserted[i]) migrated.push({ hash: given, keyId: key.id });
@@ -99,7 +113,12 @@ export function migrateKeys(deps: KeysDeps) {
       const sent = imports
         .filter((_, i) => inserted[i])
         .map(({ key }) =>
-          keyChanged(deps, { workspaceId: caller.workspaceId, hash: key.hash, keyId: key.id, apiId: api.id }),
+          keyChanged(deps, {
+            workspaceId: caller.workspaceId,
+            hash: key.hash,
+            keyId: key.id,
+            apiId: api.id,
+          }),
         );
       await Promise.all(sent);
     }

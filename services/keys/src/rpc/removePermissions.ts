@@ -5,6 +5,7 @@ import type {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { permissionsView } from "../rbac.ts";
@@ -33,8 +34,20 @@ export function removePermissions(deps: KeysDeps) {
       "permissions",
       { add: [], remove: slugs },
       deps.clock.now(),
+      succeeded(
+        deps,
+        caller,
+        "keys.removePermissions",
+        [keyResource(key.id), apiResource(key.apiId)],
+        ["permissions"],
+      ),
     );
     if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      fields: ["permissions"],
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, newId, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -38,7 +39,10 @@ export function rerollKey(deps: KeysDeps) {
       ...(original.recoverable ? [need("api", original.apiId, "encrypt_key")] : []),
       // The new key is given the original's roles and permissions: a credential holding them that the
       // caller could not otherwise create.
-      ...grantChangePermissions({ roles: adding(original.roles), permissions: adding(original.permissions) }),
+      ...grantChangePermissions({
+        roles: adding(original.roles),
+        permissions: adding(original.permissions),
+      }),
     ]);
     const vault = original.recoverable ? requireVault(deps) : undefined;
     // The roles that still exist: one deleted since is not carried over.
@@ -48,6 +52,7 @@ export function rerollKey(deps: KeysDeps) {
     const keyId = newId("key");
     const now = deps.clock.now();
     const stopsAt = expiration === 0 ? now - 1 : now + expiration;
+    const originalExpires = Math.min(original.expires ?? Number.MAX_SAFE_INTEGER, stopsAt);
     await deps.store.rerollKey(
       {
         id: keyId,
@@ -72,8 +77,21 @@ export function rerollKey(deps: KeysDeps) {
       },
       vault?.seal(keyId, original.workspaceId, material.key),
       original.id,
-      Math.min(original.expires ?? Number.MAX_SAFE_INTEGER, stopsAt),
+      originalExpires,
+      succeeded(
+        deps,
+        caller,
+        "keys.rerollKey",
+        [keyResource(original.id), keyResource(keyId), apiResource(original.apiId)],
+        ["expiration"],
+      ),
     );
+    published(deps, "key.rerolled", caller.workspaceId, {
+      keyId: original.id,
+      apiId: original.apiId,
+      newKeyId: keyId,
+      expiresAt: expiration === 0 ? null : originalExpires,
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: original.hash,

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SetRolesRequest, SetRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
@@ -25,8 +26,17 @@ export function setRoles(deps: KeysDeps) {
       ...grantChangePermissions({ roles: replacing(names) }),
     ]);
     const roles = (await requireRoles(deps, caller, names)).map((r) => r.name);
-    const updated = await deps.store.updateKey(key.id, { roles, updatedAt: deps.clock.now() });
+    const updated = await deps.store.updateKey(
+      key.id,
+      { roles, updatedAt: deps.clock.now() },
+      succeeded(deps, caller, "keys.setRoles", [keyResource(key.id), apiResource(key.apiId)], ["roles"]),
+    );
     if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, {
+      keyId: key.id,
+      apiId: key.apiId,
+      fields: ["roles"],
+    });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,

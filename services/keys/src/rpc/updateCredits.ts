@@ -6,6 +6,7 @@ import {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import type { CreditsOperation as Operation } from "../store/keys-store.ts";
@@ -18,11 +19,23 @@ export function updateCredits(deps: KeysDeps) {
     const input = validUpdateCredits(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "update_key")]);
-    const result = await deps.store.updateCredits(key.id, input.operation, input.value, deps.clock.now());
+    // Setting none (unlimited) also clears the refill.
+    const fields =
+      input.operation === "set" && input.value === null
+        ? ["credits.remaining", "credits.refill"]
+        : ["credits.remaining"];
+    const result = await deps.store.updateCredits(
+      key.id,
+      input.operation,
+      input.value,
+      deps.clock.now(),
+      succeeded(deps, caller, "keys.updateCredits", [keyResource(key.id), apiResource(key.apiId)], fields),
+    );
     if (result === undefined) throw keyNotFound();
     if (result === "unlimited") {
       throw invalidInput("/operation", "You cannot increment or decrement a key with unlimited credits.");
     }
+    published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
     // The balance is never cached, but whether the key is limited is.
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,

@@ -1,7 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { apiResource, keyResource, published, succeeded } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -43,8 +44,24 @@ export function updateKey(deps: KeysDeps) {
       patch.externalId = identity.externalId;
       patch.identityId = identity.id;
     }
-    const updated = await deps.store.updateKey(key.id, patch);
+    const fields = patchFields(patch);
+    const updated = await deps.store.updateKey(
+      key.id,
+      patch,
+      succeeded(
+        deps,
+        caller,
+        "keys.updateKey",
+        [
+          keyResource(key.id),
+          apiResource(key.apiId),
+          ...resourcesOf(["identity", patch.identityId ?? undefined]),
+        ],
+        fields,
+      ),
+    );
     if (!updated) throw keyNotFound();
+    published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,
@@ -53,6 +70,23 @@ export function updateKey(deps: KeysDeps) {
     });
     return {};
   };
+}
+
+/** The public names of the fields a patch changes, for the audit record and key.updated (never their values). */
+export function patchFields(patch: KeyPatch): string[] {
+  const names: [keyof KeyPatch, string][] = [
+    ["name", "name"],
+    ["metaJson", "meta"],
+    ["externalId", "externalId"],
+    ["expires", "expires"],
+    ["enabled", "enabled"],
+    ["remaining", "credits.remaining"],
+    ["refill", "credits.refill"],
+    ["ratelimits", "ratelimits"],
+    ["roles", "roles"],
+    ["permissions", "permissions"],
+  ];
+  return names.filter(([field]) => patch[field] !== undefined).map(([, name]) => name);
 }
 
 /** JSON paths a request may clear (set to null). */

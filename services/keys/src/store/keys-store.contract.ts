@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { type AuditRecord, auditSuccess } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import type { CreditsState, KeysStore, NewKey } from "./keys-store.ts";
 
@@ -694,6 +695,56 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       );
       expect(await store.applyDueRefills(midnight + 2)).toBeGreaterThanOrEqual(0);
       expect((await store.findKeyById(key.id))?.remaining).toBe(15);
+    });
+
+    it("writes a mutation's audit record only when it makes the change, readable by its workspace only", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const [ws, other] = workspaces;
+      const audit = (operation: string, id: string): AuditRecord =>
+        auditSuccess("cli", ws, operation, [{ type: "key", id }], ["name"], NOW);
+      const key = newKey(ws, apiId);
+      await store.createKey(key, undefined, audit("keys.createKey", key.id));
+      const unlimited = newKey(ws, apiId);
+      await store.createKey(unlimited);
+      // Made: recorded. Not made (gone, unlimited, already deleted): not recorded.
+      expect(
+        await store.updateKey(key.id, { name: "n", updatedAt: NOW }, audit("keys.updateKey", key.id)),
+      ).toBeDefined();
+      expect(
+        await store.updateKey("key_gone", { name: "n", updatedAt: NOW }, audit("keys.updateKey", "key_gone")),
+      ).toBeUndefined();
+      expect(
+        await store.updateCredits(
+          unlimited.id,
+          "increment",
+          1,
+          NOW,
+          audit("keys.updateCredits", unlimited.id),
+        ),
+      ).toBe("unlimited");
+      expect(
+        await store.updateCredits("key_gone", "set", 1, NOW, audit("keys.updateCredits", "key_gone")),
+      ).toBeUndefined();
+      expect(
+        await store.changeKeyList(
+          "key_gone",
+          "roles",
+          { add: ["r"], remove: [] },
+          NOW,
+          audit("keys.addRoles", "key_gone"),
+        ),
+      ).toBeUndefined();
+      expect(await store.deleteApi(apiId, NOW, audit("apis.deleteApi", apiId))).toBe(true);
+      expect(await store.deleteApi(apiId, NOW, audit("apis.deleteApi", apiId))).toBe(false);
+      const listed = await store.listAudit(ws, { limit: 100, resourceId: key.id });
+      expect(listed.map((r) => r.operation)).toEqual(
+        expect.arrayContaining(["keys.createKey", "keys.updateKey"]),
+      );
+      expect(listed).toHaveLength(2);
+      expect(await store.listAudit(ws, { limit: 100, resourceId: "key_gone" })).toEqual([]);
+      expect(await store.listAudit(ws, { limit: 100, resourceId: unlimited.id })).toEqual([]);
+      expect(await store.listAudit(ws, { limit: 100, resourceId: apiId })).toHaveLength(1);
+      expect(await store.listAudit(other, { limit: 100, resourceId: key.id })).toEqual([]);
     });
   });
 }

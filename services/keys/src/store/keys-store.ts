@@ -1,3 +1,5 @@
+import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+
 /**
  * Storage of the keys context. Times are unix milliseconds; every value fits in
  * a JS number (see runtime/db.ts). Stores know nothing of Connect or HTTP.
@@ -228,26 +230,31 @@ export interface KeyLookup {
   hash: string;
 }
 
-export interface KeysStore {
-  createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void>;
+/**
+ * Every mutation a management operation makes takes its audit record (`audit`) and writes it in
+ * the change's own transaction, only when the change is made: a change without its record, or a
+ * record without its change, cannot happen (packages/runtime/src/audit.ts).
+ */
+export interface KeysStore extends AuditLogStore {
+  createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void>;
   findApi(id: string): Promise<ApiRecord | undefined>;
   /** Marks an API deleted; its keys stop verifying. false when it was already gone. */
-  deleteApi(id: string, at: number): Promise<boolean>;
+  deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean>;
   /** Inserts the key, its rate limits and, for a recoverable key, its encrypted plaintext together. */
-  createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void>;
+  createKey(key: NewKey, encrypted?: EncryptedKeyRecord, audit?: AuditRecord): Promise<void>;
   /**
    * Inserts each key whose hash is new in its workspace; true where it was
    * inserted, false where the workspace holds the hash already. Another
    * workspace's keys never make it fail: a hash is unique per workspace.
    */
-  importKeys(keys: NewKey[]): Promise<boolean[]>;
+  importKeys(keys: NewKey[], audit?: (inserted: NewKey[]) => AuditRecord): Promise<boolean[]>;
   /**
    * Live keys of an API ordered by id, after the id `after`, at most `limit`,
    * optionally only those of one externalId.
    */
   listKeys(apiId: string, options: { limit: number; after: string; externalId?: string }): Promise<KeyPage>;
   /** Applies the patch atomically with respect to credit spends; undefined when the key is gone. */
-  updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined>;
+  updateKey(id: string, patch: KeyPatch, audit?: AuditRecord): Promise<VerifiableKey | undefined>;
   /**
    * Adds to and removes from a key's direct permission slugs or role names in
    * one atomic step, so concurrent changes all land: `add` entries it lacks are
@@ -259,6 +266,7 @@ export interface KeysStore {
     list: KeyList,
     change: { add: readonly string[]; remove: readonly string[] },
     at: number,
+    audit?: AuditRecord,
   ): Promise<VerifiableKey | undefined>;
   /**
    * Takes a deleted role's name or permission's slug off every key of its
@@ -279,9 +287,10 @@ export interface KeysStore {
     operation: CreditsOperation,
     value: number | null,
     at: number,
+    audit?: AuditRecord,
   ): Promise<CreditsState | "unlimited" | undefined>;
   /** Ordinary deletion marks the key deleted; permanent deletion removes the row, its hash and its secrets. */
-  deleteKey(id: string, permanent: boolean, at: number): Promise<void>;
+  deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void>;
   /**
    * Creates `key` as the successor of `originalId` in one transaction: it takes
    * the original's current balance and refill state, and the original now
@@ -292,6 +301,7 @@ export interface KeysStore {
     encrypted: EncryptedKeyRecord | undefined,
     originalId: string,
     originalExpires: number,
+    audit?: AuditRecord,
   ): Promise<void>;
   findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined>;
   findKeyById(id: string): Promise<VerifiableKey | undefined>;

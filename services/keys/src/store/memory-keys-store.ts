@@ -1,3 +1,4 @@
+import { type AuditQuery, type AuditRecord, MemoryAuditLog } from "@latchkey/runtime";
 import { dueRefill } from "../refills.ts";
 import type {
   ApiRecord,
@@ -36,9 +37,20 @@ export class MemoryKeysStore implements KeysStore {
   private readonly appliedDeletions = new Set<string>();
   /** The balance each key was last given and when (GroupSpend.baseline and period), as PostgreSQL's credits_given. */
   private readonly given = new Map<string, { amount: number | null; at: number }>();
+  /** The audit records each mutation writes with its change (tests read them here). */
+  readonly audit = new MemoryAuditLog();
 
-  async createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void> {
+  recordAudit(record: AuditRecord): Promise<void> {
+    return this.audit.recordAudit(record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return this.audit.listAudit(workspaceId, query);
+  }
+
+  async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
     this.apis.set(api.id, { ...api, deletedAt: null });
+    this.audit.add(audit);
   }
 
   async findApi(id: string): Promise<ApiRecord | undefined> {
@@ -46,14 +58,15 @@ export class MemoryKeysStore implements KeysStore {
     return api && { ...api };
   }
 
-  async deleteApi(id: string, at: number): Promise<boolean> {
+  async deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean> {
     const api = this.apis.get(id);
     if (!api || api.deletedAt !== null) return false;
     api.deletedAt = at;
+    this.audit.add(audit);
     return true;
   }
 
-  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void> {
+  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord, audit?: AuditRecord): Promise<void> {
     if (this.keyIdByHash.has(byHash(key))) throw new Error("duplicate key hash");
     const names = new Set(key.ratelimits.map((r) => r.name));
     if (names.size !== key.ratelimits.length) throw new Error("duplicate ratelimit name");
@@ -68,9 +81,10 @@ export class MemoryKeysStore implements KeysStore {
     this.keyIdByHash.set(byHash(key), key.id);
     this.given.set(key.id, { amount: key.remaining, at: key.createdAt });
     if (encrypted) this.encrypted.set(key.id, { ...encrypted });
+    this.audit.add(audit);
   }
 
-  async importKeys(keys: NewKey[]): Promise<boolean[]> {
+  async importKeys(keys: NewKey[], audit?: (inserted: NewKey[]) => AuditRecord): Promise<boolean[]> {
     const inserted: boolean[] = [];
     for (const key of keys) {
       if (this.keyIdByHash.has(byHash(key))) {
@@ -80,6 +94,7 @@ export class MemoryKeysStore implements KeysStore {
       await this.createKey(key);
       inserted.push(true);
     }
+    this.audit.add(audit?.(keys.filter((_, i) => inserted[i])));
     return inserted;
   }
 
@@ -100,12 +115,13 @@ export class MemoryKeysStore implements KeysStore {
     return { keys, next: live.length > options.limit ? (keys.at(-1)?.id ?? null) : null };
   }
 
-  async updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined> {
+  async updateKey(id: string, patch: KeyPatch, audit?: AuditRecord): Promise<VerifiableKey | undefined> {
     const key = this.keys.get(id);
     if (!key) return undefined;
     const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     Object.assign(key, structuredClone(defined));
     if (patch.remaining !== undefined) this.given.set(id, { amount: key.remaining, at: patch.updatedAt });
+    this.audit.add(audit);
     return this.findKeyById(id);
   }
 
@@ -114,12 +130,14 @@ export class MemoryKeysStore implements KeysStore {
     list: KeyList,
     change: { add: readonly string[]; remove: readonly string[] },
     at: number,
+    audit?: AuditRecord,
   ): Promise<VerifiableKey | undefined> {
     const key = this.keys.get(id);
     if (!key) return undefined;
     const removed = new Set(change.remove);
     key[list] = [...new Set([...key[list], ...change.add])].filter((v) => !removed.has(v));
     key.updatedAt = at;
+    this.audit.add(audit);
     return this.findKeyById(id);
   }
 
@@ -140,6 +158,7 @@ export class MemoryKeysStore implements KeysStore {
     operation: CreditsOperation,
     value: number | null,
     at: number,
+    audit?: AuditRecord,
   ): Promise<CreditsState | "unlimited" | undefined> {
     const key = this.keys.get(id);
     if (!key) return undefined;
@@ -163,14 +182,16 @@ export class MemoryKeysStore implements KeysStore {
       }
     }
     key.updatedAt = at;
+    this.audit.add(audit);
     return { remaining: key.remaining, refill: key.refill && { ...key.refill } };
   }
 
-  async deleteKey(id: string, permanent: boolean, at: number): Promise<void> {
+  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void> {
     const key = this.keys.get(id);
+    this.audit.add(audit);
     if (!key) return;
     if (!permanent) {
-      key.deletedAt = at;
+      if (key.deletedAt === null) key.deletedAt = at;
       return;
     }
     this.keys.delete(id);
@@ -184,6 +205,7 @@ export class MemoryKeysStore implements KeysStore {
     encrypted: EncryptedKeyRecord | undefined,
     originalId: string,
     originalExpires: number,
+    audit?: AuditRecord,
   ): Promise<void> {
     const original = this.keys.get(originalId);
     if (!original) throw new Error(`no key ${originalId}`);
@@ -194,6 +216,7 @@ export class MemoryKeysStore implements KeysStore {
     const given = this.given.get(originalId);
     if (given) this.given.set(key.id, { ...given });
     original.expires = originalExpires;
+    this.audit.add(audit);
   }
 
   async findEncryptedKey(keyId: string): Promise<EncryptedKeyRecord | undefined> {

@@ -1,4 +1,11 @@
-import type { Sql, TransactionSql } from "@latchkey/runtime";
+import {
+  type AuditQuery,
+  type AuditRecord,
+  insertAudit,
+  listAudit,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import type {
   ApiRecord,
   CachedKey,
@@ -77,12 +84,41 @@ interface CreditsRow {
   refill_day: number | null;
 }
 
+/** The keys context's audit records (migrations.ts, version 8). */
+export const KEYS_AUDIT_TABLE = "keys_audit_log";
+
 export class PostgresKeysStore implements KeysStore {
   constructor(private readonly sql: Sql) {}
 
-  async createApi(api: Omit<ApiRecord, "deletedAt">): Promise<void> {
-    await this.sql`INSERT INTO apis (id, workspace_id, name, created_at)
-      VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt})`;
+  async recordAudit(record: AuditRecord): Promise<void> {
+    await insertAudit(this.sql, KEYS_AUDIT_TABLE, record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.sql, KEYS_AUDIT_TABLE, workspaceId, query);
+  }
+
+  /**
+   * Runs `change` in a transaction that also writes `audit` when `made` says the change was made,
+   * so the record commits or rolls back with it.
+   */
+  private audited<T>(
+    audit: AuditRecord | undefined,
+    change: (tx: TransactionSql) => Promise<T>,
+    made: (result: T) => boolean = () => true,
+  ): Promise<T> {
+    return this.sql.begin(async (tx) => {
+      const result = await change(tx);
+      if (audit && made(result)) await insertAudit(tx, KEYS_AUDIT_TABLE, audit);
+      return result;
+    }) as Promise<T>;
+  }
+
+  async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
+    await this.audited(audit, async (tx) => {
+      await tx`INSERT INTO apis (id, workspace_id, name, created_at)
+        VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt})`;
+    });
   }
 
   async findApi(id: string): Promise<ApiRecord | undefined> {
@@ -100,23 +136,28 @@ export class PostgresKeysStore implements KeysStore {
     );
   }
 
-  async deleteApi(id: string, at: number): Promise<boolean> {
-    const rows = await this
-      .sql`UPDATE apis SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL RETURNING id`;
-    return rows.length > 0;
+  async deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean> {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (await tx`UPDATE apis SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL RETURNING id`)
+          .length > 0,
+      (deleted) => deleted,
+    );
   }
 
-  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord): Promise<void> {
-    await this.sql.begin(async (tx) => {
+  async createKey(key: NewKey, encrypted?: EncryptedKeyRecord, audit?: AuditRecord): Promise<void> {
+    await this.audited(audit, async (tx) => {
       await insertKey(tx, key, "fail");
       if (encrypted) await insertEncrypted(tx, encrypted);
     });
   }
 
-  async importKeys(keys: NewKey[]): Promise<boolean[]> {
+  async importKeys(keys: NewKey[], audit?: (inserted: NewKey[]) => AuditRecord): Promise<boolean[]> {
     return this.sql.begin(async (tx) => {
       const inserted: boolean[] = [];
       for (const key of keys) inserted.push(await insertKey(tx, key, "skip"));
+      if (audit) await insertAudit(tx, KEYS_AUDIT_TABLE, audit(keys.filter((_, i) => inserted[i])));
       return inserted;
     });
   }
@@ -133,30 +174,34 @@ export class PostgresKeysStore implements KeysStore {
     return { keys, next: rows.length > options.limit ? (keys.at(-1)?.id ?? null) : null };
   }
 
-  async updateKey(id: string, patch: KeyPatch): Promise<VerifiableKey | undefined> {
-    return this.sql.begin(async (tx) => {
-      // The row lock orders this update with every credit spend, so writing the balance back loses none.
-      const [row] = await tx<(KeyRow & { api_deleted: boolean })[]>`${this.selectKeys(tx)}
+  async updateKey(id: string, patch: KeyPatch, audit?: AuditRecord): Promise<VerifiableKey | undefined> {
+    return this.audited(
+      audit,
+      async (tx) => {
+        // The row lock orders this update with every credit spend, so writing the balance back loses none.
+        const [row] = await tx<(KeyRow & { api_deleted: boolean })[]>`${this.selectKeys(tx)}
         WHERE k.id = ${id} FOR UPDATE OF k`;
-      if (!row) return undefined;
-      const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-      const k: KeyRecord = { ...keyOf(row), ...defined };
-      await tx`UPDATE keys SET name = ${k.name}, meta = ${k.metaJson}::text::jsonb, external_id = ${k.externalId},
+        if (!row) return undefined;
+        const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+        const k: KeyRecord = { ...keyOf(row), ...defined };
+        await tx`UPDATE keys SET name = ${k.name}, meta = ${k.metaJson}::text::jsonb, external_id = ${k.externalId},
           identity_id = ${k.identityId}, expires = ${k.expires}, enabled = ${k.enabled}, remaining = ${k.remaining},
           refill_interval = ${k.refill?.interval ?? null}, refill_amount = ${k.refill?.amount ?? null},
           refill_day = ${k.refill?.day ?? null}, last_refill_at = ${k.lastRefillAt},
           permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt}
           ${patch.remaining === undefined ? tx`` : tx`, credits_given = ${k.remaining}, credits_given_at = ${patch.updatedAt}`}
         WHERE id = ${id}`;
-      if (patch.ratelimits) {
-        await tx`DELETE FROM key_ratelimits WHERE key_id = ${id}`;
-        await insertRatelimits(tx, id, patch.ratelimits);
-      }
-      const [updated] = await tx<
-        (KeyRow & { api_deleted: boolean })[]
-      >`${this.selectKeys(tx)} WHERE k.id = ${id}`;
-      return updated && { ...keyOf(updated), apiDeleted: updated.api_deleted };
-    });
+        if (patch.ratelimits) {
+          await tx`DELETE FROM key_ratelimits WHERE key_id = ${id}`;
+          await insertRatelimits(tx, id, patch.ratelimits);
+        }
+        const [updated] = await tx<
+          (KeyRow & { api_deleted: boolean })[]
+        >`${this.selectKeys(tx)} WHERE k.id = ${id}`;
+        return updated && { ...keyOf(updated), apiDeleted: updated.api_deleted };
+      },
+      (updated) => updated !== undefined,
+    );
   }
 
   async changeKeyList(
@@ -164,15 +209,23 @@ export class PostgresKeysStore implements KeysStore {
     list: KeyList,
     change: { add: readonly string[]; remove: readonly string[] },
     at: number,
+    audit?: AuditRecord,
   ): Promise<VerifiableKey | undefined> {
     const column = this.sql(list);
     // One UPDATE: the row lock serialises concurrent changes, each applied to the list as the previous left it.
-    const [changed] = await this.sql<{ id: string }[]>`UPDATE keys SET ${column} = ARRAY(
+    const changed = await this.audited(
+      audit,
+      async (tx) =>
+        (
+          await tx<{ id: string }[]>`UPDATE keys SET ${column} = ARRAY(
         SELECT v FROM unnest(${column} || ${change.add as string[]}::text[]) WITH ORDINALITY AS t (v, n)
         WHERE v <> ALL (${change.remove as string[]}::text[])
         GROUP BY v ORDER BY min(n)),
         updated_at = ${at}
-      WHERE id = ${id} RETURNING id`;
+      WHERE id = ${id} RETURNING id`
+        )[0],
+      (changed) => changed !== undefined,
+    );
     return changed && this.findKeyById(id);
   }
 
@@ -198,8 +251,22 @@ export class PostgresKeysStore implements KeysStore {
     operation: CreditsOperation,
     value: number | null,
     at: number,
+    audit?: AuditRecord,
   ): Promise<CreditsState | "unlimited" | undefined> {
-    const sql = this.sql;
+    return this.audited(
+      audit,
+      (tx) => this.changeCredits(tx, id, operation, value, at),
+      (state) => state !== undefined && state !== "unlimited",
+    );
+  }
+
+  private async changeCredits(
+    sql: TransactionSql,
+    id: string,
+    operation: CreditsOperation,
+    value: number | null,
+    at: number,
+  ): Promise<CreditsState | "unlimited" | undefined> {
     // Every change first settles a refill due at `at`, so a later refill run cannot overwrite it.
     const { balance, lastRefill } = this.refillTerms(at);
     let rows: CreditsRow[];
@@ -235,13 +302,13 @@ export class PostgresKeysStore implements KeysStore {
     return row && { remaining: row.remaining, refill: refillOf(row) };
   }
 
-  async deleteKey(id: string, permanent: boolean, at: number): Promise<void> {
-    if (permanent) {
-      await this.sql.begin(async (tx) => {
+  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void> {
+    await this.audited(audit, async (tx) => {
+      if (permanent) {
         await tx`DELETE FROM key_last_used WHERE key_id = ${id}`;
         await tx`DELETE FROM keys WHERE id = ${id}`;
-      });
-    } else await this.sql`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
+      } else await tx`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
+    });
   }
 
   async rerollKey(
@@ -249,8 +316,9 @@ export class PostgresKeysStore implements KeysStore {
     encrypted: EncryptedKeyRecord | undefined,
     originalId: string,
     originalExpires: number,
+    audit?: AuditRecord,
   ): Promise<void> {
-    await this.sql.begin(async (tx) => {
+    await this.audited(audit, async (tx) => {
       // Locked, so no spend slips between reading the balance and handing it over.
       const [original] = await tx<
         {

@@ -4,6 +4,7 @@ import {
   type SetOverrideResponse,
   SetOverrideResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { auditSuccess } from "@latchkey/runtime";
 import type { RatelimitDeps } from "../deps.ts";
 import { authorizedNamespace } from "../namespaces.ts";
 import { integer, MIN_DURATION, text, validCaller } from "../validate.ts";
@@ -19,12 +20,21 @@ export function setOverride(deps: RatelimitDeps) {
       duration: integer(req.duration, "/duration", MIN_DURATION),
     };
     const ns = await authorizedNamespace(deps.namespaces, caller, input.namespace, "set_override");
-    const override = await deps.store.setOverride({
-      namespaceId: ns.id,
-      identifier: input.identifier,
-      limit: input.limit,
-      duration: input.duration,
-    });
+    const override = await deps.store.setOverride(
+      { namespaceId: ns.id, identifier: input.identifier, limit: input.limit, duration: input.duration },
+      (o) =>
+        auditSuccess(
+          caller,
+          caller.workspaceId,
+          "ratelimit.setOverride",
+          [
+            { type: "override", id: o.id },
+            { type: "namespace", id: ns.id },
+          ],
+          ["identifier", "limit", "duration"],
+          deps.clock.now(),
+        ),
+    );
     deps.overrides.invalidate(ns.id);
     await deps.events.overridesChanged(ns.workspaceId, ns.id);
     return create(SetOverrideResponseSchema, { overrideId: override.id });

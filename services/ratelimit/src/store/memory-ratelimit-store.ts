@@ -1,10 +1,20 @@
-import { newId } from "@latchkey/runtime";
+import { type AuditQuery, type AuditRecord, MemoryAuditLog, newId } from "@latchkey/runtime";
 import type { Namespace, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
 
 /** The in-memory store of unit tests; behaves as PostgresRatelimitStore (see the contract suite). */
 export class MemoryRatelimitStore implements RatelimitStore {
   private readonly namespaces = new Map<string, Namespace>();
   private readonly overrides = new Map<string, Override>();
+  /** The audit records each override change writes with it (tests read them here). */
+  readonly audit = new MemoryAuditLog();
+
+  recordAudit(record: AuditRecord): Promise<void> {
+    return this.audit.recordAudit(record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return this.audit.listAudit(workspaceId, query);
+  }
 
   async namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined> {
     const ns = this.namespaces.get(id);
@@ -28,10 +38,14 @@ export class MemoryRatelimitStore implements RatelimitStore {
     return { ...ns };
   }
 
-  async setOverride(input: Omit<Override, "id">): Promise<Override> {
+  async setOverride(
+    input: Omit<Override, "id">,
+    audit?: (override: Override) => AuditRecord,
+  ): Promise<Override> {
     const existing = this.find(input.namespaceId, input.identifier);
     const o = { ...input, id: existing?.id ?? newId("rlor") };
     this.overrides.set(o.id, o);
+    this.audit.add(audit?.({ ...o }));
     return { ...o };
   }
 
@@ -53,10 +67,11 @@ export class MemoryRatelimitStore implements RatelimitStore {
     return [...this.overrides.values()].filter((o) => o.namespaceId === namespaceId).map((o) => ({ ...o }));
   }
 
-  async deleteOverride(namespaceId: string, identifier: string): Promise<boolean> {
+  async deleteOverride(namespaceId: string, identifier: string, audit?: AuditRecord): Promise<boolean> {
     const o = this.find(namespaceId, identifier);
     if (!o) return false;
     this.overrides.delete(o.id);
+    this.audit.add(audit);
     return true;
   }
 

@@ -1,4 +1,11 @@
-import { newId, type Sql } from "@latchkey/runtime";
+import {
+  type AuditQuery,
+  type AuditRecord,
+  insertAudit,
+  listAudit,
+  newId,
+  type Sql,
+} from "@latchkey/runtime";
 import type { Namespace, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
 
 interface NamespaceRow {
@@ -24,8 +31,19 @@ const overrideOf = (r: OverrideRow): Override => ({
   duration: r.duration,
 });
 
+/** The ratelimit context's audit records (migrations.ts, version 2). */
+export const RATELIMIT_AUDIT_TABLE = "ratelimit_audit_log";
+
 export class PostgresRatelimitStore implements RatelimitStore {
   constructor(private readonly sql: Sql) {}
+
+  async recordAudit(record: AuditRecord): Promise<void> {
+    await insertAudit(this.sql, RATELIMIT_AUDIT_TABLE, record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.sql, RATELIMIT_AUDIT_TABLE, workspaceId, query);
+  }
 
   async namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined> {
     const [row] = await this.sql<NamespaceRow[]>`
@@ -50,14 +68,21 @@ export class PostgresRatelimitStore implements RatelimitStore {
     return existing;
   }
 
-  async setOverride(input: Omit<Override, "id">): Promise<Override> {
-    const [row] = await this.sql<OverrideRow[]>`
+  async setOverride(
+    input: Omit<Override, "id">,
+    audit?: (override: Override) => AuditRecord,
+  ): Promise<Override> {
+    return this.sql.begin(async (tx) => {
+      const [row] = await tx<OverrideRow[]>`
       INSERT INTO ratelimit_overrides (id, namespace_id, identifier, "limit", duration)
       VALUES (${newId("rlor")}, ${input.namespaceId}, ${input.identifier}, ${input.limit}, ${input.duration})
       ON CONFLICT (namespace_id, identifier)
       DO UPDATE SET "limit" = EXCLUDED."limit", duration = EXCLUDED.duration, updated_at = now()
       RETURNING id, namespace_id, identifier, "limit", duration`;
-    return overrideOf(row!);
+      const override = overrideOf(row!);
+      if (audit) await insertAudit(tx, RATELIMIT_AUDIT_TABLE, audit(override));
+      return override;
+    }) as Promise<Override>;
   }
 
   async getOverride(namespaceId: string, identifier: string): Promise<Override | undefined> {
@@ -83,11 +108,14 @@ export class PostgresRatelimitStore implements RatelimitStore {
     return rows.map(overrideOf);
   }
 
-  async deleteOverride(namespaceId: string, identifier: string): Promise<boolean> {
-    const rows = await this.sql`
-      DELETE FROM ratelimit_overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier}
-      RETURNING id`;
-    return rows.length > 0;
+  async deleteOverride(namespaceId: string, identifier: string, audit?: AuditRecord): Promise<boolean> {
+    return this.sql.begin(async (tx) => {
+      const rows = await tx`
+        DELETE FROM ratelimit_overrides WHERE namespace_id = ${namespaceId} AND identifier = ${identifier}
+        RETURNING id`;
+      if (rows.length > 0 && audit) await insertAudit(tx, RATELIMIT_AUDIT_TABLE, audit);
+      return rows.length > 0;
+    }) as Promise<boolean>;
   }
 
   async ping(): Promise<boolean> {

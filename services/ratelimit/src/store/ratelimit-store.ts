@@ -1,3 +1,5 @@
+import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+
 /** A rate-limit namespace of one workspace, created on first use. */
 export interface Namespace {
   id: string;
@@ -20,22 +22,26 @@ export interface OverridePage {
   next?: string;
 }
 
-/** Namespaces and overrides. Counters are not stored: they live in memory (see limiter/). */
-export interface RatelimitStore {
+/**
+ * Namespaces and overrides. Counters are not stored: they live in memory (see limiter/). An
+ * override's change takes its audit record and writes it in the change's own transaction, only
+ * when the change is made (packages/runtime/src/audit.ts).
+ */
+export interface RatelimitStore extends AuditLogStore {
   namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined>;
   namespaceByName(workspaceId: string, name: string): Promise<Namespace | undefined>;
   /** Creates the namespace, or answers the one a concurrent call created with the same name. */
   createNamespace(workspaceId: string, name: string): Promise<Namespace>;
 
   /** Inserts, or updates limit and duration keeping the id of the override with the same identifier. */
-  setOverride(input: Omit<Override, "id">): Promise<Override>;
+  setOverride(input: Omit<Override, "id">, audit?: (override: Override) => AuditRecord): Promise<Override>;
   getOverride(namespaceId: string, identifier: string): Promise<Override | undefined>;
   /** Ordered by id; `after` is the previous page's `next`. */
   listOverrides(namespaceId: string, page: { limit: number; after?: string }): Promise<OverridePage>;
   /** Every override of a namespace, for the matcher. */
   allOverrides(namespaceId: string): Promise<Override[]>;
   /** True when there was one to delete. */
-  deleteOverride(namespaceId: string, identifier: string): Promise<boolean>;
+  deleteOverride(namespaceId: string, identifier: string, audit?: AuditRecord): Promise<boolean>;
 
   /** True when the storage answers (readiness). */
   ping(): Promise<boolean>;

@@ -1,0 +1,52 @@
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import { describe, expect, it } from "vitest";
+import { changesState } from "./gateway.ts";
+import { OPERATIONS, routes } from "./routes/index.ts";
+import { answeringEverything, harness } from "./testing.ts";
+
+describe("the request id a management call carries for its audit record", () => {
+  it("is set on exactly the operations that change state", () => {
+    expect(OPERATIONS.filter(changesState).sort()).toEqual(
+      [
+        "apis.createApi",
+        "apis.deleteApi",
+        "identities.createIdentity",
+        "identities.deleteIdentity",
+        "identities.updateIdentity",
+        "keys.addPermissions",
+        "keys.addRoles",
+        "keys.createKey",
+        "keys.deleteKey",
+        "keys.migrateKeys",
+        "keys.removePermissions",
+        "keys.removeRoles",
+        "keys.rerollKey",
+        "keys.setPermissions",
+        "keys.setRoles",
+        "keys.updateCredits",
+        "keys.updateKey",
+        "permissions.createPermission",
+        "permissions.createRole",
+        "permissions.deletePermission",
+        "permissions.deleteRole",
+        "permissions.setRolePermissions",
+        "ratelimit.deleteOverride",
+        "ratelimit.setOverride",
+        "ratelimits.deleteOverride",
+        "ratelimits.setOverride",
+      ].sort(),
+    );
+  });
+
+  it("is the answer's meta.requestId on a management call, and empty on verifications, limits and reads", async () => {
+    const seen: { rpc: string; caller: Caller | undefined }[] = [];
+    const h = harness(answeringEverything((caller, rpc) => seen.push({ rpc, caller })));
+    for (const operation of OPERATIONS) {
+      seen.length = 0;
+      const res = await h.post(operation, routes[operation].example);
+      expect(res.status, operation).toBe(200);
+      const ids = [...new Set(seen.map((s) => s.caller?.requestId ?? ""))];
+      expect(ids, operation).toEqual([changesState(operation) ? res.body.meta.requestId : ""]);
+    }
+  });
+});
