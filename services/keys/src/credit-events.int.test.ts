@@ -59,7 +59,8 @@ function instance(sql: Sql, clock: TestClock, options: { creditsLowFraction?: nu
           type: event.type,
           data: JSON.parse(event.dataJson) as Record<string, unknown>,
         };
-      });
+      })
+      .filter((e) => e.type.startsWith("credits."));
   return { client, published };
 }
 

@@ -21,7 +21,7 @@ function service(options: { creditsLowFraction?: number } = {}) {
     KeysService,
     createRouterTransport(keysRoutes(deps)),
   );
-  /** The domain events published so far, decoded, with their data parsed. */
+  /** The credit events published so far (key.* events are another test's), decoded, with their data parsed. */
   const published = () =>
     sink.kept
       .filter((e) => e.subject === DOMAIN_EVENT_SUBJECT)
@@ -35,7 +35,8 @@ function service(options: { creditsLowFraction?: number } = {}) {
           occurredAt: Number(event.occurredAt),
           data: JSON.parse(event.dataJson) as unknown,
         };
-      });
+      })
+      .filter((e) => e.type.startsWith("credits."));
   const verify = async (key: string, times = 1, cost?: number) => {
     const codes: VerifyCode[] = [];
     for (let i = 0; i < times; i++) {
