@@ -22,8 +22,10 @@
  * set holds one member per live counter; ended ones are dropped from it before
  * a new counter is counted against the bound, as the memory limiter drops its
  * ended counters first. A group of one check (every item of a LimitBatch) is
- * decided by `lone`, the same decision without a group's tables: it halved the
- * script's time for a batch of one hot identifier (bench/ratelimit-gateway-limit.ts).
+ * decided by `lone`, the same decision without a group's tables, and a run of
+ * one by `run`, as arithmetic once the counter holds the window: together they
+ * cut Redis's time for a batch of 27 checks of one hot identifier from ~57 µs
+ * to ~20 (bench/ratelimit-gateway-limit.ts prints the script calls).
  */
 export const SLIDING_WINDOWS_LUA = `
 local now = tonumber(ARGV[1])
@@ -96,6 +98,35 @@ local function lone(k, limit, dur, cost)
     out[o] = 0
   end
 end
+-- r groups in a row of the same lone check: once the counter holds this window, each further check is
+-- the same decision on a count that grows by the cost of each one that passes.
+local function run(r, k, limit, dur, cost)
+  lone(k, limit, dur, cost)
+  local e = counters[k]
+  local seq = math.floor(now / dur)
+  if not (e.held and e.s >= seq) then
+    for _ = 2, r do lone(k, limit, dur, cost) end
+    return
+  end
+  local decayed = math.floor(e.p * (1 - (now - seq * dur) / dur))
+  for _ = 2, r do
+    local effective = e.c + decayed + cost
+    o = o + 1
+    if limit > 0 and effective <= limit then
+      out[o] = 1
+      o = o + 1
+      out[o] = math.max(0, limit - effective)
+      if cost > 0 then
+        e.c = e.c + cost
+        e.dirty = true
+      end
+    else
+      out[o] = 0
+      o = o + 1
+      out[o] = 0
+    end
+  end
+end
 local a = 3
 while a <= #ARGV do
   local n = tonumber(ARGV[a])
@@ -103,7 +134,7 @@ while a <= #ARGV do
   if n < 0 then
     local k, limit, dur, cost = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
     a = a + 4
-    for _ = 1, -n do lone(k, limit, dur, cost) end
+    run(-n, k, limit, dur, cost)
   elseif n == 1 then
     lone(tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
     a = a + 4
