@@ -52,8 +52,8 @@ interface Call {
  * Counters in Redis or Valkey, shared by every replica: each call of `apply`
  * is one EVALSHA per workspace it names (redis-script.ts), sent together as
  * one pipeline, so a check, a multiLimit or a whole LimitBatch costs one
- * write and one round trip, and each
- * counter's key is sent and read once per call however many checks name it. Keys
+ * write and one round trip, and each counter's key is sent and read once per
+ * call however many checks name it. Keys
  * carry the workspace as their hash tag (`prefix{workspace}…`): a workspace's
  * counters never share a key with another's, and on a Cluster they live in
  * one slot, which the script needs.
@@ -191,6 +191,7 @@ export class RedisLimiter implements Limiter {
    * stay within one slot and each workspace has its own.
    */
   private async send(calls: Call[]): Promise<number[][]> {
+    if (calls.length === 0) return [];
     if (calls.length === 1) {
       const call = calls[0]!;
       return [
