@@ -2,6 +2,7 @@ import { ensureRootKey } from "@latchkey/keys";
 import { ownRedis } from "@latchkey/ratelimit/redis-testing";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 import autocannon from "autocannon";
+import { Redis } from "ioredis";
 import { type Proc, startProcess } from "../test/harness.ts";
 import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
 
@@ -11,8 +12,8 @@ import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
  * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
  * versions can be compared on the same machine in the same minutes):
  *   node --import tsx bench/ratelimit-gateway-limit.ts
- * ROUNDS (2), DURATION (5 s), CONNECTIONS (64), PROFILE (a directory for a CPU
- * profile of the ratelimit process). STORE=redis counts in Redis
+ * ROUNDS (2), DURATION (5 s), CONNECTIONS (64), PROFILE (a directory for CPU
+ * profiles of the ratelimit process and the gateway, in ratelimit/ and gateway/). STORE=redis counts in Redis
  * (RATELIMIT_STORE=redis), on a redis-server of this run's own that
  * rate-limiter-flexible uses too, so both pay for the same Redis.
  */
@@ -21,14 +22,33 @@ const DURATION = Number(process.env["DURATION"] ?? 5);
 const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
 const STORE = process.env["STORE"] ?? "memory";
 
-/** Load for `duration` s; with `processes`, the CPU µs per request each group used meanwhile. */
+/** Commands Redis has run so far (INFO commandstats), all of them and scripts alone. */
+async function commandsOf(client: Redis | undefined): Promise<{ all: number; scripts: number }> {
+  if (client === undefined) return { all: 0, scripts: 0 };
+  let all = 0;
+  let scripts = 0;
+  for (const m of (await client.info("commandstats")).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) {
+    const calls = Number(m[2]);
+    if (m[1] === "info") continue;
+    all += calls;
+    if (m[1] === "evalsha" || m[1] === "eval") scripts += calls;
+  }
+  return { all, scripts };
+}
+
+/**
+ * Load for `duration` s; with `processes`, the CPU µs per request each group used meanwhile;
+ * with `redis`, the requests per script call Redis ran (a batch's size) and its commands per request.
+ */
 async function load(
   url: string,
   body: string,
   headers: Record<string, string>,
   duration: number,
   processes: ProcessGroups = {},
+  redis?: Redis,
 ) {
+  const commands = await commandsOf(redis);
   const before = cpuOf(processes);
   const r = await autocannon({
     url,
@@ -40,15 +60,21 @@ async function load(
   });
   const after = cpuOf(processes);
   const requests = r.requests.total as number;
-  const cpu = Object.entries(after)
+  let cpu = Object.entries(after)
     .map(([name, us]) => `${name} ${Math.round((us - before[name]!) / requests)}`)
     .join(", ");
+  if (redis !== undefined) {
+    const ran = await commandsOf(redis);
+    const scripts = ran.scripts - commands.scripts;
+    cpu += `; Redis: ${scripts > 0 ? (requests / scripts).toFixed(1) : "-"} requests per script call, ${((ran.all - commands.all) / requests).toFixed(2)} commands per request`;
+  }
   return { rps: r.requests.average as number, p99: r.latency.p99 as number, bad: r.non2xx + r.errors, cpu };
 }
 
 const db = await createTestDatabase();
 const procs: Proc[] = [];
 const redis = await ownRedis();
+let counting: Redis | undefined;
 try {
   const env = { DATABASE_URL: db.url, LOG_LEVEL: "warn" };
   const store: Record<string, string> =
@@ -56,24 +82,31 @@ try {
   const keys = await startProcess("keys", "services/keys/src/main.ts", env);
   procs.push(keys);
   const entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
-  // PROFILE=dir writes a CPU profile of the ratelimit process there when it stops.
+  // PROFILE=dir writes CPU profiles of the ratelimit process and the gateway there when they stop.
   const profile = process.env["PROFILE"];
+  const profileTo = (name: string) => (profile ? ["--cpu-prof", "--cpu-prof-dir", `${profile}/${name}`] : []);
   const ratelimit = await startProcess(
     "ratelimit",
     entry,
     { ...env, ...store },
     undefined,
-    profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : [],
+    profileTo("ratelimit"),
   );
   procs.push(ratelimit);
   const identity = await startProcess("identity", "services/identity/src/main.ts", env);
   procs.push(identity);
-  const gateway = await startProcess("gateway", "gateway/src/main.ts", {
-    ...env,
-    KEYS_URL: keys.url,
-    RATELIMIT_URL: ratelimit.url,
-    IDENTITY_URL: identity.url,
-  });
+  const gateway = await startProcess(
+    "gateway",
+    "gateway/src/main.ts",
+    {
+      ...env,
+      KEYS_URL: keys.url,
+      RATELIMIT_URL: ratelimit.url,
+      IDENTITY_URL: identity.url,
+    },
+    undefined,
+    profileTo("gateway"),
+  );
   procs.push(gateway);
   const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {
     REDIS_URL: redis.url,
@@ -102,14 +135,24 @@ try {
     redis: redisServer,
   };
   const peerProcesses = { server: treeOf(rlflex.child.pid), redis: redisServer };
+  // Only the run's own Redis is asked for its command counts.
+  counting = new Redis(redis.url);
   for (let i = 0; i < ROUNDS; i++) {
-    const ours = await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, DURATION, ourProcesses);
-    const peer = await load(`${rlflex.url}/`, body, {}, DURATION, peerProcesses);
+    const ours = await load(
+      `${gateway.url}/v2/ratelimits.limit`,
+      body,
+      auth,
+      DURATION,
+      ourProcesses,
+      STORE === "redis" ? counting : undefined,
+    );
+    const peer = await load(`${rlflex.url}/`, body, {}, DURATION, peerProcesses, counting);
     process.stdout.write(
       `${entry} (${STORE}): latchkey ${Math.round(ours.rps)} req/s (p99 ${ours.p99} ms, ${ours.bad} bad; µs CPU/req ${ours.cpu}) · rate-limiter-flexible ${Math.round(peer.rps)} req/s (p99 ${peer.p99} ms; µs CPU/req ${peer.cpu}) · ratio ${(ours.rps / peer.rps).toFixed(2)}\n`,
     );
   }
 } finally {
+  counting?.disconnect();
   for (const p of procs.reverse()) await p.stop();
   await redis.stop();
   await db.drop();

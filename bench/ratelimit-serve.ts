@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+import { ownRedis } from "@latchkey/ratelimit/redis-testing";
 import { internalTransport } from "@latchkey/runtime";
 import { createTestDatabase } from "@latchkey/runtime/testing";
 import { internalAuth, startProcess } from "../test/harness.ts";
@@ -16,7 +17,8 @@ import { internalAuth, startProcess } from "../test/harness.ts";
  * process's CPU µs per call and per item, from /proc, without the gateway,
  * keys and load generator that share the CPU in the probe. Run:
  *   node --import tsx bench/ratelimit-serve.ts
- * DURATION (5 s); PROFILE=1 writes the process's CPU profile to PROFILE_DIR (.bench).
+ * DURATION (5 s); PROFILE=1 writes the process's CPU profile to PROFILE_DIR (.bench);
+ * STORE=redis counts in a redis-server of the run's own (its CPU printed too).
  */
 const BATCH = Number(process.env["BATCH"] ?? 22);
 const CONCURRENCY = Number(process.env["CONCURRENCY"] ?? 2);
@@ -29,15 +31,22 @@ const ticks = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   return Number(fields[11]) + Number(fields[12]);
 };
+const sysTicks = (pid: number) =>
+  Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[12]);
 
 const db = await createTestDatabase();
+const redis = process.env["STORE"] === "redis" ? await ownRedis() : undefined;
 const flags = process.env["PROFILE"]
   ? ["--cpu-prof", `--cpu-prof-dir=${process.env["PROFILE_DIR"] ?? ".bench"}`]
   : [];
 const served = await startProcess(
   "ratelimit",
   ENTRY,
-  { DATABASE_URL: db.url, LOG_LEVEL: "warn" },
+  {
+    DATABASE_URL: db.url,
+    LOG_LEVEL: "warn",
+    ...(redis ? { RATELIMIT_STORE: "redis", REDIS_URL: redis.url } : {}),
+  },
   undefined,
   flags,
 );
@@ -83,14 +92,21 @@ try {
     return calls;
   };
   await run(1);
+  const redisPid = redis?.pid();
   const before = ticks(served.child.pid!);
+  const sysBefore = sysTicks(served.child.pid!);
+  const redisBefore = redisPid === undefined ? 0 : ticks(redisPid);
   const calls = await run(DURATION);
   const us = (ticks(served.child.pid!) - before) * 10_000;
+  const sysUs = (sysTicks(served.child.pid!) - sysBefore) * 10_000;
+  const redisUs = redisPid === undefined ? 0 : (ticks(redisPid) - redisBefore) * 10_000;
   process.stdout.write(
     `${MODE === "named" ? "CheckNamedLimits" : "LimitBatch"} of ${BATCH} served: ${Math.round(calls / DURATION)} calls/s,` +
-      ` ${(us / calls).toFixed(0)} µs CPU per call, ${(us / calls / BATCH).toFixed(2)} per item\n`,
+      ` ${(us / calls).toFixed(0)} µs CPU per call, ${(us / calls / BATCH).toFixed(2)} per item (${(sysUs / calls).toFixed(0)} µs in the kernel)` +
+      `${redisPid === undefined ? "" : `; Redis ${(redisUs / calls).toFixed(0)} µs per call`}\n`,
   );
 } finally {
   await served.stop();
+  await redis?.stop();
   await db.drop();
 }

@@ -2,7 +2,13 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/ratelimit/codecs";
-import { createLogger, type EventSink } from "@latchkey/runtime";
+import {
+  createLogger,
+  type EventSink,
+  ensureEventsStream,
+  JetStreamEventSink,
+  NatsBus,
+} from "@latchkey/runtime";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { testClient, uniquePrefix } from "../src/redis-testing.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
@@ -14,17 +20,30 @@ import { formatSplit, splitCpuPerItem } from "./split.ts";
  * into decoding the request, the handler, and encoding the response (what the
  * Connect server adds on top is HTTP). Run:
  *   node --import tsx services/ratelimit/bench/limit-batch.ts        (add --cpu-prof to profile)
- * EVENTS=1 records analytics events to a sink that drops them (their encoding included).
+ * EVENTS=1 records analytics events to a sink that drops them (their encoding included);
+ * EVENTS=nats to JetStream (NATS_URL, default the local one), as the service does.
+ * WORKSPACES=n spreads the items over n workspaces.
  * STORE=redis counts in Redis (REDIS_URL, default the local one; the CPU is this process's only).
  */
 const BATCH = 64;
 const SECONDS = Number(process.env["SECONDS"] ?? 5);
-const recording = process.env["EVENTS"] === "1";
+const recording = process.env["EVENTS"] === "1" || process.env["EVENTS"] === "nats";
 const dropping: EventSink = {
   publish() {},
   flush: async () => {},
   stats: () => ({ buffered: 0, published: 0, dropped: 0 }),
 };
+// EVENTS=nats publishes them to JetStream (NATS_URL, default the local one), as main.ts does.
+const nats =
+  process.env["EVENTS"] === "nats"
+    ? await NatsBus.connect(
+        process.env["NATS_URL"] ?? "nats://127.0.0.1:4222",
+        createLogger("bench", "silent"),
+        "bench",
+      )
+    : undefined;
+if (nats) await ensureEventsStream(nats.nc);
+const sink = nats ? new JetStreamEventSink(nats.nc, createLogger("bench", "silent")) : dropping;
 const redis =
   process.env["STORE"] === "redis"
     ? { client: await testClient(process.env["REDIS_URL"]), prefix: uniquePrefix("bench") }
@@ -32,19 +51,23 @@ const redis =
 const deps = createMemoryRatelimitDeps({
   log: createLogger("ratelimit", "silent"),
   ...(redis ? { redis } : {}),
-  ...(recording ? { events: dropping } : {}),
+  ...(recording ? { events: sink } : {}),
 });
-const caller = create(CallerSchema, {
-  workspaceId: "ws_bench",
-  rootKeyId: "rk_bench",
-  permissions: ["ratelimit.*.limit", "ratelimit.*.create_namespace"],
-});
+// WORKSPACES=n: the items come from n workspaces in turn (a gateway's batch of many tenants).
+const WORKSPACES = Number(process.env["WORKSPACES"] ?? 1);
+const callers = Array.from({ length: WORKSPACES }, (_, w) =>
+  create(CallerSchema, {
+    workspaceId: WORKSPACES === 1 ? "ws_bench" : `ws_bench${w}`,
+    rootKeyId: "rk_bench",
+    permissions: ["ratelimit.*.limit", "ratelimit.*.create_namespace"],
+  }),
+);
 const bytes = toBinary(
   LimitBatchRequestSchema,
   create(LimitBatchRequestSchema, {
-    callers: [caller],
+    callers,
     items: Array.from({ length: BATCH }, (_, i) => ({
-      callerIndex: 0,
+      callerIndex: i % WORKSPACES,
       request: {
         requestId: `req_${i}`,
         check: { namespace: "bench", identifier: "user_1", limit: 1_000_000_000n, duration: 60_000n },
@@ -75,6 +98,10 @@ const r = await splitCpuPerItem({
   ...(recording ? { between: () => new Promise<void>((r) => setImmediate(r)) } : {}),
 });
 process.stdout.write(
-  `LimitBatch of ${BATCH}${recording ? " +events" : ""}${redis ? " (Redis)" : ""}: ${formatSplit(r, "check")}\n`,
+  `LimitBatch of ${BATCH}${WORKSPACES > 1 ? ` from ${WORKSPACES} workspaces` : ""}${recording ? " +events" : ""}${redis ? " (Redis)" : ""}: ${formatSplit(r, "check")}\n`,
 );
 redis?.client.disconnect();
+if (nats) {
+  await sink.flush();
+  await nats.close();
+}

@@ -164,6 +164,33 @@ describe("counters in Redis: the same answers as in memory", () => {
     expect(await client.pttl(`${prefix}{ws_a}`)).toBeGreaterThan(ends - 2_000);
   });
 
+  it("sends the script calls of a batch naming three workspaces in one write, one call per workspace", async () => {
+    const { limiter: redis, client } = await limiter();
+    await redis.apply([[check()]]);
+    const stream = (
+      client as unknown as { stream: { write: (data: unknown, ...rest: unknown[]) => boolean } }
+    ).stream;
+    const write = stream.write;
+    const written: string[] = [];
+    stream.write = function (this: unknown, data: unknown, ...rest: unknown[]) {
+      written.push(String(data));
+      return write.call(this, data, ...rest);
+    };
+    try {
+      const answers = await redis.apply([
+        [check()],
+        [check({ key: key("ws_b", "u") })],
+        [check({ key: key("ws_c", "u"), cost: 3 })],
+        [check()],
+      ]);
+      expect(answers.map((g) => g[0]!.remaining)).toEqual([8, 9, 7, 7]);
+    } finally {
+      stream.write = write;
+    }
+    expect(written).toHaveLength(1);
+    expect(written[0]!.match(/\r\nevalsha\r\n/g)).toHaveLength(3);
+  });
+
   it("refuses a group whose checks span two workspaces rather than count one under the other's tag", async () => {
     const { limiter: redis } = await limiter();
     await expect(
@@ -278,10 +305,20 @@ describe("counters in Redis: Redis down", () => {
       const sleeping = blocker.call("DEBUG", "SLEEP", "1.5");
       await new Promise((r) => setTimeout(r, 50));
       const started = performance.now();
+      const failedBefore = await storeFailures();
       await expect(redis.apply([[check()]]).catch(unavailable)).resolves.toBe(true);
       const waited = performance.now() - started;
       expect(waited).toBeGreaterThanOrEqual(150);
       expect(waited).toBeLessThan(1_000);
+      // A batch of several workspaces (one pipeline) fails as a whole, in the same time, every check counted.
+      const batchStarted = performance.now();
+      await expect(
+        redis
+          .apply([[check()], [check({ key: key("ws_b", "u") }), check({ key: key("ws_b", "v") })]])
+          .catch(unavailable),
+      ).resolves.toBe(true);
+      expect(performance.now() - batchStarted).toBeLessThan(1_000);
+      expect((await storeFailures()) - failedBefore).toBe(4);
       await sleeping;
       expect(client.status).toBe("ready");
       expect((await redis.apply([[check({ cost: 0 })]]))[0]![0]!.success).toBe(true);

@@ -1,5 +1,5 @@
 import { type Clock, domainError, ErrorReason, type Logger } from "@latchkey/runtime";
-import type { Cluster, Redis } from "ioredis";
+import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Limiter } from "./limiter.ts";
 import { counterRefusals, storeFailures } from "./metrics.ts";
 import { SLIDING_WINDOWS_LUA } from "./redis-script.ts";
@@ -20,9 +20,11 @@ export interface RedisLimiterOptions {
   log?: Logger;
 }
 
-type WithScript = (Redis | Cluster) & {
-  latchkeyRatelimit(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+/** The script as a command, on the client (answering its reply) or on a pipeline (answering the pipeline). */
+type ScriptCommand<R> = {
+  latchkeyRatelimit(numKeys: number, ...keysAndArgs: (string | number)[]): R;
 };
+type WithScript = (Redis | Cluster) & ScriptCommand<Promise<number[]>>;
 
 const SEP = "\u001f";
 /** A workspace's refusals are logged at most this often; the metric counts each one. */
@@ -48,9 +50,10 @@ interface Call {
 
 /**
  * Counters in Redis or Valkey, shared by every replica: each call of `apply`
- * is one EVALSHA per workspace it names (redis-script.ts), sent together, so
- * a check, a multiLimit or a whole LimitBatch costs one round trip, and each
- * counter's key is sent and read once per call however many checks name it. Keys
+ * is one EVALSHA per workspace it names (redis-script.ts), sent together as
+ * one pipeline, so a check, a multiLimit or a whole LimitBatch costs one
+ * write and one round trip, and each counter's key is sent and read once per
+ * call however many checks name it. Keys
  * carry the workspace as their hash tag (`prefix{workspace}…`): a workspace's
  * counters never share a key with another's, and on a Cluster they live in
  * one slot, which the script needs.
@@ -63,6 +66,7 @@ interface Call {
  */
 export class RedisLimiter implements Limiter {
   private readonly redis: WithScript;
+  private readonly cluster: boolean;
   private readonly bound: number;
   private readonly refusalsLogged = new Map<string, number>();
   private failureLogged = Number.NEGATIVE_INFINITY;
@@ -76,6 +80,7 @@ export class RedisLimiter implements Limiter {
       redis.defineCommand("latchkeyRatelimit", { lua: SLIDING_WINDOWS_LUA });
     }
     this.redis = redis as WithScript;
+    this.cluster = "isCluster" in redis && redis.isCluster === true;
     this.bound = options.maxCountersPerWorkspace ?? DEFAULT_MAX_COUNTERS_PER_WORKSPACE;
   }
 
@@ -149,15 +154,11 @@ export class RedisLimiter implements Limiter {
         call.args.push(k, c.limit, c.duration, c.cost);
       }
     }
-    const answers = await Promise.all(
-      [...calls.values()].map((call) =>
-        this.redis.latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args).then(
-          (reply) => ({ call, reply }),
-          (err: unknown) => this.unavailable(err, call.checks),
-        ),
-      ),
-    );
-    for (const { call, reply } of answers) {
+    const sent = [...calls.values()];
+    const replies = await this.send(sent);
+    for (let i = 0; i < sent.length; i++) {
+      const call = sent[i]!;
+      const reply = replies[i]!;
       const now = reply[0]!;
       let r = 1;
       for (const g of call.groups) {
@@ -182,6 +183,49 @@ export class RedisLimiter implements Limiter {
   }
 
   async close(): Promise<void> {}
+
+  /**
+   * The script calls, one per workspace, and their answers in order. Several
+   * travel as one pipeline: one write and one read for the whole batch, not
+   * one per workspace. A Cluster keeps them apart, as a pipeline there must
+   * stay within one slot and each workspace has its own.
+   */
+  private async send(calls: Call[]): Promise<number[][]> {
+    if (calls.length === 0) return [];
+    if (calls.length === 1) {
+      const call = calls[0]!;
+      return [
+        await this.redis
+          .latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args)
+          .catch((err: unknown) => this.unavailable(err, call.checks)),
+      ];
+    }
+    if (this.cluster) {
+      return Promise.all(
+        calls.map((call) =>
+          this.redis
+            .latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args)
+            .catch((err: unknown) => this.unavailable(err, call.checks)),
+        ),
+      );
+    }
+    const pipeline = this.redis.pipeline() as ChainableCommander & ScriptCommand<ChainableCommander>;
+    for (const call of calls) pipeline.latchkeyRatelimit(call.keys.length, ...call.keys, ...call.args);
+    const checks = calls.reduce((sum, call) => sum + call.checks, 0);
+    const results = await pipeline.exec().catch((err: unknown) => this.unavailable(err, checks));
+    const replies: number[][] = new Array(calls.length);
+    let failed: unknown;
+    let lost = 0;
+    for (let i = 0; i < calls.length; i++) {
+      const [err, reply] = results?.[i] ?? [new Error("no answer in the pipeline")];
+      if (err) {
+        failed ??= err;
+        lost += calls[i]!.checks;
+      } else replies[i] = reply as number[];
+    }
+    if (failed !== undefined) this.unavailable(failed, lost);
+    return replies;
+  }
 
   private unavailable(err: unknown, checks: number): never {
     storeFailures.inc(checks);
