@@ -3,18 +3,26 @@ import { type Stack, startStack } from "./harness.ts";
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  // The webhooks service too: auditLogs.list merges its records with the others'.
+  stack = await startStack({ webhooks: {} });
 });
 afterAll(async () => {
   await stack?.stop();
 });
 
 describe("the audit log through the gateway (separate processes)", () => {
-  it("lists the records keys, identity and ratelimit wrote, each with its request's id, newest first", async () => {
+  it("lists the records keys, identity and webhooks wrote, each with its request's id, newest first", async () => {
     const api = await stack.call("apis.createApi", { name: "audited" });
     const identity = await stack.call("identities.createIdentity", { externalId: "user_audit" });
     const missing = await stack.call("keys.deleteKey", { keyId: "key_missing0000000" });
-    expect([api.status, identity.status, missing.status]).toEqual([200, 200, 404]);
+    const webhook = await stack.call("webhooks.create", {
+      url: "https://hooks.example.com/audit?token=e2e-url-secret",
+      events: ["key.created"],
+    });
+    const noWebhook = await stack.call("webhooks.delete", { webhookId: "wh_missing0000000" });
+    expect([api.status, identity.status, missing.status, webhook.status, noWebhook.status]).toEqual([
+      200, 200, 404, 200, 404,
+    ]);
 
     const list = await stack.call("auditLogs.list", { limit: 100 });
     expect(list.status).toBe(200);
@@ -39,6 +47,27 @@ describe("the audit log through the gateway (separate processes)", () => {
         error: { code: "KEY_NOT_FOUND" },
       }),
     ]);
+    expect(byRequest(webhook)).toEqual([
+      expect.objectContaining({
+        operation: "webhooks.create",
+        actor: { type: "root_key", id: expect.stringMatching(/^rk_/) },
+        resources: [{ type: "webhook", id: webhook.body.data.webhookId }],
+        outcome: "success",
+        fields: ["url", "events"],
+      }),
+    ]);
+    expect(byRequest(noWebhook)).toEqual([
+      expect.objectContaining({
+        operation: "webhooks.delete",
+        resources: [{ type: "webhook", id: "wh_missing0000000" }],
+        outcome: "failure",
+        error: { code: "WEBHOOK_NOT_FOUND" },
+      }),
+    ]);
+    const text = JSON.stringify(list.body.data);
+    for (const secret of [webhook.body.data.secret, "e2e-url-secret", "hooks.example.com"]) {
+      expect(text).not.toContain(secret);
+    }
     const times = list.body.data.map((r: { time: number }) => r.time);
     expect([...times].sort((a, b) => b - a)).toEqual(times);
   });

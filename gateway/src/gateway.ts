@@ -146,11 +146,13 @@ interface Served {
 
 /**
  * The operations that change state, by name (create, update, delete, set, add, remove, reroll,
- * migrate): the others (reads, verifications, limits) never carry a request id, so the hot path's
- * callers stay as they are.
+ * migrate; webhooks' are named by the verb alone, and redeliver adds a delivery): the others (reads,
+ * verifications, limits) never carry a request id, so the hot path's callers stay as they are.
  */
 export const changesState = (operation: string): boolean =>
-  /\.(create|update|delete|set|add|remove|reroll|migrate)[A-Z]/.test(operation);
+  /\.(create|update|delete|set|add|remove|reroll|migrate)[A-Z]|^webhooks\.(create|update|delete|redeliver)$/.test(
+    operation,
+  );
 
 const JSON_TYPE = "application/json";
 
@@ -192,6 +194,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       keys: createClient(AuditService, deps.keys),
       identity: createClient(AuditService, deps.identity),
       ratelimit: createClient(AuditService, deps.ratelimit),
+      webhooks: createClient(AuditService, deps.webhooks),
     },
     // Requests and their items are messages written as literals, handed over as they are in process.
     verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(

@@ -34,6 +34,10 @@ describe("the request id a management call carries for its audit record", () => 
         "ratelimit.setOverride",
         "ratelimits.deleteOverride",
         "ratelimits.setOverride",
+        "webhooks.create",
+        "webhooks.delete",
+        "webhooks.redeliver",
+        "webhooks.update",
       ].sort(),
     );
   });

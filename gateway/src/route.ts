@@ -14,14 +14,18 @@ import type { Violation } from "@latchkey/runtime";
 import type { Static, TSchema } from "@sinclair/typebox";
 
 /** The services a route may call, built once per gateway. */
+/** The contexts that keep audit records, each serving audit.v1.AuditService over its own table. */
+export const AUDIT_CONTEXTS = ["keys", "identity", "ratelimit", "webhooks"] as const;
+export type AuditContext = (typeof AUDIT_CONTEXTS)[number];
+
 export interface Services {
   keys: Client<typeof KeysService>;
   ratelimit: Client<typeof RatelimitService>;
   identity: Client<typeof IdentityService>;
   analytics: Client<typeof AnalyticsService>;
   webhooks: Client<typeof WebhookService>;
-  /** Each context's audit records, served by keys, identity and ratelimit over their own transports. */
-  audit: Record<"keys" | "identity" | "ratelimit", Client<typeof AuditService>>;
+  /** Each context's audit records, served by keys, identity, ratelimit and webhooks over their own transports. */
+  audit: Record<AuditContext, Client<typeof AuditService>>;
   /** ratelimits.limit through a batcher: concurrent limits share one LimitBatch call. */
   limit(caller: Caller, request: LimitRequest): Promise<LimitResponse>;
   /** keys.verifyKey through the batcher: concurrent verifications share one VerifyKeyBatch call. */

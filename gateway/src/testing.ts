@@ -34,6 +34,7 @@ import {
 } from "@latchkey/runtime";
 import { throughCodecs } from "@latchkey/runtime/testing";
 import { createGateway, type Gateway } from "./gateway.ts";
+import { AUDIT_CONTEXTS, type AuditContext } from "./route.ts";
 
 export interface Answer {
   status: number;
@@ -49,7 +50,7 @@ export interface HarnessOptions {
   analytics?: Partial<ServiceImpl<typeof AnalyticsService>>;
   webhooks?: Partial<ServiceImpl<typeof WebhookService>>;
   /** Each context's AuditService, by context; unfaked, each answers no records. */
-  audit?: Partial<Record<"keys" | "identity" | "ratelimit", Partial<ServiceImpl<typeof AuditService>>>>;
+  audit?: Partial<Record<AuditContext, Partial<ServiceImpl<typeof AuditService>>>>;
   bus?: Bus;
   maxBodyBytes?: number;
   log?: Logger;
@@ -124,7 +125,10 @@ export function harness(options: HarnessOptions = {}) {
   const analytics = createRouterTransport((router) =>
     router.service(AnalyticsService, options.analytics ?? {}),
   );
-  const webhooks = createRouterTransport((router) => router.service(WebhookService, options.webhooks ?? {}));
+  const webhooks = createRouterTransport((router) => {
+    router.service(AuditService, options.audit?.webhooks ?? noLogs);
+    router.service(WebhookService, options.webhooks ?? {});
+  });
   const gateway: Gateway = createGateway({
     // As main.ts: VerifyKeyBatch crosses with the hand-written codec, so every route test exercises it.
     keys: throughCodecs(keys, verifyKeyBatchCodecs),
@@ -307,7 +311,7 @@ export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
     webhooks: answeringAll(WebhookService, guard),
     // No records (a filled record would not be one a service writes), after the guard.
     audit: Object.fromEntries(
-      (["keys", "identity", "ratelimit"] as const).map((context) => [
+      AUDIT_CONTEXTS.map((context) => [
         context,
         {
           listAuditLogs: (req: { caller?: Caller }) => {

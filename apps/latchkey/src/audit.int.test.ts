@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
 import { createGateway, listen } from "@latchkey/gateway";
 import {
@@ -35,12 +36,18 @@ import {
   systemClock,
 } from "@latchkey/runtime";
 import { createTestDatabase, keepingEventSink, type TestDatabase } from "@latchkey/runtime/testing";
-import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
+import {
+  createWebhookDeps,
+  WEBHOOKS_AUDIT_TABLE,
+  type WebhookDeps,
+  webhookMigrations,
+  webhookRoutes,
+} from "@latchkey/webhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /**
- * The audit log end to end in one process: the gateway over the real keys, identity and ratelimit
- * services on a real PostgreSQL, each management operation sent through the gateway's HTTP server.
+ * The audit log end to end in one process: the gateway over the real keys, identity, ratelimit and
+ * webhooks services on a real PostgreSQL, each management operation sent through the gateway's HTTP server.
  */
 
 const silent = (name: string) => createLogger(name, "silent");
@@ -52,6 +59,7 @@ let a: { workspaceId: string; rootKeyId: string; rootKey: string };
 let b: { workspaceId: string; rootKeyId: string; rootKey: string };
 let closeKeys: () => Promise<void>;
 let closeRatelimit: () => Promise<void>;
+let webhooks: WebhookDeps;
 
 type Json = any;
 
@@ -87,6 +95,7 @@ beforeAll(async () => {
   await migrate(db.sql, "keys", keysMigrations);
   await migrate(db.sql, "identity", identityMigrations);
   await migrate(db.sql, "ratelimit", ratelimitMigrations);
+  await migrate(db.sql, "webhooks", webhookMigrations);
   const bus = new MemoryBus();
   const identity = localTransport(
     identityRoutes(createIdentityDeps({ sql: db.sql, bus, events, log: silent("identity") })),
@@ -96,14 +105,14 @@ beforeAll(async () => {
   const ratelimit = localTransport(ratelimitRoutes(ratelimitDeps));
   const keysDeps = createKeysDeps({ sql: db.sql, bus, events, log: silent("keys"), identity, ratelimit });
   closeKeys = () => keysDeps.close();
+  webhooks = createWebhookDeps({ sql: db.sql, encryptionKey: randomBytes(32), log: silent("webhooks") });
   const gateway = createGateway({
     keys: localTransport(keysRoutes(keysDeps)),
     identity,
     ratelimit,
     analytics: localTransport(analyticsRoutes(createMemoryAnalyticsDeps({ log: silent("analytics") }))),
-    webhooks: localTransport(
-      webhookRoutes(createMemoryWebhookDeps({ clock: systemClock, log: silent("webhooks") })),
-    ),
+    // No delivery worker: the deliveries redelivered here are put in by intake, and never sent.
+    webhooks: localTransport(webhookRoutes(webhooks)),
     log: silent("gateway"),
     clock: systemClock,
     bus,
@@ -133,6 +142,7 @@ describe("the audit log of every management operation, through the gateway over 
   const secrets: string[] = [];
   let keyId = "";
   let apiId = "";
+  let webhookId = "";
 
   /** Sends `operation`, expects 200 and the record it must leave. */
   async function change(
@@ -334,6 +344,82 @@ describe("the audit log of every management operation, through the gateway over 
         fields: [],
       },
     );
+
+    // Webhooks: the URL (with a token in its query), the description and the signing secret are values, never recorded.
+    const hook = await change(
+      "webhooks.create",
+      {
+        url: "https://hooks.example.com/latchkey?token=url-secret-token",
+        events: ["key.created"],
+        description: "billing sync",
+      },
+      { resources: (d) => [{ type: "webhook", id: d.webhookId }], fields: ["url", "events", "description"] },
+    );
+    webhookId = hook.webhookId;
+    expect(hook.secret).toMatch(/^whsec_/);
+    secrets.push(hook.secret, "url-secret-token", "hooks.example.com", "billing sync");
+    await change(
+      "webhooks.update",
+      { webhookId, url: "https://hooks.example.org/v2?token=url-secret-token-2", enabled: false },
+      { resources: () => [{ type: "webhook", id: webhookId }], fields: ["url", "enabled"] },
+    );
+    secrets.push("url-secret-token-2", "hooks.example.org");
+    // A delivery to redeliver, as intake writes one (no worker runs here).
+    expect(
+      await webhooks.store.intake(
+        [
+          {
+            id: "evt_audit_1",
+            type: "key.created",
+            workspaceId: a.workspaceId,
+            occurredAt: 1,
+            dataJson: "{}",
+          },
+        ],
+        Date.now(),
+      ),
+    ).toBe(0); // disabled: not taken
+    await change(
+      "webhooks.update",
+      { webhookId, enabled: true },
+      { resources: () => [{ type: "webhook", id: webhookId }], fields: ["enabled"] },
+    );
+    expect(
+      await webhooks.store.intake(
+        [
+          {
+            id: "evt_audit_2",
+            type: "key.created",
+            workspaceId: a.workspaceId,
+            occurredAt: 1,
+            dataJson: "{}",
+          },
+        ],
+        Date.now(),
+      ),
+    ).toBe(1);
+    const [delivery] = await webhooks.store.listDeliveries(a.workspaceId, webhookId, {
+      limit: 1,
+      after: undefined,
+    });
+    await change(
+      "webhooks.redeliver",
+      { webhookId, deliveryId: delivery!.id },
+      {
+        resources: (d) => [
+          { type: "webhook", id: webhookId },
+          { type: "delivery", id: delivery!.id },
+          { type: "delivery", id: d.deliveryId },
+        ],
+        fields: [],
+      },
+    );
+    await change(
+      "webhooks.delete",
+      { webhookId },
+      { resources: () => [{ type: "webhook", id: webhookId }], fields: [] },
+    );
+
     await change(
       "keys.deleteKey",
       { keyId: rerolled.keyId },
@@ -362,7 +448,7 @@ describe("the audit log of every management operation, through the gateway over 
     const records = await everything(a.rootKey);
     const byRoot = records.filter((r) => r.actor.type === "root_key");
     const checked = expected.filter((e) => e.requestId !== "(unchecked)");
-    expect(checked).toHaveLength(24);
+    expect(checked).toHaveLength(29);
     expect(byRoot).toHaveLength(expected.length);
     for (const e of checked) {
       const mine = records.filter((r) => r.requestId === e.requestId);
@@ -420,6 +506,9 @@ describe("the audit log of every management operation, through the gateway over 
     expect(taken.status).toBe(409);
     const noOverride = await post("ratelimits.deleteOverride", { namespace: "sms", identifier: "nobody" });
     expect(noOverride.status).toBe(404);
+    // The webhook deleted above is gone: updating it is refused.
+    const noWebhook = await post("webhooks.update", { webhookId, enabled: true });
+    expect(noWebhook.status).toBe(404);
     expect(events.kept.length).toBe(before);
 
     const failures = await everything(a.rootKey, { outcome: "failure" });
@@ -449,10 +538,20 @@ describe("the audit log of every management operation, through the gateway over 
         error: { code: "OVERRIDE_NOT_FOUND" },
       }),
     ]);
-    expect(failures).toHaveLength(3);
+    expect(byRequest(noWebhook.body.meta.requestId)).toEqual([
+      expect.objectContaining({
+        operation: "webhooks.update",
+        actor: { type: "root_key", id: a.rootKeyId },
+        resources: [{ type: "webhook", id: webhookId }],
+        outcome: "failure",
+        error: { code: "WEBHOOK_NOT_FOUND" },
+        fields: [],
+      }),
+    ]);
+    expect(failures).toHaveLength(4);
     // None of them left a success record.
     const all = await everything(a.rootKey);
-    for (const id of [missing, taken, noOverride].map((r) => r.body.meta.requestId)) {
+    for (const id of [missing, taken, noOverride, noWebhook].map((r) => r.body.meta.requestId)) {
       expect(all.filter((r) => r.requestId === id)).toHaveLength(1);
     }
   });
@@ -479,7 +578,7 @@ describe("the audit log of every management operation, through the gateway over 
     expect(JSON.stringify(cli)).not.toContain(limited.rootKey);
   });
 
-  it("pages newest first across the three contexts' records with an opaque cursor, each record once", async () => {
+  it("pages newest first across the four contexts' records with an opaque cursor, each record once", async () => {
     const whole = await everything(a.rootKey);
     const paged = await everything(a.rootKey, {}, 3);
     expect(paged.map((r) => r.auditLogId)).toEqual(whole.map((r) => r.auditLogId));
@@ -489,7 +588,7 @@ describe("the audit log of every management operation, through the gateway over 
       expect(prev.time > cur.time || (prev.time === cur.time && prev.auditLogId > cur.auditLogId)).toBe(true);
     }
     const contexts = new Set(whole.map((r) => r.operation.split(".")[0]));
-    for (const c of ["apis", "keys", "permissions", "identities", "ratelimit", "cli"])
+    for (const c of ["apis", "keys", "permissions", "identities", "ratelimit", "webhooks", "cli"])
       expect(contexts).toContain(c);
 
     const first = await post("auditLogs.list", { limit: 2 });
@@ -535,10 +634,11 @@ describe("the audit log of every management operation, through the gateway over 
         resources: expect.arrayContaining([{ type: "workspace", id: b.workspaceId }]),
       }),
     ]);
-    for (const resourceId of [keyId, apiId, a.rootKeyId, a.workspaceId]) {
+    for (const resourceId of [keyId, apiId, webhookId, a.rootKeyId, a.workspaceId]) {
       expect(await everything(b.rootKey, { resourceId })).toEqual([]);
     }
     expect(await everything(b.rootKey, { actorId: a.rootKeyId })).toEqual([]);
+    expect(await everything(b.rootKey, { operation: "webhooks.create" })).toEqual([]);
     // A's cursor, handed to B, pages B's own records only.
     const first = await post("auditLogs.list", { limit: 1 });
     const res = await post("auditLogs.list", { cursor: first.body.pagination.cursor }, b.rootKey);
@@ -587,7 +687,7 @@ describe("the same transaction: a change whose audit record cannot be written do
     }
   }
 
-  it("rolls back an API, an identity, an override and a CLI root key whose record fails", async () => {
+  it("rolls back an API, an identity, an override, a webhook and a CLI root key whose record fails", async () => {
     const before = events.kept.length;
     await failingInserts(KEYS_AUDIT_TABLE, async () => {
       expect((await post("apis.createApi", { name: "doomed" })).status).toBe(500);
@@ -613,6 +713,30 @@ describe("the same transaction: a change whose audit record cannot be written do
       expect(res.status).toBe(500);
     });
     expect(await db.sql`SELECT id FROM ratelimit_overrides WHERE identifier = 'doomed'`).toEqual([]);
+
+    const hook = await post("webhooks.create", {
+      url: "https://hooks.example.com/kept",
+      events: ["key.created"],
+      description: "kept",
+    });
+    expect(hook.status).toBe(200);
+    await failingInserts(WEBHOOKS_AUDIT_TABLE, async () => {
+      const res = await post("webhooks.create", {
+        url: "https://hooks.example.com/doomed",
+        events: ["key.created"],
+        description: "doomed",
+      });
+      expect(res.status).toBe(500);
+      expect(
+        (await post("webhooks.update", { webhookId: hook.body.data.webhookId, description: "changed" }))
+          .status,
+      ).toBe(500);
+      expect((await post("webhooks.delete", { webhookId: hook.body.data.webhookId })).status).toBe(500);
+    });
+    expect(await db.sql`SELECT id FROM webhooks WHERE description = 'doomed'`).toEqual([]);
+    expect(await db.sql`SELECT description FROM webhooks WHERE id = ${hook.body.data.webhookId}`).toEqual([
+      { description: "kept" },
+    ]);
     // Nothing was told of changes that did not happen.
     expect(events.kept.length).toBe(before);
   });
@@ -622,6 +746,15 @@ describe("the same transaction: a change whose audit record cannot be written do
     for (const { id } of apis) {
       const [row] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM keys_audit_log
         WHERE operation = 'apis.createApi' AND ${id} = ANY (resource_ids)`;
+      expect(row!.n, id).toBe(1);
+    }
+    const hooks = await db.sql<
+      { id: string }[]
+    >`SELECT id FROM webhooks WHERE workspace_id = ${a.workspaceId}`;
+    expect(hooks.length).toBeGreaterThan(0);
+    for (const { id } of hooks) {
+      const [row] = await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM webhooks_audit_log
+        WHERE operation = 'webhooks.create' AND outcome = 'success' AND ${id} = ANY (resource_ids)`;
       expect(row!.n, id).toBe(1);
     }
   });

@@ -41,7 +41,7 @@ import {
   type Sql,
   systemClock,
 } from "@latchkey/runtime";
-import { webhookSettingsFromEnv } from "@latchkey/webhooks";
+import { WEBHOOKS_AUDIT_TABLE, webhookSettingsFromEnv } from "@latchkey/webhooks";
 import { dataDir, openDatabase } from "./database.ts";
 import { privateDir } from "./embedded-postgres.ts";
 import { relayKeyChanges } from "./key-changes.ts";
@@ -173,9 +173,12 @@ async function main() {
   const identity = createIdentityDeps({ sql: db.sql, bus, events, log: log.child({ service: "identity" }) });
   // Audit records older than AUDIT_RETENTION_DAYS go, from each context's table (packages/runtime/src/audit.ts).
   const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
-  const auditPruners = [KEYS_AUDIT_TABLE, IDENTITY_AUDIT_TABLE, RATELIMIT_AUDIT_TABLE].map((table) =>
-    new AuditPruner(db.sql, table, { retentionDays: auditRetentionDays, log }).start(),
-  );
+  const auditPruners = [
+    KEYS_AUDIT_TABLE,
+    IDENTITY_AUDIT_TABLE,
+    RATELIMIT_AUDIT_TABLE,
+    WEBHOOKS_AUDIT_TABLE,
+  ].map((table) => new AuditPruner(db.sql, table, { retentionDays: auditRetentionDays, log }).start());
   closers.unshift(async () => {
     for (const pruner of auditPruners) await pruner.stop();
   });

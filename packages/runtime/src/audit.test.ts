@@ -5,6 +5,7 @@ import {
   type AuditRecord,
   auditFailure,
   auditSuccess,
+  auditTableSql,
   decodeAuditCursor,
   encodeAuditCursor,
   MemoryAuditLog,
@@ -43,6 +44,20 @@ describe("the audit cursor", () => {
         fix: "Pass pagination.cursor of the previous answer unchanged, or omit cursor to start from the newest record.",
       });
     }
+  });
+});
+
+describe("the actors", () => {
+  it("records the system as actor system, with no request id", () => {
+    const r = auditSuccess("system", "ws_a", "webhooks.disable", [{ type: "webhook", id: "wh_1" }], [], 5);
+    expect([r.actorType, r.actorId, r.requestId, r.outcome]).toEqual(["system", "system", "", "success"]);
+  });
+
+  it("makes a table for root keys and the CLI by default, as the applied migrations of keys, identity and ratelimit did", () => {
+    expect(auditTableSql("t")).toContain("CHECK (actor_type IN ('root_key', 'cli'))");
+    expect(auditTableSql("t", ["root_key", "system"])).toContain(
+      "CHECK (actor_type IN ('root_key', 'system'))",
+    );
   });
 });
 

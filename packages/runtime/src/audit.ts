@@ -1,7 +1,7 @@
-// The audit log of management changes. Each context that changes state (keys, identity, ratelimit)
-// keeps its records in a table of its own, written in the same transaction as the change, so a
-// change without its record, or a record without its change, cannot happen. The three tables have
-// one shape (auditTableSql), one insert and one list query, all here; the gateway merges the three
+// The audit log of management changes. Each context that changes state (keys, identity, ratelimit,
+// webhooks) keeps its records in a table of its own, written in the same transaction as the change,
+// so a change without its record, or a record without its change, cannot happen. The tables have
+// one shape (auditTableSql), one insert and one list query, all here; the gateway merges them
 // (gateway/src/routes/audit/list.ts).
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AuditLog, AuditService, ListAuditLogsRequest } from "@latchkey/proto/audit/v1/audit_pb";
@@ -12,11 +12,18 @@ import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { authenticatedCaller, requirePermissions } from "./permissions.ts";
 
-export type AuditActorType = "root_key" | "cli";
+/**
+ * Who made a change: a root key through the gateway, the CLI, or Latchkey itself ("system": a
+ * change no request asked for, e.g. the webhooks worker disabling a webhook whose receiver keeps failing).
+ */
+export type AuditActorType = "root_key" | "cli" | "system";
 export type AuditOutcome = "success" | "failure";
 
 export interface AuditResource {
-  /** "api", "key", "identity", "permission", "role", "namespace", "override", "root_key", "workspace". */
+  /**
+   * "api", "key", "identity", "permission", "role", "namespace", "override", "root_key", "workspace",
+   * "webhook", "delivery".
+   */
   type: string;
   id: string;
 }
@@ -31,15 +38,18 @@ export interface AuditRecord {
   /** Unix milliseconds. */
   time: number;
   actorType: AuditActorType;
-  /** The root key's id, or "cli". */
+  /** The root key's id, "cli" or "system". */
   actorId: string;
-  /** The public operation, e.g. "keys.createKey", "ratelimit.setOverride", "cli.createRootKey". */
+  /**
+   * The public operation, e.g. "keys.createKey", "ratelimit.setOverride", "webhooks.create",
+   * "cli.createRootKey"; or what the system did, e.g. "webhooks.disable".
+   */
   operation: string;
   resources: AuditResource[];
   outcome: AuditOutcome;
   /** The error's reason when it failed (ErrorReason's name, e.g. "KEY_NOT_FOUND"); null on success. */
   errorCode: string | null;
-  /** The gateway's request id (meta.requestId); "" for the CLI. */
+  /** The gateway's request id (meta.requestId); "" for the CLI and the system. */
   requestId: string;
   /** Names of the fields the change set, e.g. ["name", "credits.remaining"]. */
   fields: string[];
@@ -82,14 +92,20 @@ export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
  * A context's audit table: the same shape for every context. The indexes serve listing one
  * workspace newest first, alone or by actor or operation (btree in the list's order), by resource
  * id (GIN over the ids, combined with the workspace's index), and the retention's deletes by time.
+ * `actorTypes` are the actors whose records the table takes: the default is what the tables of keys,
+ * identity and ratelimit were made with (their applied migrations must not change); a context the
+ * system changes on its own passes "system".
  */
-export function auditTableSql(table: string): string {
+export function auditTableSql(
+  table: string,
+  actorTypes: readonly AuditActorType[] = ["root_key", "cli"],
+): string {
   return `
 CREATE TABLE ${table} (
   id text PRIMARY KEY,
   workspace_id text NOT NULL,
   time bigint NOT NULL,
-  actor_type text NOT NULL CHECK (actor_type IN ('root_key', 'cli')),
+  actor_type text NOT NULL CHECK (actor_type IN (${actorTypes.map((t) => `'${t}'`).join(", ")})),
   actor_id text NOT NULL,
   operation text NOT NULL,
   resources jsonb NOT NULL,
@@ -224,16 +240,19 @@ export class MemoryAuditLog implements AuditLogStore {
   }
 }
 
-/** Who did it: the root key the gateway resolved, or the CLI. */
-export function auditActor(caller: Caller | "cli"): { actorType: AuditActorType; actorId: string } {
-  return caller === "cli"
-    ? { actorType: "cli", actorId: "cli" }
+/** Who did it: the root key the gateway resolved, the CLI, or the system. */
+export function auditActor(caller: Caller | "cli" | "system"): {
+  actorType: AuditActorType;
+  actorId: string;
+} {
+  return caller === "cli" || caller === "system"
+    ? { actorType: caller, actorId: caller }
     : { actorType: "root_key", actorId: caller.rootKeyId };
 }
 
 /** A success record of `operation` by `caller` at `time`. */
 export function auditSuccess(
-  caller: Caller | "cli",
+  caller: Caller | "cli" | "system",
   workspaceId: string,
   operation: string,
   resources: AuditResource[],
@@ -249,7 +268,7 @@ export function auditSuccess(
     resources,
     outcome: "success",
     errorCode: null,
-    requestId: caller === "cli" ? "" : caller.requestId,
+    requestId: typeof caller === "string" ? "" : caller.requestId,
     fields,
   };
 }

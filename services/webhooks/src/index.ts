@@ -13,4 +13,5 @@ export {
 export { webhookMigrations } from "./migrations.ts";
 export { webhookRoutes } from "./routes.ts";
 export { type WebhookSettings, webhookSettingsFromEnv } from "./settings.ts";
+export { WEBHOOKS_AUDIT_TABLE } from "./store/postgres-webhook-store.ts";
 export { type RunningWorker, startWorker } from "./worker.ts";

@@ -1,15 +1,16 @@
-import { connect, createLogger, env, InternalAuth, migrate, serveRpc } from "@latchkey/runtime";
+import { AuditPruner, connect, createLogger, env, InternalAuth, migrate, serveRpc } from "@latchkey/runtime";
 import { connect as connectNats } from "@nats-io/transport-node";
 import { createWebhookDeps } from "./deps.ts";
 import { type RunningIntake, startIntakeConsumer } from "./intake.ts";
 import { webhookMigrations } from "./migrations.ts";
 import { webhookRoutes } from "./routes.ts";
 import { webhookSettingsFromEnv } from "./settings.ts";
+import { WEBHOOKS_AUDIT_TABLE } from "./store/postgres-webhook-store.ts";
 import { startWorker } from "./worker.ts";
 
 /**
  * The webhooks service as its own process: PORT, DATABASE_URL, LATCHKEY_ENCRYPTION_KEY, NATS_URL,
- * LOG_LEVEL and the WEBHOOK_* settings. It serves WebhookService, takes DomainEvents from JetStream
+ * LOG_LEVEL, AUDIT_RETENTION_DAYS and the WEBHOOK_* settings. It serves WebhookService, takes DomainEvents from JetStream
  * into its outbox, and delivers them.
  */
 async function main() {
@@ -28,8 +29,14 @@ async function main() {
     );
   }
   const natsUrl = env.string("NATS_URL");
+  // Audit records older than this many days are deleted in the background (packages/runtime/src/audit.ts).
+  const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
   const sql = connect(databaseUrl);
   await migrate(sql, "webhooks", webhookMigrations);
+  const auditPruner = new AuditPruner(sql, WEBHOOKS_AUDIT_TABLE, {
+    retentionDays: auditRetentionDays,
+    log,
+  }).start();
   const deps = createWebhookDeps({ sql, encryptionKey, settings, log });
 
   let intake: RunningIntake | undefined;
@@ -72,6 +79,7 @@ async function main() {
     await server.close();
     await intake?.stop();
     await worker.stop();
+    await auditPruner.stop();
     await nats?.close();
     await sql.end({ timeout: 5 });
     process.exit(0);

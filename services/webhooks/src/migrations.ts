@@ -1,4 +1,4 @@
-import type { Migration } from "@latchkey/runtime";
+import { auditTableSql, type Migration } from "@latchkey/runtime";
 
 /**
  * The webhooks context's tables, applied with migrate(sql, "webhooks", webhookMigrations).
@@ -60,5 +60,12 @@ CREATE TABLE webhook_attempts (
   PRIMARY KEY (delivery_id, attempt)
 );
 `,
+  },
+  {
+    version: 2,
+    name: "webhooks_audit_log",
+    // The audit records of the webhooks context's changes (packages/runtime/src/audit.ts): a root
+    // key's through the gateway, and the system's when the worker disables a webhook.
+    sql: auditTableSql("webhooks_audit_log", ["root_key", "system"]),
   },
 ];

@@ -233,6 +233,27 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     expect(w?.disabledReason).toBe(
       `Disabled automatically at ${new Date(clock.now()).toISOString()} after 3 consecutive failed attempts; the last: status 500. Fix the receiver, then enable it with webhooks.update.`,
     );
+    // One record of the disabling, the system's, written with it: the webhook and the attempt's delivery.
+    const records = await deps.store.listAudit(hook.workspaceId, { limit: 100 });
+    expect(records).toEqual([
+      {
+        id: expect.stringMatching(/^audit_/),
+        workspaceId: hook.workspaceId,
+        time: clock.now(),
+        actorType: "system",
+        actorId: "system",
+        operation: "webhooks.disable",
+        resources: [
+          { type: "webhook", id: hook.id },
+          { type: "delivery", id: expect.stringMatching(/^dlv_/) },
+        ],
+        outcome: "success",
+        errorCode: null,
+        requestId: "",
+        fields: ["enabled", "disabledReason"],
+      },
+    ]);
+    expect(JSON.stringify(records)).not.toContain(r.url);
     const sent = r.received.length;
     clock.advance(60_000);
     await deliverDue(deps);
@@ -242,6 +263,8 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     await deliverDue(deps);
     const statuses = (await deps.store.listDeliveries(hook.workspaceId, hook.id, page)).map((d) => d.status);
     expect(statuses).toEqual(["delivered", "delivered"]);
+    // Successes after it record nothing more.
+    expect(await deps.store.listAudit(hook.workspaceId, { limit: 100 })).toHaveLength(1);
   });
 
   it("sends each delivery once when two workers claim at the same time (FOR UPDATE SKIP LOCKED)", async () => {

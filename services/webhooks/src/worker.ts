@@ -1,4 +1,4 @@
-import type { Clock, Logger } from "@latchkey/runtime";
+import { auditSuccess, type Clock, type Logger } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
 import { webhookAttemptSeconds, webhookAttempts, webhooksDisabled } from "./metrics.ts";
 import type { SecretVault } from "./secret.ts";
@@ -93,6 +93,21 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
     outcome,
     settings.disableAfterFailures,
     disabledReasonOf(now, settings.disableAfterFailures, result),
+    // Written only if this attempt disables the webhook, in the same transaction: no request asked
+    // for it, so the actor is the system, naming the webhook and the attempt's delivery.
+    result.error === null
+      ? undefined
+      : auditSuccess(
+          "system",
+          d.workspaceId,
+          "webhooks.disable",
+          [
+            { type: "webhook", id: d.webhookId },
+            { type: "delivery", id: d.id },
+          ],
+          ["enabled", "disabledReason"],
+          now,
+        ),
   );
   if (disabled) {
     webhooksDisabled.inc();

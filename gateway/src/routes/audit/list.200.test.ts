@@ -22,12 +22,13 @@ const record = (
   ...more,
 });
 
-/** Each context's AuditService over its own in-memory records, as keys, identity and ratelimit serve theirs. */
+/** Each context's AuditService over its own in-memory records, as keys, identity, ratelimit and webhooks serve theirs. */
 function withRecords() {
   const logs = {
     keys: new MemoryAuditLog(),
     identity: new MemoryAuditLog(),
     ratelimit: new MemoryAuditLog(),
+    webhooks: new MemoryAuditLog(),
   };
   logs.keys.add(record("audit_k1", 30, "keys.createKey"));
   logs.keys.add(
@@ -38,11 +39,21 @@ function withRecords() {
   );
   logs.ratelimit.add(record("audit_r1", 20, "ratelimit.setOverride", { actorType: "cli", actorId: "cli" }));
   logs.ratelimit.add(record("audit_r2", 40, "ratelimit.deleteOverride", { workspaceId: "ws_other" }));
+  logs.webhooks.add(
+    record("audit_w1", 25, "webhooks.disable", {
+      actorType: "system",
+      actorId: "system",
+      requestId: "",
+      resources: [{ type: "webhook", id: "wh_1" }],
+      fields: ["enabled", "disabledReason"],
+    }),
+  );
   return harness({
     audit: {
       keys: auditService(logs.keys),
       identity: auditService(logs.identity),
       ratelimit: auditService(logs.ratelimit),
+      webhooks: auditService(logs.webhooks),
     },
   });
 }
@@ -50,17 +61,18 @@ function withRecords() {
 describe("POST /v2/auditLogs.list answering 200", () => {
   const h = withRecords();
 
-  it("merges the three contexts' records newest first (time, then id), the caller's workspace only", async () => {
+  it("merges the four contexts' records newest first (time, then id), the caller's workspace only", async () => {
     const res = await h.post("auditLogs.list", {});
     expect(res.status).toBe(200);
     expect(res.body.data.map((r: { auditLogId: string }) => r.auditLogId)).toEqual([
       "audit_k1",
+      "audit_w1",
       "audit_r1",
       "audit_i1",
       "audit_k2",
     ]);
     expect(res.body.pagination).toEqual({ hasMore: false });
-    expect(res.body.data[3]).toEqual({
+    expect(res.body.data[4]).toEqual({
       auditLogId: "audit_k2",
       time: 10,
       actor: { type: "root_key", id: "rk_1" },
@@ -71,7 +83,18 @@ describe("POST /v2/auditLogs.list answering 200", () => {
       requestId: "req_audit_k2",
       fields: [],
     });
-    expect(res.body.data[1].actor).toEqual({ type: "cli", id: "cli" });
+    expect(res.body.data[2].actor).toEqual({ type: "cli", id: "cli" });
+    expect(res.body.data[1]).toEqual({
+      auditLogId: "audit_w1",
+      time: 25,
+      actor: { type: "system", id: "system" },
+      operation: "webhooks.disable",
+      resources: [{ type: "webhook", id: "wh_1" }],
+      outcome: "success",
+      error: null,
+      requestId: "",
+      fields: ["enabled", "disabledReason"],
+    });
     expect(res.body.data[0].error).toBeNull();
   });
 
@@ -80,7 +103,7 @@ describe("POST /v2/auditLogs.list answering 200", () => {
     expect(first.body.data).toHaveLength(3);
     expect(first.body.pagination).toEqual({ cursor: expect.any(String), hasMore: true });
     const next = await h.post("auditLogs.list", { limit: 3, cursor: first.body.pagination.cursor });
-    expect(next.body.data.map((r: { auditLogId: string }) => r.auditLogId)).toEqual(["audit_k2"]);
+    expect(next.body.data.map((r: { auditLogId: string }) => r.auditLogId)).toEqual(["audit_i1", "audit_k2"]);
     expect(next.body.pagination).toEqual({ hasMore: false });
   });
 
@@ -88,9 +111,11 @@ describe("POST /v2/auditLogs.list answering 200", () => {
     const ids = async (body: Record<string, unknown>) =>
       (await h.post("auditLogs.list", body)).body.data.map((r: { auditLogId: string }) => r.auditLogId);
     expect(await ids({ actorId: "cli" })).toEqual(["audit_r1"]);
+    expect(await ids({ actorId: "system" })).toEqual(["audit_w1"]);
+    expect(await ids({ resourceId: "wh_1" })).toEqual(["audit_w1"]);
     expect(await ids({ resourceId: "id_1" })).toEqual(["audit_i1"]);
     expect(await ids({ operation: "keys.createKey" })).toEqual(["audit_k1"]);
     expect(await ids({ outcome: "failure" })).toEqual(["audit_k2"]);
-    expect(await ids({ start: 11, end: 30 })).toEqual(["audit_r1", "audit_i1"]);
+    expect(await ids({ start: 11, end: 30 })).toEqual(["audit_w1", "audit_r1", "audit_i1"]);
   });
 });

@@ -1,8 +1,7 @@
-import type { Client } from "@connectrpc/connect";
-import type { AuditLog, AuditService } from "@latchkey/proto/audit/v1/audit_pb";
+import type { AuditLog } from "@latchkey/proto/audit/v1/audit_pb";
 import { encodeAuditCursor, newestFirst } from "@latchkey/runtime";
 import { Type } from "@sinclair/typebox";
-import { route } from "../../route.ts";
+import { AUDIT_CONTEXTS, route } from "../../route.ts";
 import { Closed, Enum, Int, Str } from "../../schema.ts";
 
 const Millis = Type.Integer({ minimum: 0, examples: [1_767_225_600_000] });
@@ -12,7 +11,7 @@ export const AuditLogEntry = Closed({
   auditLogId: Type.String({ examples: ["audit_2cGKbMxRjIzhCxo1IdjH3a"] }),
   time: Millis,
   actor: Closed({
-    type: Enum(["root_key", "cli"] as const),
+    type: Enum(["root_key", "cli", "system"] as const),
     id: Type.String({ examples: ["rk_2cGKbMxRjIzhCxo1IdjH3a"] }),
   }),
   operation: Type.String({ examples: ["keys.createKey"] }),
@@ -42,8 +41,8 @@ const schema = Closed({
 const DEFAULT_LIMIT = 50;
 
 /**
- * Each context (keys, identity, ratelimit) keeps the audit records of its own changes; this asks
- * all three for one more than the page past the cursor, with the same filters, and merges them
+ * Each context (keys, identity, ratelimit, webhooks) keeps the audit records of its own changes;
+ * this asks all four for one more than the page past the cursor, with the same filters, and merges them
  * newest first, so the page is exact and hasMore tells whether any record is left. The services
  * read the cursor and check the filters (a cursor they cannot read, or an end not after start,
  * is a 400 saying what to pass).
@@ -56,9 +55,10 @@ export const list = route({
   permissions: () => ["audit.*.read"],
   description:
     "The workspace's audit log: one record per management change (APIs, keys, credits, roles, permissions, " +
-    "identities, rate-limit overrides, root keys from the CLI), and one per management request a service " +
-    "refused, with its error code. Newest first. Records hold ids and the names of the fields a change set, " +
-    "never key material, secrets or meta values (docs/security.md).",
+    "identities, rate-limit overrides, webhooks, root keys from the CLI), one per webhook the system " +
+    "disabled (actor system), and one per management request a service refused, with its error code. " +
+    "Newest first. Records hold ids and the names of the fields a change set, never key material, secrets, " +
+    "URLs or meta values (docs/security.md).",
   schema,
   async handle(input, { caller, services }) {
     const limit = input.limit ?? DEFAULT_LIMIT;
@@ -73,10 +73,7 @@ export const list = route({
       start: BigInt(input.start ?? 0),
       end: BigInt(input.end ?? 0),
     };
-    const { keys, identity, ratelimit } = services.audit;
-    const answers = await Promise.all(
-      [keys, identity, ratelimit].map((c: Client<typeof AuditService>) => c.listAuditLogs(request)),
-    );
+    const answers = await Promise.all(AUDIT_CONTEXTS.map((c) => services.audit[c].listAuditLogs(request)));
     const merged = answers
       .flatMap((a) => a.logs)
       .map((log) => ({ log, time: Number(log.time), id: log.id }))

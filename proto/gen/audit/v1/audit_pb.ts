@@ -139,7 +139,8 @@ export type AuditLog = Message<"audit.v1.AuditLog"> & {
   time: bigint;
 
   /**
-   * "root_key" or "cli".
+   * "root_key", "cli" or "system" (a change no request asked for, e.g. a webhook
+   * the delivery worker disabled).
    *
    * @generated from field: string actor_type = 3;
    */
@@ -197,9 +198,10 @@ export const AuditLogSchema: GenMessage<AuditLog> = /*@__PURE__*/
   messageDesc(file_audit_v1_audit, 3);
 
 /**
- * The audit log of the management changes a context made: keys, identity and
- * ratelimit each serve this over their own table (packages/runtime/src/audit.ts),
- * and the gateway merges the three, newest first (auditLogs.list). Confined to
+ * The audit log of the management changes a context made: keys, identity,
+ * ratelimit and webhooks each serve this over their own table
+ * (packages/runtime/src/audit.ts), and the gateway merges them, newest first
+ * (auditLogs.list). Confined to
  * caller.workspace_id; the caller needs audit.*.read.
  *
  * @generated from service audit.v1.AuditService

@@ -3,12 +3,22 @@ import type {
   CreateWebhookRequest,
   CreateWebhookResponseSchema,
 } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { authenticatedCaller, domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
+import {
+  auditSuccess,
+  authenticatedCaller,
+  domainError,
+  ErrorReason,
+  newId,
+  requirePermissions,
+} from "@latchkey/runtime";
 import type { WebhookDeps } from "../deps.ts";
 import { newSigningSecret } from "../secret.ts";
 import { descriptionOf, eventsOf, urlOf } from "../validation.ts";
 
-/** webhooks.create: the signing secret is answered this once and kept only sealed. */
+/**
+ * webhooks.create: the signing secret is answered this once and kept only sealed. The audit record
+ * names the fields set, never their values (the URL may carry a token in its path or query).
+ */
 export function createWebhook(deps: WebhookDeps) {
   return async (req: CreateWebhookRequest): Promise<MessageInitShape<typeof CreateWebhookResponseSchema>> => {
     const caller = authenticatedCaller(req);
@@ -35,6 +45,19 @@ export function createWebhook(deps: WebhookDeps) {
         updatedAt: now,
       },
       max,
+      auditSuccess(
+        caller,
+        caller.workspaceId,
+        "webhooks.create",
+        [{ type: "webhook", id }],
+        [
+          "url",
+          "events",
+          ...(description !== "" ? ["description"] : []),
+          ...(req.enabled !== undefined ? ["enabled"] : []),
+        ],
+        now,
+      ),
     );
     if (!created) {
       throw domainError(

@@ -3,7 +3,7 @@ import type {
   DeleteWebhookRequest,
   DeleteWebhookResponseSchema,
 } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { authenticatedCaller, requirePermissions } from "@latchkey/runtime";
+import { auditSuccess, authenticatedCaller, requirePermissions } from "@latchkey/runtime";
 import type { WebhookDeps } from "../deps.ts";
 import { visibleWebhook, webhookNotFound } from "../validation.ts";
 
@@ -13,7 +13,15 @@ export function deleteWebhook(deps: WebhookDeps) {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["webhook.*.delete"]);
     await visibleWebhook(deps, caller.workspaceId, req.webhookId);
-    if (!(await deps.store.deleteWebhook(caller.workspaceId, req.webhookId)))
+    const audit = auditSuccess(
+      caller,
+      caller.workspaceId,
+      "webhooks.delete",
+      [{ type: "webhook", id: req.webhookId }],
+      [],
+      deps.clock.now(),
+    );
+    if (!(await deps.store.deleteWebhook(caller.workspaceId, req.webhookId, audit)))
       throw webhookNotFound(req.webhookId);
     return {};
   };

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RedeliverRequest, RedeliverResponseSchema } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { authenticatedCaller, newId, requirePermissions } from "@latchkey/runtime";
+import { auditSuccess, authenticatedCaller, newId, requirePermissions } from "@latchkey/runtime";
 import type { WebhookDeps } from "../deps.ts";
 import { deliveryNotFound, visibleWebhook } from "../validation.ts";
 
@@ -15,12 +15,26 @@ export function redeliver(deps: WebhookDeps) {
     requirePermissions(caller, ["webhook.*.update"]);
     await visibleWebhook(deps, caller.workspaceId, req.webhookId);
     if (req.deliveryId === "" || req.deliveryId.length > 255) throw deliveryNotFound(req.deliveryId);
+    const made = newId("dlv");
+    const now = deps.clock.now();
     const id = await deps.store.redeliver(
       caller.workspaceId,
       req.webhookId,
       req.deliveryId,
-      newId("dlv"),
-      deps.clock.now(),
+      made,
+      now,
+      auditSuccess(
+        caller,
+        caller.workspaceId,
+        "webhooks.redeliver",
+        [
+          { type: "webhook", id: req.webhookId },
+          { type: "delivery", id: req.deliveryId },
+          { type: "delivery", id: made },
+        ],
+        [],
+        now,
+      ),
     );
     if (id === undefined) throw deliveryNotFound(req.deliveryId);
     return { deliveryId: id };

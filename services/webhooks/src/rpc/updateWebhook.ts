@@ -3,7 +3,7 @@ import type {
   UpdateWebhookRequest,
   UpdateWebhookResponseSchema,
 } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { authenticatedCaller, requirePermissions } from "@latchkey/runtime";
+import { auditSuccess, authenticatedCaller, requirePermissions } from "@latchkey/runtime";
 import type { WebhookDeps } from "../deps.ts";
 import { descriptionOf, eventsOf, urlOf, visibleWebhook, webhookNotFound } from "../validation.ts";
 
@@ -20,7 +20,17 @@ export function updateWebhook(deps: WebhookDeps) {
       updatedAt: deps.clock.now(),
     };
     await visibleWebhook(deps, caller.workspaceId, req.webhookId);
-    if (!(await deps.store.updateWebhook(caller.workspaceId, req.webhookId, update))) {
+    // Names of what was set, never their values.
+    const fields = (["url", "events", "description", "enabled"] as const).filter((f) => f in update);
+    const audit = auditSuccess(
+      caller,
+      caller.workspaceId,
+      "webhooks.update",
+      [{ type: "webhook", id: req.webhookId }],
+      fields,
+      update.updatedAt,
+    );
+    if (!(await deps.store.updateWebhook(caller.workspaceId, req.webhookId, update, audit))) {
       throw webhookNotFound(req.webhookId);
     }
     return {};

@@ -1,4 +1,4 @@
-import { newId } from "@latchkey/runtime";
+import { type AuditQuery, type AuditRecord, MemoryAuditLog, newId } from "@latchkey/runtime";
 import {
   type AttemptOutcome,
   type AttemptRecord,
@@ -20,11 +20,21 @@ const clone = <T>(value: T): T => structuredClone(value);
 export class MemoryWebhookStore implements WebhookStore {
   private webhooks = new Map<string, WebhookRecord>();
   private deliveries = new Map<string, DeliveryRecord>();
+  readonly audit = new MemoryAuditLog();
 
-  async createWebhook(record: WebhookRecord, max: number) {
+  recordAudit(record: AuditRecord): Promise<void> {
+    return this.audit.recordAudit(record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return this.audit.listAudit(workspaceId, query);
+  }
+
+  async createWebhook(record: WebhookRecord, max: number, audit?: AuditRecord) {
     const count = [...this.webhooks.values()].filter((w) => w.workspaceId === record.workspaceId).length;
     if (count >= max) return false;
     this.webhooks.set(record.id, clone(record));
+    this.audit.add(audit);
     return true;
   }
 
@@ -41,7 +51,7 @@ export class MemoryWebhookStore implements WebhookStore {
       .map(clone);
   }
 
-  async updateWebhook(workspaceId: string, id: string, update: WebhookUpdate) {
+  async updateWebhook(workspaceId: string, id: string, update: WebhookUpdate, audit?: AuditRecord) {
     const w = this.webhooks.get(id);
     if (!w || w.workspaceId !== workspaceId) return false;
     if (update.url !== undefined) w.url = update.url;
@@ -55,14 +65,16 @@ export class MemoryWebhookStore implements WebhookStore {
       w.enabled = update.enabled;
     }
     w.updatedAt = update.updatedAt;
+    this.audit.add(audit);
     return true;
   }
 
-  async deleteWebhook(workspaceId: string, id: string) {
+  async deleteWebhook(workspaceId: string, id: string, audit?: AuditRecord) {
     const w = this.webhooks.get(id);
     if (!w || w.workspaceId !== workspaceId) return false;
     this.webhooks.delete(id);
     for (const [dId, d] of this.deliveries) if (d.webhookId === id) this.deliveries.delete(dId);
+    this.audit.add(audit);
     return true;
   }
 
@@ -120,7 +132,14 @@ export class MemoryWebhookStore implements WebhookStore {
     return d && d.workspaceId === workspaceId && d.webhookId === webhookId ? clone(d) : undefined;
   }
 
-  async redeliver(workspaceId: string, webhookId: string, deliveryId: string, newId: string, now: number) {
+  async redeliver(
+    workspaceId: string,
+    webhookId: string,
+    deliveryId: string,
+    newId: string,
+    now: number,
+    audit?: AuditRecord,
+  ) {
     const d = this.deliveries.get(deliveryId);
     if (!d || d.workspaceId !== workspaceId || d.webhookId !== webhookId) return undefined;
     this.deliveries.set(newId, {
@@ -133,6 +152,7 @@ export class MemoryWebhookStore implements WebhookStore {
       createdAt: now,
       redeliveryOf: d.redeliveryOf ?? d.id,
     });
+    this.audit.add(audit);
     return newId;
   }
 
@@ -168,6 +188,7 @@ export class MemoryWebhookStore implements WebhookStore {
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
+    disabledAudit?: AuditRecord,
   ) {
     const d = this.deliveries.get(deliveryId);
     if (!d) return { disabled: false };
@@ -185,6 +206,7 @@ export class MemoryWebhookStore implements WebhookStore {
     if (w.enabled && w.consecutiveFailures >= disableAfter) {
       w.enabled = false;
       w.disabledReason = disabledReason;
+      this.audit.add(disabledAudit);
       return { disabled: true };
     }
     return { disabled: false };

@@ -1,4 +1,12 @@
-import { newId, type Sql } from "@latchkey/runtime";
+import {
+  type AuditQuery,
+  type AuditRecord,
+  insertAudit,
+  listAudit,
+  newId,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import {
   type AttemptOutcome,
   type AttemptRecord,
@@ -64,6 +72,9 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
   updatedAt: r.updated_at,
 });
 
+/** The webhooks context's audit records (migrations.ts, version 2). */
+export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
+
 /**
  * The store in PostgreSQL (or PGlite in the embedded default). Every query names the workspace, so
  * nothing crosses workspaces; the delivery rows are the outbox the worker drains.
@@ -71,7 +82,28 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
 export class PostgresWebhookStore implements WebhookStore {
   constructor(private readonly sql: Sql) {}
 
-  async createWebhook(w: WebhookRecord, max: number) {
+  async recordAudit(record: AuditRecord): Promise<void> {
+    await insertAudit(this.sql, WEBHOOKS_AUDIT_TABLE, record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.sql, WEBHOOKS_AUDIT_TABLE, workspaceId, query);
+  }
+
+  /** Runs `change` in a transaction that also writes `audit` when `made` says the change was made. */
+  private audited<T>(
+    audit: AuditRecord | undefined,
+    change: (tx: TransactionSql) => Promise<T>,
+    made: (result: T) => boolean,
+  ): Promise<T> {
+    return this.sql.begin(async (tx) => {
+      const result = await change(tx);
+      if (audit && made(result)) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, audit);
+      return result;
+    }) as Promise<T>;
+  }
+
+  async createWebhook(w: WebhookRecord, max: number, audit?: AuditRecord) {
     return this.sql.begin(async (tx) => {
       // One creation at a time per workspace, so concurrent ones cannot pass the count together.
       await tx`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${w.workspaceId}`}))`;
@@ -85,6 +117,7 @@ export class PostgresWebhookStore implements WebhookStore {
                               sealed_secret, consecutive_failures, created_at, updated_at)
         VALUES (${w.id}, ${w.workspaceId}, ${w.url}, ${w.events}::text[], ${w.description}, ${w.enabled},
                 ${w.disabledReason}, ${w.sealedSecret}, ${w.consecutiveFailures}, ${w.createdAt}, ${w.updatedAt})`;
+      if (audit) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, audit);
       return true;
     });
   }
@@ -105,24 +138,33 @@ export class PostgresWebhookStore implements WebhookStore {
     return rows.map(webhookOf);
   }
 
-  async updateWebhook(workspaceId: string, id: string, u: WebhookUpdate) {
-    const sql = this.sql;
-    const rows = await sql`
-      UPDATE webhooks SET updated_at = ${u.updatedAt}
-        ${u.url !== undefined ? sql`, url = ${u.url}` : sql``}
-        ${u.events !== undefined ? sql`, events = ${u.events}::text[]` : sql``}
-        ${u.description !== undefined ? sql`, description = ${u.description}` : sql``}
-        ${u.enabled === true ? sql`, enabled = true, disabled_reason = NULL, consecutive_failures = 0` : sql``}
-        ${u.enabled === false ? sql`, enabled = false` : sql``}
-      WHERE workspace_id = ${workspaceId} AND id = ${id}
-      RETURNING id`;
-    return rows.length > 0;
+  async updateWebhook(workspaceId: string, id: string, u: WebhookUpdate, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (sql) => {
+        const rows = await sql`
+          UPDATE webhooks SET updated_at = ${u.updatedAt}
+            ${u.url !== undefined ? sql`, url = ${u.url}` : sql``}
+            ${u.events !== undefined ? sql`, events = ${u.events}::text[]` : sql``}
+            ${u.description !== undefined ? sql`, description = ${u.description}` : sql``}
+            ${u.enabled === true ? sql`, enabled = true, disabled_reason = NULL, consecutive_failures = 0` : sql``}
+            ${u.enabled === false ? sql`, enabled = false` : sql``}
+          WHERE workspace_id = ${workspaceId} AND id = ${id}
+          RETURNING id`;
+        return rows.length > 0;
+      },
+      (updated) => updated,
+    );
   }
 
-  async deleteWebhook(workspaceId: string, id: string) {
-    const rows = await this
-      .sql`DELETE FROM webhooks WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`;
-    return rows.length > 0;
+  async deleteWebhook(workspaceId: string, id: string, audit?: AuditRecord) {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (await tx`DELETE FROM webhooks WHERE workspace_id = ${workspaceId} AND id = ${id} RETURNING id`)
+          .length > 0,
+      (deleted) => deleted,
+    );
   }
 
   async intake(events: readonly EventRecord[], now: number) {
@@ -172,16 +214,29 @@ export class PostgresWebhookStore implements WebhookStore {
     return (await this.withAttempts(rows))[0];
   }
 
-  async redeliver(workspaceId: string, webhookId: string, deliveryId: string, id: string, now: number) {
-    const rows = await this.sql<{ id: string }[]>`
-      INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
-                                      status, next_attempt_at, created_at, redelivery_of)
-      SELECT ${id}, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
-             'pending', ${now}, ${now}, COALESCE(redelivery_of, id)
-      FROM webhook_deliveries
-      WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}
-      RETURNING id`;
-    return rows[0]?.id;
+  async redeliver(
+    workspaceId: string,
+    webhookId: string,
+    deliveryId: string,
+    id: string,
+    now: number,
+    audit?: AuditRecord,
+  ) {
+    return this.audited(
+      audit,
+      async (tx) => {
+        const rows = await tx<{ id: string }[]>`
+          INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
+                                          status, next_attempt_at, created_at, redelivery_of)
+          SELECT ${id}, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
+                 'pending', ${now}, ${now}, COALESCE(redelivery_of, id)
+          FROM webhook_deliveries
+          WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}
+          RETURNING id`;
+        return rows[0]?.id;
+      },
+      (made) => made !== undefined,
+    );
   }
 
   async claimDue(now: number, limit: number, leaseMs: number) {
@@ -222,6 +277,7 @@ export class PostgresWebhookStore implements WebhookStore {
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
+    disabledAudit?: AuditRecord,
   ) {
     return this.sql.begin(async (tx) => {
       const [d] = await tx<{ webhook_id: string; attempts_made: number }[]>`
@@ -245,6 +301,7 @@ export class PostgresWebhookStore implements WebhookStore {
         RETURNING consecutive_failures, enabled`;
       if (w?.enabled && w.consecutive_failures >= disableAfter) {
         await tx`UPDATE webhooks SET enabled = false, disabled_reason = ${disabledReason} WHERE id = ${d.webhook_id}`;
+        if (disabledAudit) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, disabledAudit);
         return { disabled: true };
       }
       return { disabled: false };

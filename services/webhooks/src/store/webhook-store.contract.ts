@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { newId } from "@latchkey/runtime";
+import { type AuditRecord, auditSuccess, newId } from "@latchkey/runtime";
 import { beforeEach, describe, expect, it } from "vitest";
 import { cursorOf, type EventRecord, type WebhookRecord, type WebhookStore } from "./webhook-store.ts";
 
@@ -269,6 +269,58 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(left.map((d) => d.status)).toEqual(["pending"]);
       await store.deleteWebhook(wsA, w.id);
       expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
+    });
+
+    it("writes a change's audit record only when it makes the change, readable by its workspace only", async () => {
+      const caller = { workspaceId: wsA, rootKeyId: "rk_a", requestId: "req_a" } as Parameters<
+        typeof auditSuccess
+      >[0];
+      const audit = (operation: string, id: string): AuditRecord =>
+        auditSuccess(caller, wsA, operation, [{ type: "webhook", id }], [], 1_000);
+      const ops = async () =>
+        (await store.listAudit(wsA, { limit: 100 })).map((r) => [r.operation, r.resources[0]!.id]);
+      const w = webhook();
+      expect(await store.createWebhook(w, 1, audit("webhooks.create", w.id))).toBe(true);
+      const over = webhook();
+      expect(await store.createWebhook(over, 1, audit("webhooks.create", over.id))).toBe(false);
+      expect(await store.updateWebhook(wsB, w.id, { updatedAt: 2 }, audit("webhooks.update", w.id))).toBe(
+        false,
+      );
+      expect(await store.updateWebhook(wsA, w.id, { updatedAt: 2 }, audit("webhooks.update", w.id))).toBe(
+        true,
+      );
+      await store.intake([event()], 1_000);
+      const [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(
+        await store.redeliver(wsA, w.id, "dlv_missing", newId("dlv"), 2, audit("webhooks.redeliver", "x")),
+      ).toBeUndefined();
+      expect(
+        await store.redeliver(wsA, w.id, d!.id, newId("dlv"), 2, audit("webhooks.redeliver", w.id)),
+      ).toBeDefined();
+      // The system's record of a disabling, written by the attempt that disables it and no other.
+      const system = (id: string) =>
+        auditSuccess("system", wsA, "webhooks.disable", [{ type: "webhook", id }], ["enabled"], 3);
+      const claimed = await claim(1_000);
+      expect(claimed).toHaveLength(2);
+      await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why", system("early"));
+      expect(
+        await store.recordAttempt(claimed[1]!.id, failure, { status: "failed" }, 2, "why", system(w.id)),
+      ).toEqual({ disabled: true });
+      expect(await store.deleteWebhook(wsB, w.id, audit("webhooks.delete", w.id))).toBe(false);
+      expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", w.id))).toBe(true);
+      expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", "again"))).toBe(false);
+      expect((await ops()).sort()).toEqual(
+        [
+          ["webhooks.create", w.id],
+          ["webhooks.update", w.id],
+          ["webhooks.redeliver", w.id],
+          ["webhooks.disable", w.id],
+          ["webhooks.delete", w.id],
+        ].sort(),
+      );
+      expect(await store.listAudit(wsB, { limit: 100 })).toEqual([]);
+      await store.recordAudit({ ...audit("webhooks.update", "wh_gone"), outcome: "failure" });
+      expect((await store.listAudit(wsA, { limit: 100, outcome: "failure" })).length).toBe(1);
     });
   });
 }

@@ -1,4 +1,5 @@
 /** What the webhooks context keeps: webhooks, deliveries and their attempts. Times are unix milliseconds. */
+import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
 
 export interface WebhookRecord {
   id: string;
@@ -89,16 +90,25 @@ export interface PageQuery {
   after: string | undefined;
 }
 
-export interface WebhookStore {
+/**
+ * Each management change takes its audit record and writes it in the change's own transaction,
+ * only when the change is made (packages/runtime/src/audit.ts); so does the worker's disabling.
+ */
+export interface WebhookStore extends AuditLogStore {
   /** Inserts the webhook unless its workspace already has `max`; false when it has. */
-  createWebhook(record: WebhookRecord, max: number): Promise<boolean>;
+  createWebhook(record: WebhookRecord, max: number, audit?: AuditRecord): Promise<boolean>;
   findWebhook(workspaceId: string, id: string): Promise<WebhookRecord | undefined>;
   /** Ordered by id (byte order); `after` is an id. */
   listWebhooks(workspaceId: string, page: PageQuery): Promise<WebhookRecord[]>;
   /** False when there is no such webhook in the workspace. */
-  updateWebhook(workspaceId: string, id: string, update: WebhookUpdate): Promise<boolean>;
+  updateWebhook(
+    workspaceId: string,
+    id: string,
+    update: WebhookUpdate,
+    audit?: AuditRecord,
+  ): Promise<boolean>;
   /** Deletes the webhook with its deliveries; false when there is no such webhook in the workspace. */
-  deleteWebhook(workspaceId: string, id: string): Promise<boolean>;
+  deleteWebhook(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 
   /**
    * One pending delivery, due at `now`, per enabled webhook of the event's workspace that wants its
@@ -125,6 +135,7 @@ export interface WebhookStore {
     deliveryId: string,
     newId: string,
     now: number,
+    audit?: AuditRecord,
   ): Promise<string | undefined>;
 
   /**
@@ -136,7 +147,7 @@ export interface WebhookStore {
   /**
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
-   * `disabledReason`. Answers whether this attempt disabled it.
+   * `disabledReason`, and writes `disabledAudit` with it. Answers whether this attempt disabled it.
    */
   recordAttempt(
     deliveryId: string,
@@ -144,6 +155,7 @@ export interface WebhookStore {
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
+    disabledAudit?: AuditRecord,
   ): Promise<{ disabled: boolean }>;
   /** Deletes delivered and failed deliveries created before `before`; answers how many. */
   pruneDeliveries(before: number): Promise<number>;
