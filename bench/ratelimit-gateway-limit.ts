@@ -5,6 +5,7 @@ import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { type Proc, startProcess } from "../test/harness.ts";
 import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
+import { startAllInOne } from "./throughput.ts";
 
 /**
  * ratelimits.limit through the gateway beside rate-limiter-flexible on Redis,
@@ -15,12 +16,15 @@ import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
  * ROUNDS (2), DURATION (5 s), CONNECTIONS (64), PROFILE (a directory for CPU
  * profiles of the ratelimit process and the gateway, in ratelimit/ and gateway/). STORE=redis counts in Redis
  * (RATELIMIT_STORE=redis), on a redis-server of this run's own that
- * rate-limiter-flexible uses too, so both pay for the same Redis.
+ * rate-limiter-flexible uses too, so both pay for the same Redis. TOPOLOGY=start measures `npm start`
+ * (gateway and services in one process) instead of separate processes.
  */
 const ROUNDS = Number(process.env["ROUNDS"] ?? 2);
 const DURATION = Number(process.env["DURATION"] ?? 5);
 const CONNECTIONS = Number(process.env["CONNECTIONS"] ?? 64);
 const STORE = process.env["STORE"] ?? "memory";
+/** `separate` (the gateway and the services as processes of their own, as in Kubernetes) or `start` (`npm start`). */
+const TOPOLOGY = process.env["TOPOLOGY"] ?? "separate";
 
 /** Commands Redis has run so far (INFO commandstats), all of them and scripts alone. */
 async function commandsOf(client: Redis | undefined): Promise<{ all: number; scripts: number }> {
@@ -79,67 +83,79 @@ try {
   const env = { DATABASE_URL: db.url, LOG_LEVEL: "warn" };
   const store: Record<string, string> =
     STORE === "redis" ? { RATELIMIT_STORE: "redis", REDIS_URL: redis.url } : {};
-  const keys = await startProcess("keys", "services/keys/src/main.ts", env);
-  procs.push(keys);
-  const entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
   // PROFILE=dir writes CPU profiles of the ratelimit process and the gateway there when they stop.
   const profile = process.env["PROFILE"];
   const profileTo = (name: string) => (profile ? ["--cpu-prof", "--cpu-prof-dir", `${profile}/${name}`] : []);
-  const ratelimit = await startProcess(
-    "ratelimit",
-    entry,
-    { ...env, ...store },
-    undefined,
-    profileTo("ratelimit"),
-  );
-  procs.push(ratelimit);
-  const identity = await startProcess("identity", "services/identity/src/main.ts", env);
-  procs.push(identity);
-  const gateway = await startProcess(
-    "gateway",
-    "gateway/src/main.ts",
-    {
-      ...env,
-      KEYS_URL: keys.url,
-      RATELIMIT_URL: ratelimit.url,
-      IDENTITY_URL: identity.url,
-    },
-    undefined,
-    profileTo("gateway"),
-  );
-  procs.push(gateway);
+  let url: string;
+  let auth: Record<string, string>;
+  let entry: string;
+  let ourProcesses: ProcessGroups;
+  if (TOPOLOGY === "start") {
+    // `npm start`: the gateway and the ratelimit service in one process, on the same PostgreSQL and Redis.
+    const started = await startAllInOne({ DATABASE_URL: db.url, ...store });
+    procs.push(started.proc);
+    url = started.proc.url;
+    auth = started.auth;
+    entry = "npm start";
+    ourProcesses = { latchkey: treeOf(started.proc.child.pid) };
+  } else {
+    const keys = await startProcess("keys", "services/keys/src/main.ts", env);
+    procs.push(keys);
+    entry = process.env["RATELIMIT_ENTRY"] ?? "services/ratelimit/src/main.ts";
+    const ratelimit = await startProcess(
+      "ratelimit",
+      entry,
+      { ...env, ...store },
+      undefined,
+      profileTo("ratelimit"),
+    );
+    procs.push(ratelimit);
+    const identity = await startProcess("identity", "services/identity/src/main.ts", env);
+    procs.push(identity);
+    const gateway = await startProcess(
+      "gateway",
+      "gateway/src/main.ts",
+      {
+        ...env,
+        KEYS_URL: keys.url,
+        RATELIMIT_URL: ratelimit.url,
+        IDENTITY_URL: identity.url,
+      },
+      undefined,
+      profileTo("gateway"),
+    );
+    procs.push(gateway);
+    const rootKey = `lk_root_bench_${Date.now()}`;
+    await ensureRootKey(db.sql, rootKey);
+    url = gateway.url;
+    auth = { authorization: `Bearer ${rootKey}` };
+    ourProcesses = { gateway: treeOf(gateway.child.pid), ratelimit: treeOf(ratelimit.child.pid) };
+  }
   const rlflex = await startProcess("rate-limiter-flexible", "bench/rlflex-server.ts", {
     REDIS_URL: redis.url,
   });
   procs.push(rlflex);
-  const rootKey = `lk_root_bench_${Date.now()}`;
-  await ensureRootKey(db.sql, rootKey);
-  const auth = { authorization: `Bearer ${rootKey}` };
   const body = JSON.stringify({ namespace: "bench", identifier: "user_1", limit: 1e9, duration: 60_000 });
-  const first = await fetch(`${gateway.url}/v2/ratelimits.limit`, {
+  const first = await fetch(`${url}/v2/ratelimits.limit`, {
     method: "POST",
     headers: { "content-type": "application/json", ...auth },
     body,
   });
   if (first.status !== 200)
     throw new Error(`ratelimits.limit answered ${first.status}: ${await first.text()}`);
-  await load(`${gateway.url}/v2/ratelimits.limit`, body, auth, 2);
+  await load(`${url}/v2/ratelimits.limit`, body, auth, 2);
   await load(`${rlflex.url}/`, body, {}, 2);
   const redisServer = () => {
     const pid = redis.pid();
     return pid === undefined ? [] : [pid];
   };
-  const ourProcesses = {
-    gateway: treeOf(gateway.child.pid),
-    ratelimit: treeOf(ratelimit.child.pid),
-    redis: redisServer,
-  };
+  ourProcesses.redis = redisServer;
   const peerProcesses = { server: treeOf(rlflex.child.pid), redis: redisServer };
   // Only the run's own Redis is asked for its command counts.
   counting = new Redis(redis.url);
   for (let i = 0; i < ROUNDS; i++) {
     const ours = await load(
-      `${gateway.url}/v2/ratelimits.limit`,
+      `${url}/v2/ratelimits.limit`,
       body,
       auth,
       DURATION,

@@ -26,7 +26,8 @@ import {
   startRefills,
 } from "@latchkey/keys";
 import { createRatelimitDeps, RATELIMIT_AUDIT_TABLE, ratelimitRoutes } from "@latchkey/ratelimit";
-import { counterBoundsFromEnv } from "@latchkey/ratelimit/settings";
+import { connectRedis, redisReady } from "@latchkey/ratelimit/limiter/redis-connection";
+import { counterBoundsFromEnv, storeFromEnv } from "@latchkey/ratelimit/settings";
 import {
   AuditPruner,
   type Bus,
@@ -85,6 +86,7 @@ function readSettings() {
     metricsHost: env.string("METRICS_HOST", "127.0.0.1")!,
     encryptionKey: encryptionKey(),
     counterBounds: counterBoundsFromEnv(),
+    ratelimitStore: storeFromEnv(),
     webhooks: webhookSettingsFromEnv(),
   };
 }
@@ -163,12 +165,23 @@ async function main() {
   // Before analytics' closer: the server has closed by then, and the database closes after.
   closers.unshift(() => webhooks.close());
 
+  // RATELIMIT_STORE=redis: counters in Redis, so that several of these processes behind one load
+  // balancer share each budget, as the ratelimit service's replicas do (docs/deployment.md).
+  const store = settings.ratelimitStore;
+  const redis = store.store === "redis" ? connectRedis(store.redis, log) : undefined;
+  if (redis) {
+    if (!(await redisReady(redis, 5_000))) {
+      log.warn("ratelimit: Redis is not answering yet; checks fail (UNAVAILABLE) until it does");
+    }
+    closers.push(async () => redis.disconnect());
+  }
   const ratelimit = createRatelimitDeps({
     sql: db.sql,
     bus,
     events,
     log: log.child({ service: "ratelimit" }),
     ...settings.counterBounds,
+    ...(redis && store.store === "redis" ? { redis: { client: redis, prefix: store.redis.prefix } } : {}),
   });
   const identity = createIdentityDeps({ sql: db.sql, bus, events, log: log.child({ service: "identity" }) });
   // Audit records older than AUDIT_RETENTION_DAYS go, from each context's table (packages/runtime/src/audit.ts).
