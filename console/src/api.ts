@@ -149,3 +149,44 @@ export interface Bucket {
   insufficientPermissions: number;
   spentCredits: number;
 }
+
+/** One record of the audit log (auditLogs.list): who did what to which resources, and how it ended. */
+export interface AuditLog {
+  auditLogId: string;
+  time: number;
+  actor: { type: "root_key" | "cli"; id: string };
+  operation: string;
+  resources: { type: string; id: string }[];
+  outcome: "success" | "failure";
+  error: { code: string } | null;
+  requestId: string;
+  fields: string[];
+}
+
+export interface Webhook {
+  webhookId: string;
+  url: string;
+  events: string[];
+  description?: string;
+  enabled: boolean;
+  disabledReason: string | null;
+  createdAt: number;
+}
+
+export interface DeliveryAttempt {
+  attemptedAt: number;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+}
+
+export interface Delivery {
+  deliveryId: string;
+  eventId: string;
+  eventType: string;
+  status: "pending" | "delivered" | "failed";
+  createdAt: number;
+  nextAttemptAt: number | null;
+  deliveredAt: number | null;
+  attempts: DeliveryAttempt[];
+}

@@ -4,12 +4,14 @@ import { ApiError, call } from "./api.ts";
 import { AnalyticsPage } from "./pages/analytics.tsx";
 import { ApiPage } from "./pages/api.tsx";
 import { ApisPage } from "./pages/apis.tsx";
+import { AuditPage } from "./pages/audit.tsx";
 import { CreateKeyPage } from "./pages/create-key.tsx";
 import { IdentitiesPage, IdentityPage } from "./pages/identities.tsx";
 import { KeyPage } from "./pages/key.tsx";
 import { PermissionsPage } from "./pages/permissions.tsx";
 import { NamespacePage, RatelimitsPage } from "./pages/ratelimits.tsx";
-import { href, useRoute } from "./router.ts";
+import { WebhookPage, WebhooksPage } from "./pages/webhooks.tsx";
+import { href, routeParams, useRoute } from "./router.ts";
 import { rootKey, signIn, signOut } from "./session.ts";
 import { ErrorBox, Field } from "./ui.tsx";
 import "./styles.css";
@@ -20,6 +22,8 @@ const NAV = [
   { id: "permissions", label: "Permissions & roles" },
   { id: "ratelimits", label: "Rate limits" },
   { id: "analytics", label: "Analytics" },
+  { id: "webhooks", label: "Webhooks" },
+  { id: "audit", label: "Audit log" },
 ] as const;
 
 function App() {
@@ -88,6 +92,11 @@ function Page({ route }: { route: string[] }) {
       return id === undefined ? <RatelimitsPage /> : <NamespacePage key={id} namespace={id} />;
     case "analytics":
       return <AnalyticsPage />;
+    case "webhooks":
+      return id === undefined ? <WebhooksPage /> : <WebhookPage key={id} webhookId={id} />;
+    case "audit":
+      // Keyed by its query, so following a link to other filters starts the page afresh.
+      return <AuditPage key={routeParams().toString()} />;
     default:
       return (
         <section>

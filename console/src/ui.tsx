@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
 import { ApiError } from "./api.ts";
 
 /** The state of a load: data once it came, the API's error as written, and a way to load again. */
@@ -135,22 +135,55 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
   );
 }
 
+/**
+ * A secret shown the only time it can be (a new key, a webhook's signing secret): with a copy button and
+ * the warning. `children` follow it (ids, links).
+ */
+export function ShownOnce({
+  title,
+  warning,
+  label,
+  copy,
+  secret,
+  testId,
+  children,
+}: {
+  title: string;
+  warning: string;
+  label: string;
+  copy: string;
+  secret: string;
+  testId: string;
+  children?: ComponentChildren;
+}) {
+  const id = useId();
+  return (
+    <section class="newkey" aria-labelledby={id}>
+      <h3 id={id}>{title}</h3>
+      <p class="warning">{warning}</p>
+      <div class="row">
+        <label class="grow">
+          <span class="sr-only">{label}</span>
+          <input class="mono" readOnly value={secret} data-testid={testId} />
+        </label>
+        <CopyButton text={secret} label={copy} />
+      </div>
+      {children}
+    </section>
+  );
+}
+
 /** A key shown the only time it can be: with a copy button and the warning. */
 export function NewKey({ keyText, keyId, href }: { keyText: string; keyId: string; href?: string }) {
   return (
-    <section class="newkey" aria-labelledby="newkey-title">
-      <h3 id="newkey-title">Your new key</h3>
-      <p class="warning">
-        This is the only time the key is shown. Copy it now and keep it somewhere safe: Latchkey keeps only
-        its hash (unless it was created recoverable).
-      </p>
-      <div class="row">
-        <label class="grow">
-          <span class="sr-only">The new key</span>
-          <input class="mono" readOnly value={keyText} data-testid="new-key" />
-        </label>
-        <CopyButton text={keyText} label="Copy key" />
-      </div>
+    <ShownOnce
+      title="Your new key"
+      warning="This is the only time the key is shown. Copy it now and keep it somewhere safe: Latchkey keeps only its hash (unless it was created recoverable)."
+      label="The new key"
+      copy="Copy key"
+      secret={keyText}
+      testId="new-key"
+    >
       <p class="muted">
         Key id <code>{keyId}</code>
         {href && (
@@ -160,7 +193,7 @@ export function NewKey({ keyText, keyId, href }: { keyText: string; keyId: strin
           </>
         )}
       </p>
-    </section>
+    </ShownOnce>
   );
 }
 

@@ -83,6 +83,9 @@ function Details({ k }: { k: Key }) {
         <dt>Meta</dt>
         <dd>{k.meta ? <code class="wrap">{JSON.stringify(k.meta)}</code> : "—"}</dd>
       </dl>
+      <p>
+        <a href={`${href("audit")}?resourceId=${encodeURIComponent(k.keyId)}`}>Its audit log</a>
+      </p>
     </section>
   );
 }

@@ -1,0 +1,260 @@
+import { useEffect, useState } from "preact/hooks";
+import { type AuditLog, call, type Pagination } from "../api.ts";
+import { href, routeParams } from "../router.ts";
+import { Empty, ErrorBox, Field, Loading, TableWrap, useAction, useLoad, when } from "../ui.tsx";
+
+const PAGE = 50;
+
+interface Filter {
+  actorId: string;
+  resourceId: string;
+  operation: string;
+  outcome: "" | "success" | "failure";
+  /** datetime-local values, in local time; empty: open-ended. */
+  start: string;
+  end: string;
+}
+
+/** The filters as auditLogs.list takes them: only those given. */
+function filterBody(f: Filter): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (f.actorId.trim()) body["actorId"] = f.actorId.trim();
+  if (f.resourceId.trim()) body["resourceId"] = f.resourceId.trim();
+  if (f.operation.trim()) body["operation"] = f.operation.trim();
+  if (f.outcome) body["outcome"] = f.outcome;
+  if (f.start) body["start"] = new Date(f.start).getTime();
+  if (f.end) body["end"] = new Date(f.end).getTime();
+  return body;
+}
+
+/** Where the console shows a resource of an audit record, when it has a page for it. */
+function resourceHref(r: AuditLog["resources"][number], all: AuditLog["resources"]): string | undefined {
+  switch (r.type) {
+    case "api":
+      return href("apis", r.id);
+    case "key": {
+      // A key's page lives under its API: linked when the record names the API too.
+      const api = all.find((o) => o.type === "api");
+      return api ? href("apis", api.id, "keys", r.id) : undefined;
+    }
+    case "identity":
+      return href("identities", r.id);
+    case "webhook":
+      return href("webhooks", r.id);
+    case "namespace":
+    case "ratelimit_namespace":
+      return href("ratelimits", r.id);
+    case "permission":
+    case "role":
+      return href("permissions");
+    default:
+      return undefined;
+  }
+}
+
+export function AuditPage() {
+  const params = routeParams();
+  const initial: Filter = {
+    actorId: params.get("actorId") ?? "",
+    resourceId: params.get("resourceId") ?? "",
+    operation: params.get("operation") ?? "",
+    outcome: (params.get("outcome") as Filter["outcome"] | null) ?? "",
+    start: "",
+    end: "",
+  };
+  const [form, setForm] = useState<Filter>(initial);
+  const [applied, setApplied] = useState<Filter>(initial);
+  const [rows, setRows] = useState<AuditLog[]>([]);
+  const [page, setPage] = useState<Pagination | undefined>(undefined);
+  const [loaded, setLoaded] = useState(false);
+  const load = useAction();
+  // The operations this Latchkey has, from its OpenAPI document, to suggest in the operation filter.
+  const operations = useLoad(async () => {
+    const res = await fetch("/openapi.json", { credentials: "omit" });
+    const doc = (await res.json()) as { paths?: Record<string, unknown> };
+    return Object.keys(doc.paths ?? {})
+      .filter((p) => p.startsWith("/v2/"))
+      .map((p) => p.slice(4))
+      .sort();
+  }, []);
+
+  const fetchPage = async (cursor: string | undefined, from: AuditLog[]) => {
+    const res = await load.run(() =>
+      call<AuditLog[]>("auditLogs.list", {
+        limit: PAGE,
+        ...(cursor ? { cursor } : {}),
+        ...filterBody(applied),
+      }),
+    );
+    if (res) {
+      setRows([...from, ...res.data]);
+      setPage(res.pagination);
+    } else {
+      setRows(from);
+      setPage(undefined);
+    }
+    setLoaded(true);
+  };
+  useEffect(() => {
+    setLoaded(false);
+    fetchPage(undefined, []);
+  }, [applied]);
+
+  const set = (patch: Partial<Filter>) => setForm((f) => ({ ...f, ...patch }));
+  const filtered = Object.keys(filterBody(applied)).length > 0;
+
+  return (
+    <>
+      <h1>Audit log</h1>
+      <p class="muted">
+        Every change made through the API, newest first: who made it (a root key or the CLI), the operation,
+        the resources it touched, how it ended and which fields it changed. Never a key, a secret or a meta
+        value.
+      </p>
+      <form
+        class="filters"
+        aria-label="Filter the audit log"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setApplied({ ...form });
+        }}
+      >
+        <Field label="Actor id">
+          <input
+            type="search"
+            spellcheck={false}
+            value={form.actorId}
+            onInput={(e) => set({ actorId: e.currentTarget.value })}
+          />
+        </Field>
+        <Field label="Resource id">
+          <input
+            type="search"
+            spellcheck={false}
+            value={form.resourceId}
+            onInput={(e) => set({ resourceId: e.currentTarget.value })}
+          />
+        </Field>
+        <Field label="Operation">
+          <input
+            type="search"
+            spellcheck={false}
+            list="audit-operations"
+            value={form.operation}
+            onInput={(e) => set({ operation: e.currentTarget.value })}
+          />
+        </Field>
+        <datalist id="audit-operations">
+          {(operations.data ?? []).map((o) => (
+            <option key={o} value={o} />
+          ))}
+        </datalist>
+        <Field label="Outcome">
+          <select
+            value={form.outcome}
+            onChange={(e) => set({ outcome: e.currentTarget.value as Filter["outcome"] })}
+          >
+            <option value="">any</option>
+            <option value="success">success</option>
+            <option value="failure">failure</option>
+          </select>
+        </Field>
+        <Field label="From">
+          <input
+            type="datetime-local"
+            value={form.start}
+            onInput={(e) => set({ start: e.currentTarget.value })}
+          />
+        </Field>
+        <Field label="To">
+          <input
+            type="datetime-local"
+            value={form.end}
+            onInput={(e) => set({ end: e.currentTarget.value })}
+          />
+        </Field>
+        <button type="submit">Filter</button>
+        {filtered && (
+          <button
+            type="button"
+            onClick={() => {
+              const none: Filter = {
+                actorId: "",
+                resourceId: "",
+                operation: "",
+                outcome: "",
+                start: "",
+                end: "",
+              };
+              setForm(none);
+              setApplied(none);
+            }}
+          >
+            Clear filters
+          </button>
+        )}
+      </form>
+      <ErrorBox error={load.error} />
+      {!loaded && <Loading what="the audit log" />}
+      {loaded && rows.length === 0 && !load.error && (
+        <Empty title={filtered ? "No record matches these filters" : "No records yet"}>
+          <p>Records appear here as soon as a root key or the CLI changes something.</p>
+        </Empty>
+      )}
+      {rows.length > 0 && (
+        <>
+          <p class="muted small" data-testid="audit-count">
+            {rows.length} {rows.length === 1 ? "record" : "records"}
+            {page?.hasMore ? ", more to load" : ""}
+          </p>
+          <TableWrap
+            label="Audit log"
+            columns={["Time", "Actor", "Operation", "Resources", "Outcome", "Request id", "Changed fields"]}
+          >
+            {rows.map((r) => (
+              <tr key={r.auditLogId}>
+                <td class="nowrap">
+                  <time dateTime={new Date(r.time).toISOString()}>{when(r.time)}</time>
+                </td>
+                <td>
+                  {r.actor.type === "cli" ? "CLI" : "root key"} <code>{r.actor.id}</code>
+                </td>
+                <td>
+                  <code>{r.operation}</code>
+                </td>
+                <td>
+                  <ul class="plain">
+                    {r.resources.map((res) => {
+                      const to = resourceHref(res, r.resources);
+                      return (
+                        <li key={`${res.type}:${res.id}`}>
+                          {res.type} {to ? <a href={to}>{res.id}</a> : <code>{res.id}</code>}
+                        </li>
+                      );
+                    })}
+                  </ul>
+                </td>
+                <td>
+                  {r.outcome === "success" ? (
+                    <span class="ok">success</span>
+                  ) : (
+                    <span class="denied">failure{r.error ? <code>: {r.error.code}</code> : null}</span>
+                  )}
+                </td>
+                <td>
+                  <code>{r.requestId}</code>
+                </td>
+                <td>{r.fields.length > 0 ? r.fields.join(", ") : "—"}</td>
+              </tr>
+            ))}
+          </TableWrap>
+        </>
+      )}
+      {page?.hasMore && page.cursor && (
+        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, rows)}>
+          Load more records
+        </button>
+      )}
+    </>
+  );
+}
