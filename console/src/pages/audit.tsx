@@ -220,7 +220,7 @@ export function AuditPage() {
                   {r.actor.type === "cli" ? "CLI" : "root key"} <code>{r.actor.id}</code>
                 </td>
                 <td>
-                  <code>{r.operation}</code>
+                  <code class="nowrap">{r.operation}</code>
                 </td>
                 <td>
                   <ul class="plain">

@@ -48,7 +48,7 @@ export function WebhooksPage() {
     <>
       <h1>Webhooks</h1>
       <p class="muted">
-        Latchkey posts the events a webhook subscribes to to its URL, signed with the webhook's secret, and
+        Latchkey posts the events a webhook subscribes to at its URL, signed with the webhook's secret, and
         retries a delivery that fails. A webhook whose deliveries keep failing is disabled, with the reason.
       </p>
       <ErrorBox error={load.error} />
@@ -66,7 +66,7 @@ export function WebhooksPage() {
         <TableWrap label="Webhooks" columns={["URL", "Events", "State", "Created"]}>
           {rows.map((w) => (
             <tr key={w.webhookId}>
-              <td>
+              <td class="url">
                 <a href={href("webhooks", w.webhookId)} class="wrap">
                   {w.url}
                 </a>
@@ -120,21 +120,6 @@ function CreateWebhook({ onCreated }: { onCreated(): void }) {
     setEvents((now) => (on ? [...now, type] : now.filter((t) => t !== type)));
   return (
     <>
-      {made && (
-        <ShownOnce
-          title="Your webhook's signing secret"
-          warning="This is the only time the secret is shown. Copy it now and give it to the receiver: it checks each delivery's signature with it."
-          label="The signing secret"
-          copy="Copy secret"
-          secret={made.secret}
-          testId="webhook-secret"
-        >
-          <p class="muted">
-            Webhook id <code>{made.webhookId}</code> ·{" "}
-            <a href={href("webhooks", made.webhookId)}>Open the webhook</a>
-          </p>
-        </ShownOnce>
-      )}
       <form class="card form" onSubmit={submit}>
         <h2>Create a webhook</h2>
         <div class="grid2">
@@ -157,13 +142,15 @@ function CreateWebhook({ onCreated }: { onCreated(): void }) {
           <ul class="plain checks">
             {EVENT_TYPES.map((t) => (
               <li key={t.type}>
-                <label class="inline">
+                <label class="check">
                   <input
                     type="checkbox"
                     checked={events.includes(t.type)}
                     onChange={(e) => toggle(t.type, e.currentTarget.checked)}
-                  />{" "}
-                  <code>{t.type}</code> <span class="muted small">{t.about}</span>
+                  />
+                  <span>
+                    <code>{t.type}</code> <span class="muted small">{t.about}</span>
+                  </span>
                 </label>
               </li>
             ))}
@@ -180,6 +167,21 @@ function CreateWebhook({ onCreated }: { onCreated(): void }) {
         </div>
         <ErrorBox error={create.error} />
       </form>
+      {made && (
+        <ShownOnce
+          title="Your webhook's signing secret"
+          warning="This is the only time the secret is shown. Copy it now and give it to the receiver: it checks each delivery's signature with it."
+          label="The signing secret"
+          copy="Copy secret"
+          secret={made.secret}
+          testId="webhook-secret"
+        >
+          <p class="muted">
+            Webhook id <code>{made.webhookId}</code> ·{" "}
+            <a href={href("webhooks", made.webhookId)}>Open the webhook</a>
+          </p>
+        </ShownOnce>
+      )}
     </>
   );
 }
@@ -354,7 +356,7 @@ function Deliveries({ webhookId }: { webhookId: string }) {
           {rows.map((d) => (
             <tr key={d.deliveryId}>
               <td>
-                <code>{d.eventType}</code>
+                <code class="nowrap">{d.eventType}</code>
                 <div class="muted small">
                   <code>{d.eventId}</code>
                 </div>
