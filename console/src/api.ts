@@ -158,7 +158,7 @@ export interface AuditLog {
   operation: string;
   resources: { type: string; id: string }[];
   outcome: "success" | "failure";
-  error: { code: string } | null;
+  error?: { code: string } | null;
   requestId: string;
   fields: string[];
 }
@@ -169,15 +169,15 @@ export interface Webhook {
   events: string[];
   description?: string;
   enabled: boolean;
-  disabledReason: string | null;
+  disabledReason?: string | null;
   createdAt: number;
 }
 
 export interface DeliveryAttempt {
   attemptedAt: number;
-  statusCode: number | null;
-  latencyMs: number | null;
-  error: string | null;
+  statusCode?: number | null;
+  latencyMs?: number | null;
+  error?: string | null;
 }
 
 export interface Delivery {
@@ -186,7 +186,7 @@ export interface Delivery {
   eventType: string;
   status: "pending" | "delivered" | "failed";
   createdAt: number;
-  nextAttemptAt: number | null;
-  deliveredAt: number | null;
+  nextAttemptAt?: number | null;
+  deliveredAt?: number | null;
   attempts: DeliveryAttempt[];
 }

@@ -241,9 +241,7 @@ export function AuditPage() {
                     <span class="denied">failure{r.error ? <code>: {r.error.code}</code> : null}</span>
                   )}
                 </td>
-                <td>
-                  <code>{r.requestId}</code>
-                </td>
+                <td>{r.requestId ? <code>{r.requestId}</code> : "—"}</td>
                 <td>{r.fields.length > 0 ? r.fields.join(", ") : "—"}</td>
               </tr>
             ))}

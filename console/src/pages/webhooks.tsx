@@ -127,6 +127,7 @@ function CreateWebhook({ onCreated }: { onCreated(): void }) {
             <input
               type="url"
               required
+              maxLength={2048}
               spellcheck={false}
               placeholder="https://example.com/latchkey"
               value={url}
@@ -134,7 +135,11 @@ function CreateWebhook({ onCreated }: { onCreated(): void }) {
             />
           </Field>
           <Field label="Description" hint="For people">
-            <input value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+            <input
+              value={description}
+              maxLength={255}
+              onInput={(e) => setDescription(e.currentTarget.value)}
+            />
           </Field>
         </div>
         <fieldset>
@@ -366,9 +371,9 @@ function Deliveries({ webhookId }: { webhookId: string }) {
                   {d.status}
                 </span>
                 <div class="muted small">
-                  {d.status === "delivered" && d.deliveredAt !== null
+                  {d.status === "delivered" && d.deliveredAt != null
                     ? `at ${when(d.deliveredAt)}`
-                    : d.status === "pending" && d.nextAttemptAt !== null
+                    : d.status === "pending" && d.nextAttemptAt != null
                       ? `next attempt ${when(d.nextAttemptAt)}`
                       : ""}
                 </div>
@@ -381,14 +386,14 @@ function Deliveries({ webhookId }: { webhookId: string }) {
                   <ol class="attempts">
                     {d.attempts.map((a) => (
                       <li key={a.attemptedAt}>
-                        {a.statusCode !== null ? (
+                        {a.statusCode != null ? (
                           <span class={a.statusCode >= 200 && a.statusCode < 300 ? "ok" : "denied"}>
                             {a.statusCode}
                           </span>
                         ) : (
                           <span class="denied">no answer</span>
                         )}
-                        {a.latencyMs !== null ? ` in ${a.latencyMs} ms` : ""}
+                        {a.latencyMs != null ? ` in ${a.latencyMs} ms` : ""}
                         {a.error ? `: ${a.error}` : ""}
                         <span class="muted small"> · {when(a.attemptedAt)}</span>
                       </li>
