@@ -1,4 +1,5 @@
 import type { Ratelimit } from "./api.ts";
+import { NumberInput } from "./ui.tsx";
 
 /** Rows of named rate limits (name, limit per duration, auto-apply), for keys and identities. */
 export function LimitsEditor({ value, onChange }: { value: Ratelimit[]; onChange(next: Ratelimit[]): void }) {
@@ -19,25 +20,20 @@ export function LimitsEditor({ value, onChange }: { value: Ratelimit[]; onChange
               onInput={(e) => set(i, { name: e.currentTarget.value })}
             />
           </label>
+          {/* biome-ignore lint/a11y/noLabelWithoutControl: NumberInput is the input */}
           <label class="inline">
             Limit{" "}
-            <input
-              type="number"
-              required
-              min={1}
-              value={r.limit}
-              onInput={(e) => set(i, { limit: Number(e.currentTarget.value) })}
-            />
+            <NumberInput required min={1} value={r.limit} onValue={(v) => set(i, { limit: Number(v) })} />
           </label>
+          {/* biome-ignore lint/a11y/noLabelWithoutControl: NumberInput is the input */}
           <label class="inline">
             per (ms){" "}
-            <input
-              type="number"
+            <NumberInput
               required
               min={1000}
               step={1000}
               value={r.duration}
-              onInput={(e) => set(i, { duration: Number(e.currentTarget.value) })}
+              onValue={(v) => set(i, { duration: Number(v) })}
             />
           </label>
           <label class="inline">

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useId, useRef, useState } from "preact/hooks";
-import { ApiError } from "./api.ts";
+import { type Answer, ApiError, type Pagination } from "./api.ts";
 
 /** The state of a load: data once it came, the API's error as written, and a way to load again. */
 export interface Loaded<T> {
@@ -45,6 +45,46 @@ export function useAction() {
     }
   }, []);
   return { busy, error, run, clear: () => setError(undefined) };
+}
+
+/**
+ * A list read page by page over a cursor (the API's `pagination`): the rows so far, and `more()`
+ * appending the next page. It starts afresh when `deps` change or on `reload()`; an answer to an
+ * earlier start is dropped, so a slow first page cannot land over a newer one.
+ */
+export function usePages<T>(page: (cursor: string | undefined) => Promise<Answer<T[]>>, deps: unknown[]) {
+  const [rows, setRows] = useState<T[]>([]);
+  const [next, setNext] = useState<Pagination | undefined>(undefined);
+  const [loaded, setLoaded] = useState(false);
+  const [round, setRound] = useState(0);
+  const generation = useRef(0);
+  const action = useAction();
+  const fetchPage = async (cursor: string | undefined, from: T[]) => {
+    const mine = generation.current;
+    const res = await action.run(() => page(cursor));
+    if (mine !== generation.current) return;
+    if (res) {
+      setRows([...from, ...res.data]);
+      setNext(res.pagination);
+    } else if (cursor === undefined) {
+      setRows([]);
+      setNext(undefined);
+    }
+    setLoaded(true);
+  };
+  useEffect(() => {
+    generation.current += 1;
+    fetchPage(undefined, []);
+  }, [...deps, round]);
+  return {
+    rows,
+    loaded,
+    busy: action.busy,
+    error: action.error,
+    hasMore: next?.hasMore === true && next.cursor !== undefined,
+    more: () => fetchPage(next?.cursor, rows),
+    reload: () => setRound((r) => r + 1),
+  };
 }
 
 export function Loading({ what }: { what: string }) {
@@ -258,6 +298,48 @@ export function Field({
       </label>
       {hint && <small class="muted">{hint}</small>}
     </div>
+  );
+}
+
+/** A number input; its value is kept as the text typed (empty while nothing is), and read with Number(). */
+export function NumberInput({
+  value,
+  onValue,
+  min,
+  max,
+  step,
+  required,
+}: {
+  value: string | number;
+  onValue(text: string): void;
+  min?: number;
+  max?: number;
+  step?: number;
+  required?: boolean;
+}) {
+  return (
+    <input
+      type="number"
+      min={min}
+      max={max}
+      step={step}
+      required={required}
+      value={value}
+      onInput={(e) => onValue(e.currentTarget.value)}
+    />
+  );
+}
+
+/** A labelled number input, as the forms ask for credits, limits and windows. */
+export function NumberField({
+  label,
+  hint,
+  ...input
+}: { label: string; hint?: string } & Parameters<typeof NumberInput>[0]) {
+  return (
+    <Field label={label} hint={hint}>
+      <NumberInput {...input} />
+    </Field>
   );
 }
 

@@ -1,9 +1,9 @@
-import { useEffect, useState } from "preact/hooks";
-import { call, type Key, type Pagination } from "../api.ts";
+import { useState } from "preact/hooks";
+import { call, type Key } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
 import { rememberApi } from "../known.ts";
 import { href } from "../router.ts";
-import { Curl, Empty, ErrorBox, Field, Loading, TableWrap, useAction, useLoad, when } from "../ui.tsx";
+import { Curl, Empty, ErrorBox, Field, Loading, TableWrap, useLoad, usePages, when } from "../ui.tsx";
 
 const PAGE = 50;
 
@@ -50,29 +50,17 @@ function Keys({ apiId }: { apiId: string }) {
   const [search, setSearch] = useState("");
   const [enabled, setEnabled] = useState<Tri>("any");
   const [expired, setExpired] = useState<Tri>("any");
-  const [keys, setKeys] = useState<Key[]>([]);
-  const [page, setPage] = useState<Pagination | undefined>(undefined);
-  const load = useAction();
-  const [loaded, setLoaded] = useState(false);
-
-  const fetchPage = async (cursor: string | undefined, from: Key[]) => {
-    const res = await load.run(() =>
+  const list = usePages(
+    (cursor) =>
       call<Key[]>("apis.listKeys", {
         apiId,
         limit: PAGE,
         ...(cursor ? { cursor } : {}),
         ...(externalId ? { externalId } : {}),
       }),
-    );
-    if (res) {
-      setKeys([...from, ...res.data]);
-      setPage(res.pagination);
-    }
-    setLoaded(true);
-  };
-  useEffect(() => {
-    fetchPage(undefined, []);
-  }, [apiId, externalId]);
+    [apiId, externalId],
+  );
+  const keys = list.rows;
 
   const now = Date.now();
   const needle = search.trim().toLowerCase();
@@ -119,11 +107,11 @@ function Keys({ apiId }: { apiId: string }) {
       <p class="muted small">
         The external id is searched by Latchkey; name, prefix, enabled and expired filter the keys loaded here
         ({keys.length}
-        {page?.hasMore ? ", more to load" : ""}).
+        {list.hasMore ? ", more to load" : ""}).
       </p>
-      <ErrorBox error={load.error} />
-      {!loaded && <Loading what="keys" />}
-      {loaded && keys.length === 0 && !load.error && (
+      <ErrorBox error={list.error} />
+      {!list.loaded && <Loading what="keys" />}
+      {list.loaded && keys.length === 0 && !list.error && (
         <Empty title={externalId ? `No keys with external id ${externalId}` : "No keys in this API yet"}>
           <p>
             <a href={href("apis", apiId, "new-key")}>Create a key</a>, or with curl:
@@ -157,8 +145,8 @@ function Keys({ apiId }: { apiId: string }) {
           )}
         </TableWrap>
       )}
-      {page?.hasMore && (
-        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, keys)}>
+      {list.hasMore && (
+        <button type="button" disabled={list.busy} onClick={list.more}>
           Load more keys
         </button>
       )}

@@ -1,7 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
-import { type AuditLog, call, type Pagination } from "../api.ts";
+import { useState } from "preact/hooks";
+import { type AuditLog, call } from "../api.ts";
 import { href, routeParams } from "../router.ts";
-import { Empty, ErrorBox, Field, Loading, TableWrap, useAction, useLoad, when } from "../ui.tsx";
+import { Empty, ErrorBox, Field, Loading, TableWrap, useLoad, usePages, when } from "../ui.tsx";
 
 const PAGE = 50;
 
@@ -64,10 +64,6 @@ export function AuditPage() {
   };
   const [form, setForm] = useState<Filter>(initial);
   const [applied, setApplied] = useState<Filter>(initial);
-  const [rows, setRows] = useState<AuditLog[]>([]);
-  const [page, setPage] = useState<Pagination | undefined>(undefined);
-  const [loaded, setLoaded] = useState(false);
-  const load = useAction();
   // The operations this Latchkey has, from its OpenAPI document, to suggest in the operation filter.
   const operations = useLoad(async () => {
     const res = await fetch("/openapi.json", { credentials: "omit" });
@@ -78,27 +74,16 @@ export function AuditPage() {
       .sort();
   }, []);
 
-  const fetchPage = async (cursor: string | undefined, from: AuditLog[]) => {
-    const res = await load.run(() =>
+  const list = usePages(
+    (cursor) =>
       call<AuditLog[]>("auditLogs.list", {
         limit: PAGE,
         ...(cursor ? { cursor } : {}),
         ...filterBody(applied),
       }),
-    );
-    if (res) {
-      setRows([...from, ...res.data]);
-      setPage(res.pagination);
-    } else {
-      setRows(from);
-      setPage(undefined);
-    }
-    setLoaded(true);
-  };
-  useEffect(() => {
-    setLoaded(false);
-    fetchPage(undefined, []);
-  }, [applied]);
+    [applied],
+  );
+  const rows = list.rows;
 
   const set = (patch: Partial<Filter>) => setForm((f) => ({ ...f, ...patch }));
   const filtered = Object.keys(filterBody(applied)).length > 0;
@@ -194,9 +179,9 @@ export function AuditPage() {
           </button>
         )}
       </form>
-      <ErrorBox error={load.error} />
-      {!loaded && <Loading what="the audit log" />}
-      {loaded && rows.length === 0 && !load.error && (
+      <ErrorBox error={list.error} />
+      {!list.loaded && <Loading what="the audit log" />}
+      {list.loaded && rows.length === 0 && !list.error && (
         <Empty title={filtered ? "No record matches these filters" : "No records yet"}>
           <p>Records appear here as soon as a root key or the CLI changes something.</p>
         </Empty>
@@ -205,7 +190,7 @@ export function AuditPage() {
         <>
           <p class="muted small" data-testid="audit-count">
             {rows.length} {rows.length === 1 ? "record" : "records"}
-            {page?.hasMore ? ", more to load" : ""}
+            {list.hasMore ? ", more to load" : ""}
           </p>
           <TableWrap
             label="Audit log"
@@ -248,8 +233,8 @@ export function AuditPage() {
           </TableWrap>
         </>
       )}
-      {page?.hasMore && page.cursor && (
-        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, rows)}>
+      {list.hasMore && (
+        <button type="button" disabled={list.busy} onClick={list.more}>
           Load more records
         </button>
       )}

@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import { call, type Ratelimit } from "../api.ts";
 import { LimitsEditor, limitBody } from "../limits-editor.tsx";
 import { href } from "../router.ts";
-import { ErrorBox, Field, list, NewKey, parseMeta, useAction } from "../ui.tsx";
+import { ErrorBox, Field, list, NewKey, NumberField, parseMeta, useAction } from "../ui.tsx";
 
 export function CreateKeyPage({ apiId }: { apiId: string }) {
   const [prefix, setPrefix] = useState("");
@@ -110,14 +110,13 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
         <fieldset>
           <legend>Credits</legend>
           <div class="grid2">
-            <Field label="Credits" hint="Empty: unlimited">
-              <input
-                type="number"
-                min={0}
-                value={credits}
-                onInput={(e) => setCredits(e.currentTarget.value)}
-              />
-            </Field>
+            <NumberField
+              label="Credits"
+              hint="Empty: unlimited"
+              min={0}
+              value={credits}
+              onValue={setCredits}
+            />
             <Field label="Refill">
               <select value={refill} onChange={(e) => setRefill(e.currentTarget.value as typeof refill)}>
                 <option value="">never</option>
@@ -126,25 +125,23 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
               </select>
             </Field>
             {refill && (
-              <Field label="Refill to" hint="The balance after each refill">
-                <input
-                  type="number"
-                  min={1}
-                  value={refillAmount}
-                  onInput={(e) => setRefillAmount(e.currentTarget.value)}
-                />
-              </Field>
+              <NumberField
+                label="Refill to"
+                hint="The balance after each refill"
+                min={1}
+                value={refillAmount}
+                onValue={setRefillAmount}
+              />
             )}
             {refill === "monthly" && (
-              <Field label="Refill day" hint="1 to 31; clamped to the month's last day">
-                <input
-                  type="number"
-                  min={1}
-                  max={31}
-                  value={refillDay}
-                  onInput={(e) => setRefillDay(e.currentTarget.value)}
-                />
-              </Field>
+              <NumberField
+                label="Refill day"
+                hint="1 to 31; clamped to the month's last day"
+                min={1}
+                max={31}
+                value={refillDay}
+                onValue={setRefillDay}
+              />
             )}
           </div>
         </fieldset>

@@ -12,6 +12,7 @@ import {
   Loading,
   list,
   NewKey,
+  NumberField,
   parseMeta,
   useAction,
   useLoad,
@@ -153,15 +154,7 @@ function CreditsCard({ k, onChanged }: Props) {
             <option value="decrement">take away</option>
           </select>
         </Field>
-        <Field label="Credits">
-          <input
-            type="number"
-            min={0}
-            required
-            value={value}
-            onInput={(e) => setValue(e.currentTarget.value)}
-          />
-        </Field>
+        <NumberField label="Credits" min={0} required value={value} onValue={setValue} />
         <button type="submit" disabled={act.busy}>
           Update credits
         </button>
@@ -180,11 +173,7 @@ function CreditsCard({ k, onChanged }: Props) {
               <option value="monthly">monthly</option>
             </select>
           </Field>
-          {refill && (
-            <Field label="Refill to">
-              <input type="number" min={1} value={amount} onInput={(e) => setAmount(e.currentTarget.value)} />
-            </Field>
-          )}
+          {refill && <NumberField label="Refill to" min={1} value={amount} onValue={setAmount} />}
           <button type="button" onClick={saveRefill} disabled={act.busy}>
             Save refill
           </button>

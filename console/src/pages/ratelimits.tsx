@@ -11,6 +11,7 @@ import {
   ErrorBox,
   Field,
   Loading,
+  NumberField,
   Pager,
   TableWrap,
   useAction,
@@ -159,25 +160,22 @@ export function NamespacePage({ namespace }: { namespace: string }) {
           <Field label="Identifier" hint="Exact, or a pattern with * (the most specific wins)">
             <input required value={identifier} onInput={(e) => setIdentifier(e.currentTarget.value)} />
           </Field>
-          <Field label="Limit" hint="0 always denies">
-            <input
-              type="number"
-              min={0}
-              required
-              value={limit}
-              onInput={(e) => setLimit(e.currentTarget.value)}
-            />
-          </Field>
-          <Field label="Window (ms)">
-            <input
-              type="number"
-              min={1000}
-              step={1000}
-              required
-              value={window}
-              onInput={(e) => setWindow(e.currentTarget.value)}
-            />
-          </Field>
+          <NumberField
+            label="Limit"
+            hint="0 always denies"
+            min={0}
+            required
+            value={limit}
+            onValue={setLimit}
+          />
+          <NumberField
+            label="Window (ms)"
+            min={1000}
+            step={1000}
+            required
+            value={window}
+            onValue={setWindow}
+          />
           <button type="submit" class="primary" disabled={set.busy}>
             Set override
           </button>
@@ -242,33 +240,9 @@ function TryLimit({ namespace, onChecked }: { namespace: string; onChecked(): vo
         <input required value={identifier} onInput={(e) => setIdentifier(e.currentTarget.value)} />
       </Field>
       <div class="grid2">
-        <Field label="Limit">
-          <input
-            type="number"
-            min={1}
-            required
-            value={limit}
-            onInput={(e) => setLimit(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Window (ms)">
-          <input
-            type="number"
-            min={1000}
-            required
-            value={window}
-            onInput={(e) => setWindow(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Cost">
-          <input
-            type="number"
-            min={0}
-            required
-            value={cost}
-            onInput={(e) => setCost(e.currentTarget.value)}
-          />
-        </Field>
+        <NumberField label="Limit" min={1} required value={limit} onValue={setLimit} />
+        <NumberField label="Window (ms)" min={1000} required value={window} onValue={setWindow} />
+        <NumberField label="Cost" min={0} required value={cost} onValue={setCost} />
       </div>
       <button type="submit" disabled={act.busy}>
         Check

@@ -1,5 +1,5 @@
-import { useEffect, useState } from "preact/hooks";
-import { call, type Delivery, type Pagination, type Webhook } from "../api.ts";
+import { useState } from "preact/hooks";
+import { call, type Delivery, type Webhook } from "../api.ts";
 import { EVENT_TYPES } from "../events.ts";
 import { go, href } from "../router.ts";
 import {
@@ -13,6 +13,7 @@ import {
   TableWrap,
   useAction,
   useLoad,
+  usePages,
   when,
 } from "../ui.tsx";
 
@@ -25,25 +26,11 @@ function stateText(w: Webhook): string {
 }
 
 export function WebhooksPage() {
-  const [rows, setRows] = useState<Webhook[]>([]);
-  const [page, setPage] = useState<Pagination | undefined>(undefined);
-  const [loaded, setLoaded] = useState(false);
-  const load = useAction();
-  const [round, setRound] = useState(0);
-  const fetchPage = async (cursor: string | undefined, from: Webhook[]) => {
-    const res = await load.run(() =>
-      call<Webhook[]>("webhooks.list", { limit: PAGE, ...(cursor ? { cursor } : {}) }),
-    );
-    if (res) {
-      setRows([...from, ...res.data]);
-      setPage(res.pagination);
-    }
-    setLoaded(true);
-  };
-  useEffect(() => {
-    fetchPage(undefined, []);
-  }, [round]);
-
+  const list = usePages(
+    (cursor) => call<Webhook[]>("webhooks.list", { limit: PAGE, ...(cursor ? { cursor } : {}) }),
+    [],
+  );
+  const rows = list.rows;
   return (
     <>
       <h1>Webhooks</h1>
@@ -51,9 +38,9 @@ export function WebhooksPage() {
         Latchkey posts the events a webhook subscribes to at its URL, signed with the webhook's secret, and
         retries a delivery that fails. A webhook whose deliveries keep failing is disabled, with the reason.
       </p>
-      <ErrorBox error={load.error} />
-      {!loaded && <Loading what="webhooks" />}
-      {loaded && rows.length === 0 && !load.error && (
+      <ErrorBox error={list.error} />
+      {!list.loaded && <Loading what="webhooks" />}
+      {list.loaded && rows.length === 0 && !list.error && (
         <Empty title="No webhooks yet">
           <p>Create one below, or with curl:</p>
           <Curl
@@ -79,12 +66,12 @@ export function WebhooksPage() {
           ))}
         </TableWrap>
       )}
-      {page?.hasMore && page.cursor && (
-        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, rows)}>
+      {list.hasMore && (
+        <button type="button" disabled={list.busy} onClick={list.more}>
           Load more webhooks
         </button>
       )}
-      <CreateWebhook onCreated={() => setRound((r) => r + 1)} />
+      <CreateWebhook onCreated={list.reload} />
     </>
   );
 }
@@ -296,31 +283,19 @@ type Status = "" | Delivery["status"];
 
 function Deliveries({ webhookId }: { webhookId: string }) {
   const [status, setStatus] = useState<Status>("");
-  const [rows, setRows] = useState<Delivery[]>([]);
-  const [page, setPage] = useState<Pagination | undefined>(undefined);
-  const [loaded, setLoaded] = useState(false);
-  const [round, setRound] = useState(0);
-  const load = useAction();
   const redeliver = useAction();
   const [redelivered, setRedelivered] = useState<string | undefined>(undefined);
-  const fetchPage = async (cursor: string | undefined, from: Delivery[]) => {
-    const res = await load.run(() =>
+  const list = usePages(
+    (cursor) =>
       call<Delivery[]>("webhooks.listDeliveries", {
         webhookId,
         limit: PAGE,
         ...(cursor ? { cursor } : {}),
         ...(status ? { status } : {}),
       }),
-    );
-    if (res) {
-      setRows([...from, ...res.data]);
-      setPage(res.pagination);
-    }
-    setLoaded(true);
-  };
-  useEffect(() => {
-    fetchPage(undefined, []);
-  }, [webhookId, status, round]);
+    [webhookId, status],
+  );
+  const rows = list.rows;
   const again = async (d: Delivery) => {
     setRedelivered(undefined);
     const res = await redeliver.run(() =>
@@ -328,7 +303,7 @@ function Deliveries({ webhookId }: { webhookId: string }) {
     );
     if (res) {
       setRedelivered(`Event ${d.eventId} is delivered again as ${res.data.deliveryId}.`);
-      setRound((r) => r + 1);
+      list.reload();
     }
   };
   return (
@@ -343,17 +318,17 @@ function Deliveries({ webhookId }: { webhookId: string }) {
             <option value="failed">failed</option>
           </select>
         </Field>
-        <button type="button" class="field-button" onClick={() => setRound((r) => r + 1)}>
+        <button type="button" class="field-button" onClick={list.reload}>
           Refresh
         </button>
       </div>
-      <ErrorBox error={load.error} />
+      <ErrorBox error={list.error} />
       <ErrorBox error={redeliver.error} />
       <p role="status" class="small">
         {redelivered ?? ""}
       </p>
-      {!loaded && <Loading what="deliveries" />}
-      {loaded && rows.length === 0 && !load.error && (
+      {!list.loaded && <Loading what="deliveries" />}
+      {list.loaded && rows.length === 0 && !list.error && (
         <p class="muted">{status ? `No ${status} deliveries.` : "No deliveries yet."}</p>
       )}
       {rows.length > 0 && (
@@ -414,8 +389,8 @@ function Deliveries({ webhookId }: { webhookId: string }) {
           ))}
         </TableWrap>
       )}
-      {page?.hasMore && page.cursor && (
-        <button type="button" disabled={load.busy} onClick={() => fetchPage(page.cursor, rows)}>
+      {list.hasMore && (
+        <button type="button" disabled={list.busy} onClick={list.more}>
           Load more deliveries
         </button>
       )}
