@@ -202,7 +202,13 @@ export function AuditPage() {
                   <time dateTime={new Date(r.time).toISOString()}>{when(r.time)}</time>
                 </td>
                 <td>
-                  {r.actor.type === "cli" ? "CLI" : "root key"} <code>{r.actor.id}</code>
+                  {r.actor.type === "cli" ? (
+                    "CLI"
+                  ) : (
+                    <>
+                      root key <code>{r.actor.id}</code>
+                    </>
+                  )}
                 </td>
                 <td>
                   <code class="nowrap">{r.operation}</code>
