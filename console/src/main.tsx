@@ -4,7 +4,7 @@ import { ApiError, call } from "./api.ts";
 import { AnalyticsPage } from "./pages/analytics.tsx";
 import { ApiPage } from "./pages/api.tsx";
 import { ApisPage } from "./pages/apis.tsx";
-import { AuditPage } from "./pages/audit.tsx";
+import { AuditPage, KeyByIdPage } from "./pages/audit.tsx";
 import { CreateKeyPage } from "./pages/create-key.tsx";
 import { IdentitiesPage, IdentityPage } from "./pages/identities.tsx";
 import { KeyPage } from "./pages/key.tsx";
@@ -94,6 +94,8 @@ function Page({ route }: { route: string[] }) {
       return <AnalyticsPage />;
     case "webhooks":
       return id === undefined ? <WebhooksPage /> : <WebhookPage key={id} webhookId={id} />;
+    case "keys":
+      return id === undefined ? <ApisPage /> : <KeyByIdPage key={id} keyId={id} />;
     case "audit":
       // Keyed by its query, so following a link to other filters starts the page afresh.
       return <AuditPage key={routeParams().toString()} />;

@@ -518,6 +518,10 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();
       expect(await page.getByLabel("Resource id").inputValue()).toBe(keyId);
       await expect.poll(() => table.locator("tbody tr").count(), SLOW).toBe(1);
+      // #/keys/<id>, where a record names a key without its API, finds the API in the key's records.
+      await page.goto(`/#/keys/${keyId}`);
+      await page.getByRole("heading", { name: "audited key", level: 1 }).waitFor();
+      expect(new URL(page.url()).hash).toBe(`#/apis/${apiId}/keys/${keyId}`);
 
       // A refused change is a failure, with its code.
       const refused = await post("keys.createKey", { apiId: "api_doesnotexist" });

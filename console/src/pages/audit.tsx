@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { type AuditLog, call } from "../api.ts";
 import { href, routeParams } from "../router.ts";
 import { Empty, ErrorBox, Field, Loading, TableWrap, useLoad, usePages, when } from "../ui.tsx";
@@ -27,22 +27,24 @@ function filterBody(f: Filter): Record<string, unknown> {
   return body;
 }
 
+type Resource = AuditLog["resources"][number];
+
 /** Where the console shows a resource of an audit record, when it has a page for it. */
-function resourceHref(r: AuditLog["resources"][number], all: AuditLog["resources"]): string | undefined {
+function resourceHref(r: Resource, all: Resource[], apiOfKey: Map<string, string>): string | undefined {
   switch (r.type) {
     case "api":
       return href("apis", r.id);
     case "key": {
-      // A key's page lives under its API: linked when the record names the API too.
-      const api = all.find((o) => o.type === "api");
-      return api ? href("apis", api.id, "keys", r.id) : undefined;
+      // A key's page lives under its API: the record's own API, one another loaded record names with
+      // the key, or else #/keys/<id>, which asks the key's records for it.
+      const apiId = all.find((o) => o.type === "api")?.id ?? apiOfKey.get(r.id);
+      return apiId ? href("apis", apiId, "keys", r.id) : href("keys", r.id);
     }
     case "identity":
       return href("identities", r.id);
     case "webhook":
       return href("webhooks", r.id);
     case "namespace":
-    case "ratelimit_namespace":
       return href("ratelimits", r.id);
     case "permission":
     case "role":
@@ -50,6 +52,55 @@ function resourceHref(r: AuditLog["resources"][number], all: AuditLog["resources
     default:
       return undefined;
   }
+}
+
+/** The API of each key that a record names together with one (createKey, migrateKeys, rerollKey). */
+function keysApis(rows: AuditLog[]): Map<string, string> {
+  const apis = new Map<string, string>();
+  for (const r of rows) {
+    const api = r.resources.find((o) => o.type === "api");
+    if (api) for (const k of r.resources) if (k.type === "key") apis.set(k.id, api.id);
+  }
+  return apis;
+}
+
+/**
+ * #/keys/<keyId>: Latchkey's keys.getKey does not say a key's API, and a key's page lives under it, so
+ * the key's audit records are asked: the one that created it names its API.
+ */
+export function KeyByIdPage({ keyId }: { keyId: string }) {
+  const found = useLoad(async () => {
+    let cursor: string | undefined;
+    for (;;) {
+      const res = await call<AuditLog[]>("auditLogs.list", {
+        resourceId: keyId,
+        limit: 100,
+        ...(cursor ? { cursor } : {}),
+      });
+      const apiId = keysApis(res.data).get(keyId);
+      if (apiId) return apiId;
+      if (!res.pagination?.hasMore || !res.pagination.cursor) return null;
+      cursor = res.pagination.cursor;
+    }
+  }, [keyId]);
+  useEffect(() => {
+    if (found.data) location.replace(href("apis", found.data, "keys", keyId));
+  }, [found.data]);
+  return (
+    <>
+      <h1>{keyId}</h1>
+      {found.loading ? <Loading what="the key's API" /> : null}
+      <ErrorBox error={found.error} />
+      {found.data === null && (
+        <Empty title="The console cannot tell this key's API">
+          <p>
+            No audit record names the API of <code>{keyId}</code> (it may be older than the records kept).{" "}
+            <a href={`${href("audit")}?resourceId=${encodeURIComponent(keyId)}`}>Its audit log</a>
+          </p>
+        </Empty>
+      )}
+    </>
+  );
 }
 
 export function AuditPage() {
@@ -84,6 +135,7 @@ export function AuditPage() {
     [applied],
   );
   const rows = list.rows;
+  const apiOfKey = keysApis(rows);
 
   const set = (patch: Partial<Filter>) => setForm((f) => ({ ...f, ...patch }));
   const filtered = Object.keys(filterBody(applied)).length > 0;
@@ -216,7 +268,7 @@ export function AuditPage() {
                 <td>
                   <ul class="plain">
                     {r.resources.map((res) => {
-                      const to = resourceHref(res, r.resources);
+                      const to = resourceHref(res, r.resources, apiOfKey);
                       return (
                         <li key={`${res.type}:${res.id}`}>
                           {res.type} {to ? <a href={to}>{res.id}</a> : <code>{res.id}</code>}
