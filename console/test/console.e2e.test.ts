@@ -527,6 +527,12 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       const refused = await post("keys.createKey", { apiId: "api_doesnotexist" });
       expect(refused.status).toBe(404);
       const failures = (await post("auditLogs.list", { outcome: "failure" })).body.data;
+      expect(failures[0]).toMatchObject({
+        operation: "keys.createKey",
+        outcome: "failure",
+        error: { code: "API_NOT_FOUND" },
+        resources: [{ type: "api", id: "api_doesnotexist" }],
+      });
       await page.goto("/#/audit?outcome=failure");
       await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();
       expect(await page.getByLabel("Outcome").inputValue()).toBe("failure");
