@@ -35,9 +35,11 @@ beforeAll(async () => {
     DATABASE_URL: "",
     NATS_URL: "",
     METRICS_PORT: "0",
-    // The webhook test's receiver listens on 127.0.0.1, and its retry comes half a second after a failure.
+    // The webhook test's receiver listens on 127.0.0.1; a failed attempt is retried half a second later, and
+    // a webhook whose three attempts all failed is disabled.
     WEBHOOK_ALLOW_PRIVATE_URLS: "true",
     WEBHOOK_RETRY_SCHEDULE_MS: "0,500,500",
+    WEBHOOK_DISABLE_AFTER_FAILURES: "3",
   });
   const deadline = Date.now() + 10_000;
   while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
@@ -554,11 +556,13 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
   it("creates a webhook (its secret shown once), lists its deliveries, redelivers, disables, enables and deletes it", async (ctx) => {
     if (!(await served("webhooks.list")))
       ctx.skip("webhooks.list is not served by this Latchkey yet (404 for its route)");
-    // A receiver that fails the first delivery attempt (500) and takes every later one (204).
+    // A receiver that, at /hooks, fails the first delivery attempt (500) and takes every later one (204),
+    // and at /broken fails every one.
     const received: IncomingHttpHeaders[] = [];
     const receiver: Server = createServer((req, res) => {
       req.resume();
       req.on("end", () => {
+        if (req.url === "/broken") return res.writeHead(500).end();
         received.push(req.headers);
         res.writeHead(received.length === 1 ? 500 : 204).end();
       });
@@ -607,6 +611,14 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       ]);
       await screenshot(page, "webhooks");
 
+      // A second webhook, at an address that always fails: Latchkey disables it after its three attempts.
+      const broken = await post("webhooks.create", {
+        url: hookUrl.replace("/hooks", "/broken"),
+        events: ["key.created"],
+      });
+      expect(broken.status).toBe(200);
+      const brokenId: string = broken.body.data.webhookId;
+
       // A key created is delivered: the first attempt fails (500), the retry succeeds.
       await post("keys.createKey", {
         apiId: (await post("apis.createApi", { name: "hooked" })).body.data.apiId,
@@ -650,11 +662,39 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       expect(received.length).toBe(3);
       await screenshot(page, "webhook");
 
-      // 390 pixels wide, the webhook's page fits and passes axe.
+      // The broken webhook, once disabled, says so with Latchkey's reason, in the list and on its page.
+      await expect
+        .poll(
+          async () =>
+            (await post("webhooks.list", {})).body.data.find(
+              (w: { webhookId: string }) => w.webhookId === brokenId,
+            ),
+          SLOW,
+        )
+        .toMatchObject({ enabled: false, disabledReason: expect.any(String) });
+      const reason: string = (await post("webhooks.list", {})).body.data.find(
+        (w: { webhookId: string }) => w.webhookId === brokenId,
+      ).disabledReason;
+      await page
+        .getByRole("navigation", { name: "Sections" })
+        .getByRole("link", { name: "Webhooks" })
+        .click();
+      const brokenRow = page
+        .getByRole("region", { name: "Webhooks" })
+        .locator("tbody tr", { hasText: "/broken" });
+      expect(await brokenRow.locator("td").nth(2).textContent()).toBe(`disabled: ${reason}`);
+      await brokenRow.getByRole("link").click();
+      await expect
+        .poll(() => page.getByTestId("disabled-reason").textContent(), SLOW)
+        .toBe(`This webhook is disabled: nothing is delivered to it.Reason: ${reason}`);
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshot(page, "webhook-disabled");
+
+      // 390 pixels wide, the webhooks' pages fit and pass axe.
       const narrow = await open(390, 844);
       try {
         await signIn(narrow.page);
-        for (const hash of ["#/webhooks", `#/webhooks/${webhookId}`, "#/audit"]) {
+        for (const hash of ["#/webhooks", `#/webhooks/${webhookId}`, `#/webhooks/${brokenId}`, "#/audit"]) {
           await narrow.page.goto(`/${hash}`);
           await narrow.page.getByRole("heading", { level: 1 }).first().waitFor();
           await settled(narrow.page);
@@ -664,6 +704,10 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       } finally {
         await narrow.context.close();
       }
+
+      expect((await post("webhooks.delete", { webhookId: brokenId })).status).toBe(200);
+      await page.goto(`/#/webhooks/${webhookId}`);
+      await page.getByRole("heading", { name: hookUrl, level: 1 }).waitFor();
 
       // Disabled, then enabled again.
       await page.getByRole("button", { name: "Disable webhook" }).click();
