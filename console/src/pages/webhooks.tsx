@@ -211,8 +211,9 @@ export function WebhookPage({ webhookId }: { webhookId: string }) {
       )}
       {w && (
         <>
-          <WebhookDetails w={w} />
+          {/* First, so that a disabled webhook says so, and why, at the top of its page. */}
           <EnabledCard w={w} onChanged={loaded.reload} />
+          <WebhookDetails w={w} />
           <Deliveries webhookId={w.webhookId} />
           <DeleteWebhook w={w} />
         </>
@@ -266,10 +267,12 @@ function EnabledCard({ w, onChanged }: { w: Webhook; onChanged(): void }) {
           {w.disabledReason && <p>Reason: {w.disabledReason}</p>}
         </div>
       )}
-      <div class="row wrap between">
-        <p>
-          This webhook is <strong>{w.enabled ? "enabled" : "disabled"}</strong>.
-        </p>
+      <div class={`row wrap ${w.enabled ? "between" : "end"}`}>
+        {w.enabled && (
+          <p>
+            This webhook is <strong>enabled</strong>: Latchkey delivers the events it subscribes to.
+          </p>
+        )}
         <button type="button" onClick={toggle} disabled={act.busy}>
           {w.enabled ? "Disable webhook" : "Enable webhook"}
         </button>
