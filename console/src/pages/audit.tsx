@@ -258,7 +258,7 @@ export function AuditPage() {
                     "CLI"
                   ) : (
                     <>
-                      root key <code>{r.actor.id}</code>
+                      root key <code class="nowrap">{r.actor.id}</code>
                     </>
                   )}
                 </td>
