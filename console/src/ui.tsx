@@ -343,6 +343,21 @@ export function NumberField({
   );
 }
 
+export type Refill = "" | "daily" | "monthly";
+
+/** When a key's credits refill: never (""), daily or monthly. */
+export function RefillField({ value, onChange }: { value: Refill; onChange(next: Refill): void }) {
+  return (
+    <Field label="Refill">
+      <select value={value} onChange={(e) => onChange(e.currentTarget.value as Refill)}>
+        <option value="">never</option>
+        <option value="daily">daily</option>
+        <option value="monthly">monthly</option>
+      </select>
+    </Field>
+  );
+}
+
 /**
  * A table in a scrollable region that a keyboard can reach: a header row of `columns` (and one for the
  * row's buttons when `actions`), then `children`, the body's rows.

@@ -2,7 +2,17 @@ import { useState } from "preact/hooks";
 import { call, type Ratelimit } from "../api.ts";
 import { LimitsEditor, limitBody } from "../limits-editor.tsx";
 import { href } from "../router.ts";
-import { ErrorBox, Field, list, NewKey, NumberField, parseMeta, useAction } from "../ui.tsx";
+import {
+  ErrorBox,
+  Field,
+  list,
+  NewKey,
+  NumberField,
+  parseMeta,
+  type Refill,
+  RefillField,
+  useAction,
+} from "../ui.tsx";
 
 export function CreateKeyPage({ apiId }: { apiId: string }) {
   const [prefix, setPrefix] = useState("");
@@ -11,7 +21,7 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
   const [meta, setMeta] = useState("");
   const [expires, setExpires] = useState("");
   const [credits, setCredits] = useState("");
-  const [refill, setRefill] = useState<"" | "daily" | "monthly">("");
+  const [refill, setRefill] = useState<Refill>("");
   const [refillAmount, setRefillAmount] = useState("");
   const [refillDay, setRefillDay] = useState("");
   const [limits, setLimits] = useState<Ratelimit[]>([]);
@@ -117,13 +127,7 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
               value={credits}
               onValue={setCredits}
             />
-            <Field label="Refill">
-              <select value={refill} onChange={(e) => setRefill(e.currentTarget.value as typeof refill)}>
-                <option value="">never</option>
-                <option value="daily">daily</option>
-                <option value="monthly">monthly</option>
-              </select>
-            </Field>
+            <RefillField value={refill} onChange={setRefill} />
             {refill && (
               <NumberField
                 label="Refill to"

@@ -14,6 +14,8 @@ import {
   NewKey,
   NumberField,
   parseMeta,
+  type Refill,
+  RefillField,
   useAction,
   useLoad,
   when,
@@ -121,7 +123,7 @@ function EnabledCard({ k, onChanged }: Props) {
 function CreditsCard({ k, onChanged }: Props) {
   const [operation, setOperation] = useState<"set" | "increment" | "decrement">("set");
   const [value, setValue] = useState("");
-  const [refill, setRefill] = useState<"" | "daily" | "monthly">(k.credits?.refill?.interval ?? "");
+  const [refill, setRefill] = useState<Refill>(k.credits?.refill?.interval ?? "");
   const [amount, setAmount] = useState(String(k.credits?.refill?.amount ?? ""));
   const act = useAction();
   const update = async (e: Event) => {
@@ -166,13 +168,7 @@ function CreditsCard({ k, onChanged }: Props) {
       </form>
       {k.credits && k.credits.remaining !== null && (
         <div class="row wrap">
-          <Field label="Refill">
-            <select value={refill} onChange={(e) => setRefill(e.currentTarget.value as typeof refill)}>
-              <option value="">never</option>
-              <option value="daily">daily</option>
-              <option value="monthly">monthly</option>
-            </select>
-          </Field>
+          <RefillField value={refill} onChange={setRefill} />
           {refill && <NumberField label="Refill to" min={1} value={amount} onValue={setAmount} />}
           <button type="button" onClick={saveRefill} disabled={act.busy}>
             Save refill
