@@ -154,7 +154,8 @@ export interface Bucket {
 export interface AuditLog {
   auditLogId: string;
   time: number;
-  actor: { type: "root_key" | "cli"; id: string };
+  /** "system": Latchkey itself, as when it disables a webhook whose deliveries kept failing. */
+  actor: { type: "root_key" | "cli" | "system"; id: string };
   operation: string;
   resources: { type: string; id: string }[];
   outcome: "success" | "failure";

@@ -689,6 +689,25 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
         .toBe(`This webhook is disabled: nothing is delivered to it.Reason: ${reason}`);
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, "webhook-disabled");
+      // Its audit log: created by the root key, disabled by Latchkey itself (actor system).
+      const brokenLog = (await post("auditLogs.list", { resourceId: brokenId })).body.data;
+      expect(
+        brokenLog.map((r: { operation: string; actor: { type: string } }) => [r.operation, r.actor.type]),
+      ).toEqual([
+        ["webhooks.disable", "system"],
+        ["webhooks.create", "root_key"],
+      ]);
+      await page.getByRole("link", { name: "Its audit log" }).click();
+      await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();
+      const logRows = page.getByRole("region", { name: "Audit log" }).locator("tbody tr");
+      await expect.poll(() => logRows.count(), SLOW).toBe(2);
+      expect(await logRows.nth(0).locator("td").nth(1).textContent()).toBe("Latchkey itself");
+      expect(await logRows.nth(0).locator("td").nth(2).textContent()).toBe("webhooks.disable");
+      expect(await logRows.nth(0).locator("td").nth(5).textContent()).toBe("—");
+      expect(await logRows.nth(0).getByRole("link", { name: brokenId }).getAttribute("href")).toBe(
+        `#/webhooks/${brokenId}`,
+      );
+      expect(await logRows.nth(1).locator("td").nth(2).textContent()).toBe("webhooks.create");
 
       // 390 pixels wide, the webhooks' pages fit and pass axe.
       const narrow = await open(390, 844);

@@ -29,6 +29,8 @@ function filterBody(f: Filter): Record<string, unknown> {
 
 type Resource = AuditLog["resources"][number];
 
+const ACTORS = { cli: "CLI", system: "Latchkey itself" };
+
 /** Where the console shows a resource of an audit record, when it has a page for it. */
 function resourceHref(r: Resource, all: Resource[], apiOfKey: Map<string, string>): string | undefined {
   switch (r.type) {
@@ -44,6 +46,11 @@ function resourceHref(r: Resource, all: Resource[], apiOfKey: Map<string, string
       return href("identities", r.id);
     case "webhook":
       return href("webhooks", r.id);
+    case "delivery": {
+      // A delivery is listed on its webhook's page.
+      const webhook = all.find((o) => o.type === "webhook");
+      return webhook ? href("webhooks", webhook.id) : undefined;
+    }
     case "namespace":
       return href("ratelimits", r.id);
     case "permission":
@@ -144,9 +151,9 @@ export function AuditPage() {
     <>
       <h1>Audit log</h1>
       <p class="muted">
-        Every change made through the API, newest first: who made it (a root key or the CLI), the operation,
-        the resources it touched, how it ended and which fields it changed. Never a key, a secret or a meta
-        value.
+        Every change, newest first: who made it (a root key, the CLI, or Latchkey itself when it disables a
+        failing webhook), the operation, the resources it touched, how it ended and which fields it changed.
+        Never a key, a secret or a meta value.
       </p>
       <form
         class="filters"
@@ -254,12 +261,12 @@ export function AuditPage() {
                   <time dateTime={new Date(r.time).toISOString()}>{when(r.time)}</time>
                 </td>
                 <td>
-                  {r.actor.type === "cli" ? (
-                    "CLI"
-                  ) : (
+                  {r.actor.type === "root_key" ? (
                     <>
                       root key <code class="nowrap">{r.actor.id}</code>
                     </>
+                  ) : (
+                    ACTORS[r.actor.type]
                   )}
                 </td>
                 <td>
