@@ -6,6 +6,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AuditLog, AuditService, ListAuditLogsRequest } from "@latchkey/proto/audit/v1/audit_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { Clock } from "./clock.ts";
 import type { Sql, TransactionSql } from "./db.ts";
 import { ErrorReason, errorDetailOf, invalidInput } from "./errors.ts";
 import { newId } from "./ids.ts";
@@ -322,6 +323,37 @@ export async function withFailureAudit<T>(
     throw err;
   }
 }
+
+/** What an audited context lends the helpers below: where failure records go, its clock and its log. */
+export interface AuditingDeps {
+  store: AuditLogStore;
+  clock: Clock;
+  log?: Logger;
+}
+
+/**
+ * `handler` as one of a context's management operations: a refusal leaves its failure record, naming
+ * what the request named (`resources`); the success record is the store's to write with the change
+ * (`succeeded`), in the change's transaction.
+ */
+export function audited<Req extends { caller?: Caller | undefined }, Res>(
+  deps: AuditingDeps,
+  operation: string,
+  resources: (req: Req) => AuditResource[],
+  handler: (req: Req) => Promise<Res>,
+): (req: Req) => Promise<Res> {
+  const audit = { store: deps.store, now: () => deps.clock.now(), ...(deps.log ? { log: deps.log } : {}) };
+  return (req) => withFailureAudit(audit, req.caller, operation, resources(req), () => handler(req));
+}
+
+/** The success record of `operation` by `caller`, for the store to write with the change. */
+export const succeeded = (
+  deps: { clock: Clock },
+  caller: Caller,
+  operation: string,
+  resources: AuditResource[],
+  fields: string[] = [],
+): AuditRecord => auditSuccess(caller, caller.workspaceId, operation, resources, fields, deps.clock.now());
 
 /** `resources` with the empty ids left out (a request that named none). */
 export const resourcesOf = (...all: [type: string, id: string | undefined][]): AuditResource[] =>

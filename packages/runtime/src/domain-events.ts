@@ -3,7 +3,8 @@
 import { hash } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type DomainEvent, DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
-import type { EventType } from "./event-sink.ts";
+import type { Clock } from "./clock.ts";
+import type { EventSink, EventType } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 
 export const DOMAIN_EVENT_SUBJECT = "events.domain";
@@ -87,4 +88,15 @@ export function domainEvent<T extends DomainEventType>(
  */
 export function domainEventId(type: DomainEventType, ...parts: readonly (string | number)[]): string {
   return `evt_${hash("sha256", [type, ...parts].join("\u001f"), "base64url").slice(0, 22)}`;
+}
+
+/** Publishes a change other systems may be told of (webhooks), once it is committed: an append to the sink's buffer. */
+export function publishDomainEvent<T extends DomainEventType>(
+  deps: { events: EventSink; clock: Clock },
+  type: T,
+  workspaceId: string,
+  data: DomainEventData[T],
+): void {
+  const event = domainEvent(type, workspaceId, data, deps.clock.now());
+  deps.events.publish(DOMAIN_EVENT, event.id, event);
 }

@@ -1,7 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { resourcesOf } from "@latchkey/runtime";
-import { audited } from "./audit.ts";
+import { audited, resourcesOf } from "@latchkey/runtime";
 import type { IdentityDeps } from "./deps.ts";
 import { createIdentity } from "./rpc/createIdentity.ts";
 import { createPermission } from "./rpc/createPermission.ts";

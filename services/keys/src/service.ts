@@ -1,7 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { resourcesOf } from "@latchkey/runtime";
-import { audited } from "./audit.ts";
+import { audited, resourcesOf } from "@latchkey/runtime";
 import type { KeysDeps } from "./deps.ts";
 import { addPermissions } from "./rpc/addPermissions.ts";
 import { addRoles } from "./rpc/addRoles.ts";

@@ -1,7 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { type AuditResource, resourcesOf, withFailureAudit } from "@latchkey/runtime";
+import { audited, resourcesOf } from "@latchkey/runtime";
 import type { WebhookDeps } from "./deps.ts";
 import { createWebhook } from "./rpc/createWebhook.ts";
 import { deleteWebhook } from "./rpc/deleteWebhook.ts";
@@ -28,23 +27,3 @@ export function service(deps: WebhookDeps): ServiceImpl<typeof WebhookService> {
 }
 
 const webhookOf = (req: { webhookId: string }) => resourcesOf(["webhook", req.webhookId]);
-
-/**
- * A webhook's change, under its public name: a refusal leaves its failure record naming what the
- * request named (the success record is written by the store with the change).
- */
-function audited<Req extends { caller?: Caller | undefined }, Res>(
-  deps: WebhookDeps,
-  operation: string,
-  resources: (req: Req) => AuditResource[],
-  handler: (req: Req) => Promise<Res>,
-): (req: Req) => Promise<Res> {
-  return (req) =>
-    withFailureAudit(
-      { store: deps.store, now: () => deps.clock.now(), log: deps.log },
-      req.caller,
-      operation,
-      resources(req),
-      () => handler(req),
-    );
-}

@@ -3,9 +3,15 @@ import type {
   CreateIdentityRequest,
   CreateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
+import {
+  domainError,
+  ErrorReason,
+  newId,
+  publishDomainEvent,
+  requirePermissions,
+  succeeded,
+} from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { published, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf, metaOf, ratelimitsOf } from "../validation.ts";
@@ -47,7 +53,7 @@ export function createIdentity(deps: IdentityDeps) {
         `An identity with externalId '${input.externalId}' already exists in this workspace.`,
       );
     }
-    published(deps, "identity.created", caller.workspaceId, {
+    publishDomainEvent(deps, "identity.created", caller.workspaceId, {
       identityId: identity.id,
       externalId: identity.externalId,
     });

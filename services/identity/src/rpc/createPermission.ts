@@ -3,9 +3,8 @@ import type {
   CreatePermissionRequest,
   CreatePermissionResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
+import { domainError, ErrorReason, newId, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { descriptionOf, nameOf, slugOf } from "../validation.ts";

@@ -1,8 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateRoleRequest, CreateRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
-import { domainError, ErrorReason, newId, requirePermissions } from "@latchkey/runtime";
+import { domainError, ErrorReason, newId, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { announceCreated, permissionCandidates, requireCreatePermission } from "../permission-candidates.ts";

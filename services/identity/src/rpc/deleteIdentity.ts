@@ -3,9 +3,8 @@ import type {
   DeleteIdentityRequest,
   DeleteIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions } from "@latchkey/runtime";
+import { publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
-import { published, succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";
@@ -24,7 +23,7 @@ export function deleteIdentity(deps: IdentityDeps) {
     ]);
     if (!(await deps.store.deleteIdentity(caller.workspaceId, identity.id, audit)))
       throw identityNotFound(ref);
-    published(deps, "identity.deleted", caller.workspaceId, {
+    publishDomainEvent(deps, "identity.deleted", caller.workspaceId, {
       identityId: identity.id,
       externalId: identity.externalId,
     });

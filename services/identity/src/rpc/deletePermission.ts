@@ -3,9 +3,8 @@ import type {
   DeletePermissionRequest,
   DeletePermissionResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions } from "@latchkey/runtime";
+import { requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, permissionNotFound, visiblePermission } from "../access.ts";
-import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";

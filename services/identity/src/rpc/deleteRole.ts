@@ -1,8 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteRoleRequest, DeleteRoleResponseSchema } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions } from "@latchkey/runtime";
+import { requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, roleNotFound, visibleRole } from "../access.ts";
-import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { referenceOf } from "../validation.ts";

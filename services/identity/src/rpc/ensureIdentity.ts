@@ -3,9 +3,8 @@ import type {
   EnsureIdentityRequest,
   EnsureIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { newId } from "@latchkey/runtime";
+import { newId, publishDomainEvent } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { published } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import { externalIdOf } from "../validation.ts";
@@ -34,7 +33,7 @@ export function ensureIdentity(deps: IdentityDeps) {
     });
     if (created) {
       // Created for a key (keys.createKey, updateKey, migrateKeys): that operation's audit record names it.
-      published(deps, "identity.created", caller.workspaceId, {
+      publishDomainEvent(deps, "identity.created", caller.workspaceId, {
         identityId: identity.id,
         externalId: identity.externalId,
       });

@@ -3,9 +3,8 @@ import type {
   UpdateIdentityRequest,
   UpdateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
-import { requirePermissions } from "@latchkey/runtime";
+import { requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
-import { succeeded } from "../audit.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
 import type { IdentityUpdate } from "../store/identity-store.ts";

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateApiRequest, CreateApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, newId, requirePermissions } from "@latchkey/runtime";
+import { invalidInput, newId, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
-import { apiResource, succeeded } from "../audit.ts";
+import { apiResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 
 export function createApi(deps: KeysDeps) {

@@ -1,8 +1,16 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
+import {
+  invalidInput,
+  need,
+  newId,
+  publishDomainEvent,
+  requirePermissions,
+  resourcesOf,
+  succeeded,
+} from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -64,7 +72,7 @@ export function createKey(deps: KeysDeps) {
         createKeyFields(req),
       ),
     );
-    published(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
+    publishDomainEvent(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
     // Drops a negative cache entry for this hash wherever one exists.
     await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
     return { keyId, key: material.key };

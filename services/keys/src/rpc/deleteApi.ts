@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteApiRequest, DeleteApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
+import { invalidInput, need, requirePermissions, succeeded } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, visibleApi } from "../access.ts";
-import { apiResource, succeeded } from "../audit.ts";
+import { apiResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 

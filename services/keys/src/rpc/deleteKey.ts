@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, requirePermissions } from "@latchkey/runtime";
+import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 
@@ -28,7 +28,7 @@ export function deleteKey(deps: KeysDeps) {
         req.permanent ? ["permanent"] : [],
       ),
     );
-    published(deps, "key.deleted", caller.workspaceId, {
+    publishDomainEvent(deps, "key.deleted", caller.workspaceId, {
       keyId: key.id,
       apiId: key.apiId,
       permanent: req.permanent,

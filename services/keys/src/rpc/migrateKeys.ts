@@ -1,8 +1,15 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { MigrateKeysRequest, MigrateKeysResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId, requirePermissions } from "@latchkey/runtime";
+import {
+  invalidInput,
+  need,
+  newId,
+  publishDomainEvent,
+  requirePermissions,
+  succeeded,
+} from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -100,7 +107,8 @@ export function migrateKeys(deps: KeysDeps) {
         ),
     );
     for (const [i, { key }] of imports.entries()) {
-      if (inserted[i]) published(deps, "key.created", caller.workspaceId, { keyId: key.id, apiId: api.id });
+      if (inserted[i])
+        publishDomainEvent(deps, "key.created", caller.workspaceId, { keyId: key.id, apiId: api.id });
     }
     const migrated: { hash: string; keyId: string }[] = [];
     imports.forEach(({ given, key }, i) => {

@@ -3,9 +3,9 @@ import type {
   RemovePermissionsRequest,
   RemovePermissionsResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, requirePermissions } from "@latchkey/runtime";
+import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { permissionsView } from "../rbac.ts";
@@ -43,7 +43,7 @@ export function removePermissions(deps: KeysDeps) {
       ),
     );
     if (!updated) throw keyNotFound();
-    published(deps, "key.updated", caller.workspaceId, {
+    publishDomainEvent(deps, "key.updated", caller.workspaceId, {
       keyId: key.id,
       apiId: key.apiId,
       fields: ["permissions"],

@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RemoveRolesRequest, RemoveRolesResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, requirePermissions } from "@latchkey/runtime";
+import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { requireRoles, rolesView } from "../rbac.ts";
@@ -33,7 +33,7 @@ export function removeRoles(deps: KeysDeps) {
       succeeded(deps, caller, "keys.removeRoles", [keyResource(key.id), apiResource(key.apiId)], ["roles"]),
     );
     if (!updated) throw keyNotFound();
-    published(deps, "key.updated", caller.workspaceId, {
+    publishDomainEvent(deps, "key.updated", caller.workspaceId, {
       keyId: key.id,
       apiId: key.apiId,
       fields: ["roles"],

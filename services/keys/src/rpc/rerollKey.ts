@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, newId, requirePermissions } from "@latchkey/runtime";
+import { need, newId, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
@@ -86,7 +86,7 @@ export function rerollKey(deps: KeysDeps) {
         ["expiration"],
       ),
     );
-    published(deps, "key.rerolled", caller.workspaceId, {
+    publishDomainEvent(deps, "key.rerolled", caller.workspaceId, {
       keyId: original.id,
       apiId: original.apiId,
       newKeyId: keyId,

@@ -4,9 +4,9 @@ import {
   type UpdateCreditsRequest,
   type UpdateCreditsResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, requirePermissions } from "@latchkey/runtime";
+import { invalidInput, need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import type { CreditsOperation as Operation } from "../store/keys-store.ts";
@@ -35,7 +35,7 @@ export function updateCredits(deps: KeysDeps) {
     if (result === "unlimited") {
       throw invalidInput("/operation", "You cannot increment or decrement a key with unlimited credits.");
     }
-    published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
+    publishDomainEvent(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
     // The balance is never cached, but whether the key is limited is.
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,

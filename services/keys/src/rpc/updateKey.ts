@@ -1,8 +1,16 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, newId, requirePermissions, resourcesOf } from "@latchkey/runtime";
+import {
+  invalidInput,
+  need,
+  newId,
+  publishDomainEvent,
+  requirePermissions,
+  resourcesOf,
+  succeeded,
+} from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, keyResource, published, succeeded } from "../audit.ts";
+import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -61,7 +69,7 @@ export function updateKey(deps: KeysDeps) {
       ),
     );
     if (!updated) throw keyNotFound();
-    published(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
+    publishDomainEvent(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,
       hash: key.hash,
