@@ -1,24 +1,12 @@
 import type { Delivery, Webhook } from "@latchkey/proto/webhooks/v1/webhooks_pb";
+import { DOMAIN_EVENT_TYPES } from "@latchkey/runtime";
 import { Type } from "@sinclair/typebox";
 import { Closed, Enum, Str } from "../../schema.ts";
 
-/** The event types a webhook may want (packages/runtime/src/domain-events.ts). */
-export const WEBHOOK_EVENT_TYPES = [
-  "key.created",
-  "key.updated",
-  "key.deleted",
-  "key.rerolled",
-  "credits.low",
-  "credits.exhausted",
-  "ratelimit.exceeded",
-  "identity.created",
-  "identity.deleted",
-] as const;
-
 export const WebhookEvents = () =>
-  Type.Array(Enum(WEBHOOK_EVENT_TYPES), {
+  Type.Array(Enum(DOMAIN_EVENT_TYPES), {
     minItems: 1,
-    maxItems: WEBHOOK_EVENT_TYPES.length,
+    maxItems: DOMAIN_EVENT_TYPES.length,
     uniqueItems: true,
   });
 
