@@ -324,6 +324,41 @@ export async function withFailureAudit<T>(
   }
 }
 
+/**
+ * What every context's PostgreSQL store shares: its audit table, and writing a change and its record in one
+ * transaction. A store extends it with its table's name.
+ */
+export abstract class PostgresAuditedStore implements AuditLogStore {
+  constructor(
+    protected readonly sql: Sql,
+    private readonly auditTable: string,
+  ) {}
+
+  async recordAudit(record: AuditRecord): Promise<void> {
+    await insertAudit(this.sql, this.auditTable, record);
+  }
+
+  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
+    return listAudit(this.sql, this.auditTable, workspaceId, query);
+  }
+
+  /**
+   * Runs `change` in a transaction that also writes `audit` when `made` says the change was made, so the
+   * record commits or rolls back with it.
+   */
+  protected audited<T>(
+    audit: AuditRecord | undefined,
+    change: (tx: TransactionSql) => Promise<T>,
+    made: (result: T) => boolean = () => true,
+  ): Promise<T> {
+    return this.sql.begin(async (tx) => {
+      const result = await change(tx);
+      if (audit && made(result)) await insertAudit(tx, this.auditTable, audit);
+      return result;
+    }) as Promise<T>;
+  }
+}
+
 /** What an audited context lends the helpers below: where failure records go, its clock and its log. */
 export interface AuditingDeps {
   store: AuditLogStore;

@@ -1,11 +1,4 @@
-import {
-  type AuditQuery,
-  type AuditRecord,
-  insertAudit,
-  listAudit,
-  type Sql,
-  type TransactionSql,
-} from "@latchkey/runtime";
+import { type AuditRecord, PostgresAuditedStore, type Sql, type TransactionSql } from "@latchkey/runtime";
 import type postgres from "postgres";
 import {
   byteOrder,
@@ -59,28 +52,9 @@ interface RoleRow {
 /** The identity context's audit records (migrations.ts, version 2). */
 export const IDENTITY_AUDIT_TABLE = "identity_audit_log";
 
-export class PostgresIdentityStore implements IdentityStore {
-  constructor(private readonly sql: Sql) {}
-
-  async recordAudit(record: AuditRecord): Promise<void> {
-    await insertAudit(this.sql, IDENTITY_AUDIT_TABLE, record);
-  }
-
-  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
-    return listAudit(this.sql, IDENTITY_AUDIT_TABLE, workspaceId, query);
-  }
-
-  /** Runs `change` in a transaction that also writes `audit` when `made` says the change was made. */
-  private audited<T>(
-    audit: AuditRecord | undefined,
-    change: (tx: TransactionSql) => Promise<T>,
-    made: (result: T) => boolean,
-  ): Promise<T> {
-    return this.sql.begin(async (tx) => {
-      const result = await change(tx);
-      if (audit && made(result)) await insertAudit(tx, IDENTITY_AUDIT_TABLE, audit);
-      return result;
-    }) as Promise<T>;
+export class PostgresIdentityStore extends PostgresAuditedStore implements IdentityStore {
+  constructor(sql: Sql) {
+    super(sql, IDENTITY_AUDIT_TABLE);
   }
 
   async insertIdentity(identity: IdentityRecord, audit?: AuditRecord) {

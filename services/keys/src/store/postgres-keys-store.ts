@@ -1,8 +1,7 @@
 import {
-  type AuditQuery,
   type AuditRecord,
   insertAudit,
-  listAudit,
+  PostgresAuditedStore,
   type Sql,
   type TransactionSql,
 } from "@latchkey/runtime";
@@ -87,31 +86,9 @@ interface CreditsRow {
 /** The keys context's audit records (migrations.ts, version 8). */
 export const KEYS_AUDIT_TABLE = "keys_audit_log";
 
-export class PostgresKeysStore implements KeysStore {
-  constructor(private readonly sql: Sql) {}
-
-  async recordAudit(record: AuditRecord): Promise<void> {
-    await insertAudit(this.sql, KEYS_AUDIT_TABLE, record);
-  }
-
-  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
-    return listAudit(this.sql, KEYS_AUDIT_TABLE, workspaceId, query);
-  }
-
-  /**
-   * Runs `change` in a transaction that also writes `audit` when `made` says the change was made,
-   * so the record commits or rolls back with it.
-   */
-  private audited<T>(
-    audit: AuditRecord | undefined,
-    change: (tx: TransactionSql) => Promise<T>,
-    made: (result: T) => boolean = () => true,
-  ): Promise<T> {
-    return this.sql.begin(async (tx) => {
-      const result = await change(tx);
-      if (audit && made(result)) await insertAudit(tx, KEYS_AUDIT_TABLE, audit);
-      return result;
-    }) as Promise<T>;
+export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore {
+  constructor(sql: Sql) {
+    super(sql, KEYS_AUDIT_TABLE);
   }
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {

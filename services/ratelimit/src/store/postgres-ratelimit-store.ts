@@ -1,11 +1,4 @@
-import {
-  type AuditQuery,
-  type AuditRecord,
-  insertAudit,
-  listAudit,
-  newId,
-  type Sql,
-} from "@latchkey/runtime";
+import { type AuditRecord, insertAudit, newId, PostgresAuditedStore, type Sql } from "@latchkey/runtime";
 import type { Namespace, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
 
 interface NamespaceRow {
@@ -34,15 +27,9 @@ const overrideOf = (r: OverrideRow): Override => ({
 /** The ratelimit context's audit records (migrations.ts, version 2). */
 export const RATELIMIT_AUDIT_TABLE = "ratelimit_audit_log";
 
-export class PostgresRatelimitStore implements RatelimitStore {
-  constructor(private readonly sql: Sql) {}
-
-  async recordAudit(record: AuditRecord): Promise<void> {
-    await insertAudit(this.sql, RATELIMIT_AUDIT_TABLE, record);
-  }
-
-  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
-    return listAudit(this.sql, RATELIMIT_AUDIT_TABLE, workspaceId, query);
+export class PostgresRatelimitStore extends PostgresAuditedStore implements RatelimitStore {
+  constructor(sql: Sql) {
+    super(sql, RATELIMIT_AUDIT_TABLE);
   }
 
   async namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined> {

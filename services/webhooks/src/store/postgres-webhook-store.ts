@@ -1,12 +1,4 @@
-import {
-  type AuditQuery,
-  type AuditRecord,
-  insertAudit,
-  listAudit,
-  newId,
-  type Sql,
-  type TransactionSql,
-} from "@latchkey/runtime";
+import { type AuditRecord, insertAudit, newId, PostgresAuditedStore, type Sql } from "@latchkey/runtime";
 import {
   type AttemptOutcome,
   type AttemptRecord,
@@ -79,28 +71,9 @@ export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
  * The store in PostgreSQL (or PGlite in the embedded default). Every query names the workspace, so
  * nothing crosses workspaces; the delivery rows are the outbox the worker drains.
  */
-export class PostgresWebhookStore implements WebhookStore {
-  constructor(private readonly sql: Sql) {}
-
-  async recordAudit(record: AuditRecord): Promise<void> {
-    await insertAudit(this.sql, WEBHOOKS_AUDIT_TABLE, record);
-  }
-
-  listAudit(workspaceId: string, query: AuditQuery): Promise<AuditRecord[]> {
-    return listAudit(this.sql, WEBHOOKS_AUDIT_TABLE, workspaceId, query);
-  }
-
-  /** Runs `change` in a transaction that also writes `audit` when `made` says the change was made. */
-  private audited<T>(
-    audit: AuditRecord | undefined,
-    change: (tx: TransactionSql) => Promise<T>,
-    made: (result: T) => boolean,
-  ): Promise<T> {
-    return this.sql.begin(async (tx) => {
-      const result = await change(tx);
-      if (audit && made(result)) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, audit);
-      return result;
-    }) as Promise<T>;
+export class PostgresWebhookStore extends PostgresAuditedStore implements WebhookStore {
+  constructor(sql: Sql) {
+    super(sql, WEBHOOKS_AUDIT_TABLE);
   }
 
   async createWebhook(w: WebhookRecord, max: number, audit?: AuditRecord) {
