@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { createWorkspace } from "@latchkey/keys";
+import { DOMAIN_EVENT_TYPES } from "@latchkey/runtime";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { Webhook } from "standardwebhooks";
@@ -15,17 +16,6 @@ import { type Stack, startStack } from "./harness.ts";
  */
 const natsUrl = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
 const consumer = `webhook_events_e2e_${randomBytes(4).toString("hex")}`;
-const ALL = [
-  "key.created",
-  "key.updated",
-  "key.deleted",
-  "key.rerolled",
-  "credits.low",
-  "credits.exhausted",
-  "ratelimit.exceeded",
-  "identity.created",
-  "identity.deleted",
-];
 
 interface Received {
   path: string;
@@ -94,9 +84,13 @@ describe("webhook events caused by real operations (separate processes, JetStrea
       expect([operation, res.status]).toEqual([operation, 200]);
       return res.body.data;
     };
-    const hook = await call("webhooks.create", { url: `${base}/a`, events: ALL });
+    const hook = await call("webhooks.create", { url: `${base}/a`, events: [...DOMAIN_EVENT_TYPES] });
     // Workspace B listens for everything too, and must hear nothing of A.
-    const other = await call("webhooks.create", { url: `${base}/b`, events: ALL }, b.rootKey);
+    const other = await call(
+      "webhooks.create",
+      { url: `${base}/b`, events: [...DOMAIN_EVENT_TYPES] },
+      b.rootKey,
+    );
 
     const { apiId } = await call("apis.createApi", { name: "events" });
     // 20 credits: below ceil(20 × 0.1) = 2 is low, so the 19th verification (1 left) announces it.

@@ -70,9 +70,9 @@ local function count(e, seq, dur, cost)
   end
   e.dirty = true
 end
--- A group of one check (every check of a LimitBatch): the same decision as below, without its tables.
-local function lone(k, limit, dur, cost)
-  local e = counter(k)
+-- The window of length dur that now falls in, and what the counter holds of it: this window's count and
+-- the share of the one before that still slides into it.
+local function window(e, dur)
   local seq = math.floor(now / dur)
   local cur, prev = 0, 0
   if e.held then
@@ -82,7 +82,13 @@ local function lone(k, limit, dur, cost)
       prev = e.c
     end
   end
-  local effective = cur + math.floor(prev * (1 - (now - seq * dur) / dur)) + cost
+  return seq, cur + math.floor(prev * (1 - (now - seq * dur) / dur))
+end
+-- A group of one check (every check of a LimitBatch): the same decision as below, without its tables.
+local function lone(k, limit, dur, cost)
+  local e = counter(k)
+  local seq, used = window(e, dur)
+  local effective = used + cost
   local code = 0
   if limit > 0 and effective <= limit then code = 1 end
   if code == 1 and not e.held and cost > 0 then
@@ -148,17 +154,9 @@ while a <= #ARGV do
       local k, limit, dur, cost = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
       a = a + 4
       local e = counter(k)
-      local seq = math.floor(now / dur)
-      local cur, prev = 0, 0
-      if e.held then
-        if e.s >= seq then
-          cur, prev = e.c, e.p
-        elseif e.s == seq - 1 then
-          prev = e.c
-        end
-      end
+      local seq, used = window(e, dur)
       local already = pending[k] or 0
-      local effective = cur + already + math.floor(prev * (1 - (now - seq * dur) / dur)) + cost
+      local effective = used + already + cost
       local code = 0
       if limit > 0 and effective <= limit then code = 1 end
       -- A new counter needs room, once per group however often the group names it.
