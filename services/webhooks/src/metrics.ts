@@ -25,3 +25,9 @@ export const webhookDeliveriesAdded = new Counter({
   name: "latchkey_webhook_deliveries_added_total",
   help: "Webhook deliveries added by the intake",
 });
+
+/** Attempts whose result was not recorded: the delivery's lease had ended and another worker had taken it. */
+export const webhookStaleAttempts = new Counter({
+  name: "latchkey_webhook_stale_attempts_total",
+  help: "Webhook attempts not recorded because their claim's lease had ended and another worker held the delivery",
+});

@@ -1,6 +1,6 @@
 import { auditSuccess, type Clock, type Logger } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
-import { webhookAttemptSeconds, webhookAttempts, webhooksDisabled } from "./metrics.ts";
+import { webhookAttemptSeconds, webhookAttempts, webhookStaleAttempts, webhooksDisabled } from "./metrics.ts";
 import type { SecretVault } from "./secret.ts";
 import { type AttemptResult, send } from "./sender.ts";
 import type { WebhookSettings } from "./settings.ts";
@@ -87,8 +87,8 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
   const now = deps.clock.now();
   const made = d.attemptsMade + 1;
   const outcome = outcomeOf(result, made, settings.retryScheduleMs, now);
-  const { disabled } = await deps.store.recordAttempt(
-    d.id,
+  const { recorded, disabled } = await deps.store.recordAttempt(
+    d,
     { attemptedAt: at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error },
     outcome,
     settings.disableAfterFailures,
@@ -109,6 +109,15 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
           now,
         ),
   );
+  if (!recorded) {
+    // The lease ended before the attempt did (a receiver slower than the timeout allows, a paused
+    // process): another worker holds the delivery now, and its result is the one kept.
+    webhookStaleAttempts.inc();
+    deps.log.warn(
+      { deliveryId: d.id, webhookId: d.webhookId, workspaceId: d.workspaceId },
+      "webhook attempt not recorded: its lease had ended",
+    );
+  }
   if (disabled) {
     webhooksDisabled.inc();
     deps.log.warn(

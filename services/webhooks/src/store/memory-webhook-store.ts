@@ -178,38 +178,41 @@ export class MemoryWebhookStore implements WebhookStore {
         occurredAt: d.occurredAt,
         dataJson: d.dataJson,
         attemptsMade: d.attempts.length,
+        lease: now + leaseMs,
       };
     });
   }
 
   async recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     attempt: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
     disabledAudit?: AuditRecord,
   ) {
-    const d = this.deliveries.get(deliveryId);
-    if (!d) return { disabled: false };
+    const d = this.deliveries.get(claim.id);
+    if (d?.status !== "pending" || d.nextAttemptAt !== claim.lease) {
+      return { recorded: false, disabled: false };
+    }
     d.attempts.push({ ...attempt });
     d.status = outcome.status;
     d.nextAttemptAt = outcome.status === "pending" ? outcome.nextAttemptAt : null;
     if (outcome.status === "delivered") d.deliveredAt = attempt.attemptedAt;
     const w = this.webhooks.get(d.webhookId);
-    if (!w) return { disabled: false };
+    if (!w) return { recorded: true, disabled: false };
     if (outcome.status === "delivered") {
       w.consecutiveFailures = 0;
-      return { disabled: false };
+      return { recorded: true, disabled: false };
     }
     w.consecutiveFailures++;
     if (w.enabled && w.consecutiveFailures >= disableAfter) {
       w.enabled = false;
       w.disabledReason = disabledReason;
       this.audit.add(disabledAudit);
-      return { disabled: true };
+      return { recorded: true, disabled: true };
     }
-    return { disabled: false };
+    return { recorded: true, disabled: false };
   }
 
   async pruneDeliveries(before: number) {

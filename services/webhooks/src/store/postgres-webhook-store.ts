@@ -240,12 +240,13 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         occurredAt: r.occurred_at,
         dataJson: r.data_json,
         attemptsMade: r.attempts_made,
+        lease: now + leaseMs,
       }),
     );
   }
 
   async recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     a: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
@@ -259,15 +260,15 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           status = ${outcome.status},
           next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
           delivered_at = ${outcome.status === "delivered" ? a.attemptedAt : null}
-        WHERE id = ${deliveryId}
+        WHERE id = ${claim.id} AND status = 'pending' AND next_attempt_at = ${claim.lease}
         RETURNING webhook_id, attempts_made`;
-      if (!d) return { disabled: false };
+      if (!d) return { recorded: false, disabled: false };
       await tx`
         INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
-        VALUES (${deliveryId}, ${d.attempts_made}, ${a.attemptedAt}, ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
+        VALUES (${claim.id}, ${d.attempts_made}, ${a.attemptedAt}, ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
       if (outcome.status === "delivered") {
         await tx`UPDATE webhooks SET consecutive_failures = 0 WHERE id = ${d.webhook_id}`;
-        return { disabled: false };
+        return { recorded: true, disabled: false };
       }
       const [w] = await tx<{ consecutive_failures: number; enabled: boolean }[]>`
         UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = ${d.webhook_id}
@@ -275,9 +276,9 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
       if (w?.enabled && w.consecutive_failures >= disableAfter) {
         await tx`UPDATE webhooks SET enabled = false, disabled_reason = ${disabledReason} WHERE id = ${d.webhook_id}`;
         if (disabledAudit) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, disabledAudit);
-        return { disabled: true };
+        return { recorded: true, disabled: true };
       }
-      return { disabled: false };
+      return { recorded: true, disabled: false };
     });
   }
 

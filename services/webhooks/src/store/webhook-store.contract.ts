@@ -125,7 +125,7 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await store.listDeliveries(wsA, w.id, page(2, "not a cursor"))).toEqual([]);
       const [claimed] = await claim(1_002);
       await store.recordAttempt(
-        claimed!.id,
+        claimed!,
         { ...failure, statusCode: 200, error: null },
         { status: "delivered" },
         15,
@@ -164,13 +164,13 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       await store.createWebhook(w, 20);
       await store.intake([event()], 1_000);
       const [c] = await claim(1_000);
-      await store.recordAttempt(c!.id, failure, { status: "pending", nextAttemptAt: 7_000 }, 15, "");
+      await store.recordAttempt(c!, failure, { status: "pending", nextAttemptAt: 7_000 }, 15, "");
       let [d] = await store.listDeliveries(wsA, w.id, page());
       expect(d).toMatchObject({ status: "pending", nextAttemptAt: 7_000, attempts: [failure] });
       const [again] = await claim(7_000);
       expect(again?.attemptsMade).toBe(1);
       const ok = { attemptedAt: 7_000, statusCode: 204, latencyMs: 3, error: null };
-      await store.recordAttempt(again!.id, ok, { status: "delivered" }, 15, "");
+      await store.recordAttempt(again!, ok, { status: "delivered" }, 15, "");
       [d] = await store.listDeliveries(wsA, w.id, page());
       expect(d).toMatchObject({
         status: "delivered",
@@ -182,9 +182,53 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
 
       await store.intake([event()], 8_000);
       const [third] = await claim(8_000);
-      await store.recordAttempt(third!.id, failure, { status: "failed" }, 15, "");
+      await store.recordAttempt(third!, failure, { status: "failed" }, 15, "");
       expect((await store.findDelivery(wsA, w.id, third!.id))?.status).toBe("failed");
       expect(await store.findDelivery(wsB, w.id, third!.id)).toBeUndefined();
+    });
+
+    it("records an attempt only while its claim holds the delivery: a stale lease changes nothing", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event()], 1_000);
+      const [first] = await claim(1_000);
+      expect(first!.lease).toBe(61_000);
+      // The first worker's lease ends; another worker takes the delivery again.
+      const [second] = await claim(61_000);
+      expect(second).toMatchObject({ id: first!.id, lease: 121_000, attemptsMade: 0 });
+      expect(
+        await store.recordAttempt(first!, failure, { status: "pending", nextAttemptAt: 5_000 }, 1, "why"),
+      ).toEqual({ recorded: false, disabled: false });
+      expect(await store.findDelivery(wsA, w.id, first!.id)).toMatchObject({
+        status: "pending",
+        nextAttemptAt: 121_000,
+        attempts: [],
+      });
+      const ok = { attemptedAt: 61_000, statusCode: 200, latencyMs: 4, error: null };
+      expect(await store.recordAttempt(second!, ok, { status: "delivered" }, 1, "why")).toEqual({
+        recorded: true,
+        disabled: false,
+      });
+      // The first worker's late failure cannot turn it back, count a failure, or disable the webhook.
+      expect(await store.recordAttempt(first!, failure, { status: "failed" }, 1, "why")).toEqual({
+        recorded: false,
+        disabled: false,
+      });
+      expect(await store.recordAttempt(second!, failure, { status: "failed" }, 1, "why")).toEqual({
+        recorded: false,
+        disabled: false,
+      });
+      expect(await store.findDelivery(wsA, w.id, first!.id)).toMatchObject({
+        status: "delivered",
+        nextAttemptAt: null,
+        deliveredAt: 61_000,
+        attempts: [ok],
+      });
+      expect(await store.findWebhook(wsA, w.id)).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+        consecutiveFailures: 0,
+      });
     });
 
     it("disables a webhook at the run of failures given, with its reason, and enabling clears both", async () => {
@@ -194,29 +238,26 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       const claimed = await claim(1_000);
       expect(claimed).toHaveLength(3);
       const ok = { ...failure, statusCode: 200, error: null };
-      expect(await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why")).toEqual({
+      expect(await store.recordAttempt(claimed[0]!, failure, { status: "failed" }, 2, "why")).toEqual({
+        recorded: true,
         disabled: false,
       });
       // A success ends the run: one more failure is a run of one.
-      await store.recordAttempt(claimed[1]!.id, ok, { status: "delivered" }, 2, "why");
+      await store.recordAttempt(claimed[1]!, ok, { status: "delivered" }, 2, "why");
       expect(
         await store.recordAttempt(
-          claimed[2]!.id,
+          claimed[2]!,
           failure,
           { status: "pending", nextAttemptAt: 2_000 },
           2,
           "why",
         ),
-      ).toEqual({
-        disabled: false,
-      });
+      ).toEqual({ recorded: true, disabled: false });
       expect((await store.findWebhook(wsA, w.id))?.consecutiveFailures).toBe(1);
       const [next] = await claim(2_000);
       expect(
-        await store.recordAttempt(next!.id, failure, { status: "pending", nextAttemptAt: 3_000 }, 2, "why"),
-      ).toEqual({
-        disabled: true,
-      });
+        await store.recordAttempt(next!, failure, { status: "pending", nextAttemptAt: 3_000 }, 2, "why"),
+      ).toEqual({ recorded: true, disabled: true });
       expect(await store.findWebhook(wsA, w.id)).toMatchObject({
         enabled: false,
         disabledReason: "why",
@@ -262,7 +303,7 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       await store.createWebhook(w, 20);
       await store.intake([event(), event()], 1_000);
       const [c] = await claim(1_000);
-      await store.recordAttempt(c!.id, failure, { status: "failed" }, 15, "");
+      await store.recordAttempt(c!, failure, { status: "failed" }, 15, "");
       expect(await store.pruneDeliveries(1_000)).toBe(0);
       expect(await store.pruneDeliveries(1_001)).toBeGreaterThanOrEqual(1);
       const left = await store.listDeliveries(wsA, w.id, page());
@@ -302,10 +343,10 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         auditSuccess("system", wsA, "webhooks.disable", [{ type: "webhook", id }], ["enabled"], 3);
       const claimed = await claim(1_000);
       expect(claimed).toHaveLength(2);
-      await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why", system("early"));
+      await store.recordAttempt(claimed[0]!, failure, { status: "failed" }, 2, "why", system("early"));
       expect(
-        await store.recordAttempt(claimed[1]!.id, failure, { status: "failed" }, 2, "why", system(w.id)),
-      ).toEqual({ disabled: true });
+        await store.recordAttempt(claimed[1]!, failure, { status: "failed" }, 2, "why", system(w.id)),
+      ).toEqual({ recorded: true, disabled: true });
       expect(await store.deleteWebhook(wsB, w.id, audit("webhooks.delete", w.id))).toBe(false);
       expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", w.id))).toBe(true);
       expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", "again"))).toBe(false);

@@ -76,6 +76,12 @@ export interface ClaimedDelivery {
   dataJson: string;
   /** Attempts made before this one. */
   attemptsMade: number;
+  /**
+   * The end of this claim's lease (the next_attempt_at the claim set): an attempt is recorded only
+   * while the delivery still holds it, so a worker whose lease ended and whose delivery another
+   * worker took cannot write over that worker's result.
+   */
+  lease: number;
 }
 
 /** What became of a delivery after an attempt. */
@@ -148,15 +154,17 @@ export interface WebhookStore extends AuditLogStore {
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
    * `disabledReason`, and writes `disabledAudit` with it. Answers whether this attempt disabled it.
+   * Only while the claim still holds the delivery (pending, its lease unchanged); otherwise nothing
+   * changes and `recorded` is false.
    */
   recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     attempt: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
     disabledAudit?: AuditRecord,
-  ): Promise<{ disabled: boolean }>;
+  ): Promise<{ recorded: boolean; disabled: boolean }>;
   /** Deletes delivered and failed deliveries created before `before`; answers how many. */
   pruneDeliveries(before: number): Promise<number>;
 }
