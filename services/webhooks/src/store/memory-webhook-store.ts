@@ -215,7 +215,7 @@ export class MemoryWebhookStore implements WebhookStore {
     return { recorded: true, disabled: false };
   }
 
-  async pruneDeliveries(before: number) {
+  async pruneDeliveries(before: number, _batch?: number) {
     let n = 0;
     for (const [id, d] of this.deliveries) {
       if (d.status !== "pending" && d.createdAt < before) {

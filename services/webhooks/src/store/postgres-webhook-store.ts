@@ -64,6 +64,9 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
   updatedAt: r.updated_at,
 });
 
+/** Deliveries deleted per statement by pruneDeliveries. */
+const PRUNE_BATCH = 5_000;
+
 /** The webhooks context's audit records (migrations.ts, version 2). */
 export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
 
@@ -282,10 +285,20 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     });
   }
 
-  async pruneDeliveries(before: number) {
-    const rows = await this.sql`
-      DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ${before} RETURNING id`;
-    return rows.length;
+  async pruneDeliveries(before: number, batch = PRUNE_BATCH) {
+    // In batches, each its own short statement, so a month's backlog neither holds one long
+    // transaction and its locks nor loads every id; counted in the database.
+    let total = 0;
+    for (;;) {
+      const [{ n }] = (await this.sql`
+        WITH gone AS (
+          DELETE FROM webhook_deliveries WHERE id IN (
+            SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ${before} LIMIT ${batch})
+          RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`) as unknown as [{ n: number }];
+      total += n;
+      if (n < batch) return total;
+    }
   }
 
   private async withAttempts(rows: DeliveryRow[]): Promise<DeliveryRecord[]> {

@@ -312,6 +312,18 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
     });
 
+    it("prunes in batches until none is left", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event(), event(), event(), event(), event()], 1_000);
+      for (const c of await claim(1_000)) {
+        await store.recordAttempt(c, failure, { status: "failed" }, 100, "");
+      }
+      // Batches of 2: 2, 2, 1 (and any other test's finished deliveries in a shared database).
+      expect(await store.pruneDeliveries(1_001, 2)).toBeGreaterThanOrEqual(5);
+      expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
+    });
+
     it("writes a change's audit record only when it makes the change, readable by its workspace only", async () => {
       const caller = { workspaceId: wsA, rootKeyId: "rk_a", requestId: "req_a" } as Parameters<
         typeof auditSuccess

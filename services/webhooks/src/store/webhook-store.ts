@@ -165,8 +165,11 @@ export interface WebhookStore extends AuditLogStore {
     disabledReason: string,
     disabledAudit?: AuditRecord,
   ): Promise<{ recorded: boolean; disabled: boolean }>;
-  /** Deletes delivered and failed deliveries created before `before`; answers how many. */
-  pruneDeliveries(before: number): Promise<number>;
+  /**
+   * Deletes delivered and failed deliveries created before `before`, `batch` (default 5,000) per
+   * statement until none is left; answers how many.
+   */
+  pruneDeliveries(before: number, batch?: number): Promise<number>;
 }
 
 /** A delivery's page cursor: its creation time and id, the order of listDeliveries. */
