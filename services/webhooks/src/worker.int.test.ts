@@ -211,7 +211,7 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     expect(r.received).toHaveLength(4);
   });
 
-  it("disables a webhook after the run of failures set, says why, and delivers again once enabled", async () => {
+  it("disables a webhook after the run of failures set, says why, fails its pending deliveries, and delivers redeliveries once enabled", async () => {
     let healthy = false;
     const r = await receiver((_n, res) => {
       res.statusCode = healthy ? 200 : 500;
@@ -259,10 +259,20 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     await deliverDue(deps);
     expect(r.received).toHaveLength(sent);
     healthy = true;
+    // Disabling failed its pending deliveries; enabling does not bring them back, a redelivery does.
+    const failed = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(failed.map((d) => [d.status, d.nextAttemptAt])).toEqual([
+      ["failed", null],
+      ["failed", null],
+    ]);
     await deps.store.updateWebhook(hook.workspaceId, hook.id, { enabled: true, updatedAt: clock.now() });
-    await deliverDue(deps);
+    expect(await deliverDue(deps)).toBe(0);
+    for (const d of failed) {
+      await deps.store.redeliver(hook.workspaceId, hook.id, d.id, `dlv_${d.id}_again`, clock.now());
+    }
+    expect(await deliverDue(deps)).toBe(2);
     const statuses = (await deps.store.listDeliveries(hook.workspaceId, hook.id, page)).map((d) => d.status);
-    expect(statuses).toEqual(["delivered", "delivered"]);
+    expect(statuses.sort()).toEqual(["delivered", "delivered", "failed", "failed"]);
     // Successes after it record nothing more.
     expect(await deps.store.listAudit(hook.workspaceId, { limit: 100 })).toHaveLength(1);
   });

@@ -63,6 +63,7 @@ export class MemoryWebhookStore implements WebhookStore {
         w.consecutiveFailures = 0;
       }
       w.enabled = update.enabled;
+      if (!update.enabled) this.failPending(id);
     }
     w.updatedAt = update.updatedAt;
     this.audit.add(audit);
@@ -209,6 +210,7 @@ export class MemoryWebhookStore implements WebhookStore {
     if (w.enabled && w.consecutiveFailures >= disableAfter) {
       w.enabled = false;
       w.disabledReason = disabledReason;
+      this.failPending(w.id);
       this.audit.add(disabledAudit);
       return { recorded: true, disabled: true };
     }
@@ -224,6 +226,16 @@ export class MemoryWebhookStore implements WebhookStore {
       }
     }
     return n;
+  }
+
+  /** A disabled webhook's pending deliveries end failed, with no further attempt (as in PostgreSQL). */
+  private failPending(webhookId: string) {
+    for (const d of this.deliveries.values()) {
+      if (d.webhookId === webhookId && d.status === "pending") {
+        d.status = "failed";
+        d.nextAttemptAt = null;
+      }
+    }
   }
 
   /** For tests: every delivery, as stored. */

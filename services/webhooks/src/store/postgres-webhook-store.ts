@@ -1,4 +1,11 @@
-import { type AuditRecord, insertAudit, newId, PostgresAuditedStore, type Sql } from "@latchkey/runtime";
+import {
+  type AuditRecord,
+  insertAudit,
+  newId,
+  PostgresAuditedStore,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import {
   type AttemptOutcome,
   type AttemptRecord,
@@ -64,6 +71,14 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
   updatedAt: r.updated_at,
 });
 
+/**
+ * A webhook being disabled ends its pending deliveries, failed with no further attempt: they are not
+ * sent when it is enabled again (webhooks.redeliver sends one again), and no claim scans them.
+ */
+const failPending = (sql: Sql | TransactionSql, webhookId: string) =>
+  sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
+      WHERE webhook_id = ${webhookId} AND status = 'pending'`;
+
 /** Deliveries deleted per statement by pruneDeliveries. */
 const PRUNE_BATCH = 5_000;
 
@@ -127,6 +142,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
             ${u.enabled === false ? sql`, enabled = false` : sql``}
           WHERE workspace_id = ${workspaceId} AND id = ${id}
           RETURNING id`;
+        if (rows.length > 0 && u.enabled === false) await failPending(sql, id);
         return rows.length > 0;
       },
       (updated) => updated,
@@ -278,6 +294,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         RETURNING consecutive_failures, enabled`;
       if (w?.enabled && w.consecutive_failures >= disableAfter) {
         await tx`UPDATE webhooks SET enabled = false, disabled_reason = ${disabledReason} WHERE id = ${d.webhook_id}`;
+        await failPending(tx, d.webhook_id);
         if (disabledAudit) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, disabledAudit);
         return { recorded: true, disabled: true };
       }

@@ -263,7 +263,12 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         disabledReason: "why",
         consecutiveFailures: 2,
       });
-      // Disabled: its pending delivery waits, and new events are not taken.
+      // Disabled: its pending delivery is failed with no further attempt, and new events are not taken.
+      expect(await store.findDelivery(wsA, w.id, next!.id)).toMatchObject({
+        status: "failed",
+        nextAttemptAt: null,
+        attempts: [failure, failure],
+      });
       expect(await claim(10_000)).toEqual([]);
       expect(await store.intake([event()], 10_000)).toBe(0);
       await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 11_000 });
@@ -272,7 +277,44 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         disabledReason: null,
         consecutiveFailures: 0,
       });
-      expect(await claim(11_000)).toHaveLength(1);
+      // Enabling does not bring it back; a redelivery sends it again.
+      expect(await claim(11_000)).toEqual([]);
+      const again = newId("dlv");
+      await store.redeliver(wsA, w.id, next!.id, again, 11_000);
+      expect((await claim(11_000)).map((c) => c.id)).toEqual([again]);
+    });
+
+    it("fails a webhook's pending deliveries when an update disables it, and only that webhook's", async () => {
+      const w = webhook();
+      const other = webhook();
+      await store.createWebhook(w, 20);
+      await store.createWebhook(other, 20);
+      await store.intake([event(), event()], 1_000);
+      const [c] = (await claim(1_000)).filter((x) => x.webhookId === w.id);
+      await store.recordAttempt(
+        c!,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      expect(await store.updateWebhook(wsA, w.id, { enabled: false, updatedAt: 2_000 })).toBe(true);
+      const statuses = async (id: string) =>
+        (await store.listDeliveries(wsA, id, page())).map((d) => [
+          d.status,
+          d.nextAttemptAt,
+          d.attempts.length,
+        ]);
+      expect((await statuses(w.id)).sort()).toEqual([
+        ["delivered", null, 1],
+        ["failed", null, 0],
+      ]);
+      expect(await statuses(other.id)).toEqual([
+        ["pending", 61_000, 0],
+        ["pending", 61_000, 0],
+      ]);
+      await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 3_000 });
+      expect((await claim(100_000)).map((x) => x.webhookId)).toEqual([other.id, other.id]);
     });
 
     it("redelivers the same event as a new delivery, only within the workspace", async () => {

@@ -106,7 +106,10 @@ export interface WebhookStore extends AuditLogStore {
   findWebhook(workspaceId: string, id: string): Promise<WebhookRecord | undefined>;
   /** Ordered by id (byte order); `after` is an id. */
   listWebhooks(workspaceId: string, page: PageQuery): Promise<WebhookRecord[]>;
-  /** False when there is no such webhook in the workspace. */
+  /**
+   * False when there is no such webhook in the workspace. Disabling it (enabled: false) fails its
+   * pending deliveries, with no further attempt; enabling it again does not bring them back.
+   */
   updateWebhook(
     workspaceId: string,
     id: string,
@@ -153,7 +156,8 @@ export interface WebhookStore extends AuditLogStore {
   /**
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
-   * `disabledReason`, and writes `disabledAudit` with it. Answers whether this attempt disabled it.
+   * `disabledReason`, fails its pending deliveries (this one included) with no further attempt, and
+   * writes `disabledAudit` with it. Answers whether this attempt disabled it.
    * Only while the claim still holds the delivery (pending, its lease unchanged); otherwise nothing
    * changes and `recorded` is false.
    */
