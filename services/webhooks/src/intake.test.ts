@@ -170,6 +170,14 @@ describe("the in-process intake (npm start without NATS)", () => {
     );
   });
 
+  it("makes a new delivery due after the first wait of the retry schedule", async () => {
+    const store = await storeWithWebhook();
+    const intake = new InProcessIntake(store, clock, log, { firstDelayMs: 5_000 });
+    intake.take(domainEvent("key.created", "ws_1", { keyId: "k", apiId: "a" }, 1));
+    await intake.flush();
+    expect(store.allDeliveries().map((d) => [d.createdAt, d.nextAttemptAt])).toEqual([[5_000, 10_000]]);
+  });
+
   it("keeps an event's data when it is a JSON object, and {} otherwise, so every body parses", () => {
     const e = domainEvent("key.created", "ws_1", { keyId: "key_1", apiId: "api_1" }, 1);
     expect(eventRecordOf(e).dataJson).toBe('{"keyId":"key_1","apiId":"api_1"}');

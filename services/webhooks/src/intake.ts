@@ -145,7 +145,13 @@ export class InProcessIntake {
     private readonly store: WebhookStore,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly options: { maxBuffered?: number; retryMs?: number; maxTries?: number } = {},
+    private readonly options: {
+      maxBuffered?: number;
+      retryMs?: number;
+      maxTries?: number;
+      /** The retry schedule's first wait: a new delivery is due this long after it is written. */
+      firstDelayMs?: number;
+    } = {},
   ) {}
 
   take(event: DomainEvent): void {
@@ -190,7 +196,9 @@ export class InProcessIntake {
       const batch = this.queue.slice(0, 500);
       const left = await writeEach(batch, {
         write: async (events) => {
-          webhookDeliveriesAdded.inc(await this.store.intake(events, this.clock.now()));
+          webhookDeliveriesAdded.inc(
+            await this.store.intake(events, this.clock.now(), this.options.firstDelayMs),
+          );
           this.taken += events.length;
         },
         maxTries: this.options.maxTries ?? MAX_WRITE_TRIES,
@@ -244,6 +252,8 @@ export interface IntakeConsumerOptions {
   maxBackoffMs?: number;
   /** Tries of a write failing with an unknown error before its event is dropped; MAX_WRITE_TRIES. */
   maxTries?: number;
+  /** The retry schedule's first wait: a new delivery is due this long after it is written. */
+  firstDelayMs?: number;
 }
 
 export interface RunningIntake {
@@ -306,7 +316,7 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
       let dropped = 0;
       const left = await writeEach(events.map(eventRecordOf), {
         write: async (records) => {
-          const added = await store.intake(records, clock.now());
+          const added = await store.intake(records, clock.now(), options.firstDelayMs);
           stats.taken += added;
           webhookDeliveriesAdded.inc(added);
         },

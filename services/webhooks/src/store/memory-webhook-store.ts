@@ -79,7 +79,7 @@ export class MemoryWebhookStore implements WebhookStore {
     return true;
   }
 
-  async intake(events: readonly EventRecord[], now: number) {
+  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
     let added = 0;
     for (const e of events) {
       for (const w of this.webhooks.values()) {
@@ -99,7 +99,7 @@ export class MemoryWebhookStore implements WebhookStore {
           dataJson: e.dataJson,
           status: "pending",
           attempts: [],
-          nextAttemptAt: now,
+          nextAttemptAt: now + firstDelayMs,
           deliveredAt: null,
           createdAt: now,
           redeliveryOf: null,
@@ -140,6 +140,7 @@ export class MemoryWebhookStore implements WebhookStore {
     newId: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs = 0,
   ) {
     const d = this.deliveries.get(deliveryId);
     if (!d || d.workspaceId !== workspaceId || d.webhookId !== webhookId) return undefined;
@@ -148,7 +149,7 @@ export class MemoryWebhookStore implements WebhookStore {
       id: newId,
       status: "pending",
       attempts: [],
-      nextAttemptAt: now,
+      nextAttemptAt: now + firstDelayMs,
       deliveredAt: null,
       createdAt: now,
       redeliveryOf: d.redeliveryOf ?? d.id,

@@ -159,7 +159,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async intake(events: readonly EventRecord[], now: number) {
+  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
     if (events.length === 0) return 0;
     return this.sql.begin(async (tx) => {
       let added = 0;
@@ -172,7 +172,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
             INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at,
                                             data_json, status, next_attempt_at, created_at)
             VALUES (${newId("dlv")}, ${h.id}, ${e.workspaceId}, ${e.id}, ${e.type}, ${e.occurredAt},
-                    ${e.dataJson}, 'pending', ${now}, ${now})
+                    ${e.dataJson}, 'pending', ${now + firstDelayMs}, ${now})
             ON CONFLICT (webhook_id, event_id) WHERE redelivery_of IS NULL DO NOTHING
             RETURNING id`;
           added += rows.length;
@@ -213,6 +213,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     id: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs = 0,
   ) {
     return this.audited(
       audit,
@@ -221,7 +222,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
                                           status, next_attempt_at, created_at, redelivery_of)
           SELECT ${id}, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
-                 'pending', ${now}, ${now}, COALESCE(redelivery_of, id)
+                 'pending', ${now + firstDelayMs}, ${now}, COALESCE(redelivery_of, id)
           FROM webhook_deliveries
           WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}
           RETURNING id`;

@@ -317,6 +317,22 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect((await claim(100_000)).map((x) => x.webhookId)).toEqual([other.id, other.id]);
     });
 
+    it("makes new deliveries and redeliveries due after the first wait given", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event()], 1_000, 5_000);
+      const [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(d).toMatchObject({ createdAt: 1_000, nextAttemptAt: 6_000 });
+      expect(await claim(5_999)).toEqual([]);
+      const id = newId("dlv");
+      await store.redeliver(wsA, w.id, d!.id, id, 7_000, undefined, 3_000);
+      expect(await store.findDelivery(wsA, w.id, id)).toMatchObject({
+        createdAt: 7_000,
+        nextAttemptAt: 10_000,
+      });
+      expect((await claim(9_999)).map((c) => c.id)).toEqual([d!.id]);
+    });
+
     it("redelivers the same event as a new delivery, only within the workspace", async () => {
       const w = webhook();
       await store.createWebhook(w, 20);

@@ -120,11 +120,12 @@ export interface WebhookStore extends AuditLogStore {
   deleteWebhook(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 
   /**
-   * One pending delivery, due at `now`, per enabled webhook of the event's workspace that wants its
+   * One pending delivery, created at `now` and due `firstDelayMs` later (the retry schedule's first
+   * wait), per enabled webhook of the event's workspace that wants its
    * type; an event already taken for a webhook is not taken again (idempotent on webhook and event
    * id). All events in one transaction. Answers how many deliveries were added.
    */
-  intake(events: readonly EventRecord[], now: number): Promise<number>;
+  intake(events: readonly EventRecord[], now: number, firstDelayMs?: number): Promise<number>;
 
   /**
    * The deliveries of a webhook of the workspace, newest first, with their attempts; `after` is the
@@ -137,7 +138,10 @@ export interface WebhookStore extends AuditLogStore {
     status?: DeliveryStatus,
   ): Promise<DeliveryRecord[]>;
   findDelivery(workspaceId: string, webhookId: string, id: string): Promise<DeliveryRecord | undefined>;
-  /** A new pending delivery, due at `now`, of the same event to the same webhook; undefined when the delivery is not found. */
+  /**
+   * A new pending delivery, created at `now` and due `firstDelayMs` later, of the same event to the
+   * same webhook; undefined when the delivery is not found.
+   */
   redeliver(
     workspaceId: string,
     webhookId: string,
@@ -145,6 +149,7 @@ export interface WebhookStore extends AuditLogStore {
     newId: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs?: number,
   ): Promise<string | undefined>;
 
   /**
