@@ -274,6 +274,12 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     disabledAudit?: AuditRecord,
   ) {
     return this.sql.begin(async (tx) => {
+      // The webhook first, as updateWebhook does: a disabling attempt fails the webhook's other
+      // pending deliveries, and attempts of one webhook ending together must not lock a delivery
+      // each and then wait for the other's.
+      await tx`
+        SELECT w.id FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id
+        WHERE d.id = ${claim.id} FOR UPDATE OF w`;
       const [d] = await tx<{ webhook_id: string; attempts_made: number }[]>`
         UPDATE webhook_deliveries SET
           attempts_made = attempts_made + 1,
