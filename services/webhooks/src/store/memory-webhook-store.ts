@@ -158,13 +158,26 @@ export class MemoryWebhookStore implements WebhookStore {
     return newId;
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number) {
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ) {
+    const taken = new Map(perWebhook?.busy ?? []);
     const due = [...this.deliveries.values()]
       .filter((d) => {
         const w = this.webhooks.get(d.webhookId);
         return d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now && w?.enabled;
       })
       .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))
+      .filter((d) => {
+        if (!perWebhook) return true;
+        const n = taken.get(d.webhookId) ?? 0;
+        if (n >= perWebhook.max) return false;
+        taken.set(d.webhookId, n + 1);
+        return true;
+      })
       .slice(0, limit);
     return due.map((d): ClaimedDelivery => {
       d.nextAttemptAt = now + leaseMs;

@@ -232,14 +232,36 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number) {
-    const rows = await this.sql<
-      (DeliveryRow & { url: string; sealed_secret: string; attempts_made: number })[]
-    >`
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ) {
+    const sql = this.sql;
+    const busy = [...(perWebhook?.busy ?? new Map<string, number>())];
+    // Per webhook, its due deliveries ranked oldest first; a webhook's are taken only up to what it
+    // may still have in flight. Ranked before locking, so rows another worker holds count too (this
+    // worker takes fewer, never more).
+    const capped = perWebhook
+      ? sql`
+        AND d.id IN (
+          SELECT r.id FROM (
+            SELECT d2.id, d2.webhook_id,
+                   row_number() OVER (PARTITION BY d2.webhook_id ORDER BY d2.next_attempt_at, d2.id) AS rn
+            FROM webhook_deliveries d2
+            WHERE d2.status = 'pending' AND d2.next_attempt_at <= ${now}
+          ) r
+          LEFT JOIN unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, n]) => n)}::int[]) AS b(webhook_id, n)
+            ON b.webhook_id = r.webhook_id
+          WHERE r.rn <= ${perWebhook.max} - COALESCE(b.n, 0))`
+      : sql``;
+    const rows = await sql<(DeliveryRow & { url: string; sealed_secret: string; attempts_made: number })[]>`
       WITH due AS (
         SELECT d.id FROM webhook_deliveries d
         JOIN webhooks w ON w.id = d.webhook_id AND w.enabled
         WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}
+          ${capped}
         ORDER BY d.next_attempt_at
         LIMIT ${limit}
         FOR UPDATE OF d SKIP LOCKED

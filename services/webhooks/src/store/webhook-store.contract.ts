@@ -159,6 +159,26 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await claim(61_000)).toHaveLength(1);
     });
 
+    it("claims at most the given number per webhook, less what the caller has in flight", async () => {
+      const slow = webhook();
+      const fast = webhook();
+      await store.createWebhook(slow, 20);
+      await store.createWebhook(fast, 20);
+      await store.intake([event(), event(), event()], 1_000);
+      await store.updateWebhook(wsA, fast.id, { events: ["credits.low"], updatedAt: 1_000 });
+      await store.updateWebhook(wsA, slow.id, { events: ["credits.low"], updatedAt: 1_000 });
+      await store.updateWebhook(wsA, fast.id, { events: ["key.created"], updatedAt: 1_000 });
+      await store.intake([event(), event()], 2_000);
+      const ids = async (now: number, busy: Map<string, number>) =>
+        (await store.claimDue(now, 1_000, 60_000, { max: 2, busy }))
+          .filter((c) => c.workspaceId === wsA)
+          .map((c) => c.webhookId)
+          .sort();
+      expect(await ids(2_000, new Map([[slow.id, 1]]))).toEqual([slow.id, fast.id, fast.id].sort());
+      // After the leases: two of each, with nothing in flight.
+      expect(await ids(62_000, new Map())).toEqual([slow.id, slow.id, fast.id, fast.id].sort());
+    });
+
     it("records attempts in order, schedules the next, and fails or delivers the delivery", async () => {
       const w = webhook();
       await store.createWebhook(w, 20);

@@ -156,8 +156,15 @@ export interface WebhookStore extends AuditLogStore {
    * Up to `limit` pending deliveries due at `now` to enabled webhooks, each held for `leaseMs` (its
    * next attempt moved to now + leaseMs) so no other worker takes it meanwhile; a worker that dies
    * leaves it to be taken again once the lease ends. Rows another worker is claiming are skipped.
+   * With `perWebhook`, at most `max` per webhook, less what the caller already has in flight
+   * (`busy`, by webhook id), so one slow webhook cannot take every slot.
    */
-  claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ): Promise<ClaimedDelivery[]>;
   /**
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
