@@ -47,9 +47,17 @@ export async function composeWebhooks(options: {
   let consumer: RunningIntake | undefined;
   let intake: InProcessIntake | undefined;
   if (options.nats) {
-    consumer = await startIntakeConsumer({ nats: options.nats, store: deps.store, clock: deps.clock, log });
+    consumer = await startIntakeConsumer({
+      nats: options.nats,
+      store: deps.store,
+      clock: deps.clock,
+      log,
+      firstDelayMs: deps.settings.retryScheduleMs[0],
+    });
   } else {
-    const inProcess = new InProcessIntake(deps.store, deps.clock, log);
+    const inProcess = new InProcessIntake(deps.store, deps.clock, log, {
+      firstDelayMs: deps.settings.retryScheduleMs[0],
+    });
     intake = inProcess;
     events = withDomainEvents(options.events, (e) => inProcess.take(e));
   }

@@ -159,6 +159,44 @@ describe("the intake from JetStream (events.domain)", () => {
     });
   });
 
+  it("terminates a message PostgreSQL can never write and goes on with the next, another workspace's", async () => {
+    const nats = await ownNats();
+    const nc = await nats.connection();
+    const intake = await consume(nc);
+    const ws = `ws_${randomUUID()}`;
+    const hook = await webhookIn(ws);
+    const sink = new JetStreamEventSink(nc, log, { intervalMs: 10 });
+    cleanups.push(() => sink.close());
+    // A NUL in text: PostgreSQL refuses it with SQLSTATE 22021 every time.
+    const poison = domainEvent("key.created", `ws_\u0000${randomUUID()}`, { keyId: "k", apiId: "a" }, 1_000);
+    sink.publish(DOMAIN_EVENT, poison.id, poison);
+    await sink.flush();
+    const next = domainEvent("key.created", ws, { keyId: "key_1", apiId: "api_1" }, 2_000);
+    sink.publish(DOMAIN_EVENT, next.id, next);
+    await sink.flush();
+    await eventually(() => intake.stats().messages >= 2, 10_000);
+    expect(intake.stats()).toMatchObject({ messages: 2, unwritable: 1, failedWrites: 0, taken: 1 });
+    expect((await deliveriesOf(ws, hook)).map((d) => d.eventId)).toEqual([next.id]);
+  });
+
+  it("writes the other events of a batch whose one event PostgreSQL can never write", async () => {
+    const nats = await ownNats();
+    const nc = await nats.connection();
+    const intake = await consume(nc);
+    const ws = `ws_${randomUUID()}`;
+    const hook = await webhookIn(ws);
+    const sink = new JetStreamEventSink(nc, log, { intervalMs: 10 });
+    cleanups.push(() => sink.close());
+    const before = domainEvent("key.created", ws, { keyId: "key_1", apiId: "api_1" }, 1_000);
+    const poison = domainEvent("key.created", `ws_\u0000${randomUUID()}`, { keyId: "k", apiId: "a" }, 1_000);
+    const after = domainEvent("key.created", ws, { keyId: "key_2", apiId: "api_1" }, 1_000);
+    for (const e of [before, poison, after]) sink.publish(DOMAIN_EVENT, e.id, e);
+    await sink.flush();
+    await eventually(() => intake.stats().taken + intake.stats().unwritable >= 3, 10_000);
+    expect(intake.stats()).toMatchObject({ unwritable: 1, taken: 2 });
+    expect((await deliveriesOf(ws, hook)).map((d) => d.eventId).sort()).toEqual([before.id, after.id].sort());
+  });
+
   it("loses no event when NATS is stopped during a burst", async () => {
     const nats = await ownNats();
     const publisher = await nats.connection();

@@ -7,7 +7,7 @@ import {
   TestClock,
 } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { eventRecordOf, InProcessIntake, withDomainEvents } from "./intake.ts";
+import { eventRecordOf, InProcessIntake, withDomainEvents, writeErrorKind } from "./intake.ts";
 import { MemoryWebhookStore } from "./store/memory-webhook-store.ts";
 import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
 
@@ -98,6 +98,84 @@ describe("the in-process intake (npm start without NATS)", () => {
     closing.take(domainEvent("key.created", "ws_1", { keyId: "key_2", apiId: "api_1" }, 1));
     await closing.close();
     expect(closing.stats()).toMatchObject({ buffered: 0, dropped: 1 });
+  });
+
+  it("drops only the event no write will take, with one try, and the others go on", async () => {
+    const store = await storeWithWebhook();
+    const bad = domainEvent("key.created", "ws_1", { keyId: "bad", apiId: "a" }, 1);
+    const calls: number[] = [];
+    const strict: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        calls.push(events.length);
+        if (events.some((e) => e.id === bad.id)) {
+          throw Object.assign(new Error("value too long for type character varying(64)"), { code: "22001" });
+        }
+        return store.intake(events, now);
+      },
+    });
+    const intake = new InProcessIntake(strict, clock, log, { retryMs: 10_000 });
+    const good = [1, 2].map((i) => domainEvent("key.created", "ws_1", { keyId: `k${i}`, apiId: "a" }, 1));
+    intake.take(good[0]!);
+    intake.take(bad);
+    intake.take(good[1]!);
+    await intake.flush();
+    // The first event is written as it comes; the batch of the next two fails once, then each is
+    // written alone: the bad one is tried once alone, never again.
+    expect(calls).toEqual([1, 2, 1, 1]);
+    expect(store.allDeliveries().map((d) => d.eventId)).toEqual(good.map((e) => e.id));
+    expect(intake.stats()).toEqual({ buffered: 0, taken: 2, dropped: 1 });
+  });
+
+  it("gives up on an unknown error after maxTries, but retries a transient one for as long as it lasts", async () => {
+    const store = await storeWithWebhook();
+    let calls = 0;
+    const broken: WebhookStore = Object.assign(Object.create(store), {
+      async intake() {
+        calls++;
+        throw new Error("something unexpected");
+      },
+    });
+    const intake = new InProcessIntake(broken, clock, log, { retryMs: 1, maxTries: 3 });
+    intake.take(domainEvent("key.created", "ws_1", { keyId: "k", apiId: "a" }, 1));
+    await intake.flush();
+    expect(calls).toBe(3);
+    expect(intake.stats()).toEqual({ buffered: 0, taken: 0, dropped: 1 });
+
+    let down = 5;
+    const flaky: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        if (down-- > 0) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+        return store.intake(events, now);
+      },
+    });
+    const patient = new InProcessIntake(flaky, clock, log, { retryMs: 1, maxTries: 3 });
+    patient.take(domainEvent("key.created", "ws_1", { keyId: "k2", apiId: "a" }, 1));
+    await patient.flush();
+    expect(patient.stats()).toEqual({ buffered: 0, taken: 1, dropped: 0 });
+    expect(store.allDeliveries()).toHaveLength(1);
+  });
+
+  it("tells permanent write errors from transient ones", () => {
+    const withCode = (code: string) => Object.assign(new Error(code), { code });
+    expect(["22001", "22P02", "22021", "23505", "23502"].map((c) => writeErrorKind(withCode(c)))).toEqual(
+      Array(5).fill("permanent"),
+    );
+    expect(
+      ["08006", "40001", "40P01", "53300", "57P01", "57014", "55P03", "ECONNRESET", "CONNECTION_CLOSED"].map(
+        (c) => writeErrorKind(withCode(c)),
+      ),
+    ).toEqual(Array(9).fill("transient"));
+    expect([new Error("x"), withCode("42P01"), null, "text"].map(writeErrorKind)).toEqual(
+      Array(4).fill("unknown"),
+    );
+  });
+
+  it("makes a new delivery due after the first wait of the retry schedule", async () => {
+    const store = await storeWithWebhook();
+    const intake = new InProcessIntake(store, clock, log, { firstDelayMs: 5_000 });
+    intake.take(domainEvent("key.created", "ws_1", { keyId: "k", apiId: "a" }, 1));
+    await intake.flush();
+    expect(store.allDeliveries().map((d) => [d.createdAt, d.nextAttemptAt])).toEqual([[5_000, 10_000]]);
   });
 
   it("keeps an event's data when it is a JSON object, and {} otherwise, so every body parses", () => {

@@ -50,7 +50,15 @@ async function main() {
     : undefined;
   // The durable consumer's name: the replicas of one deployment share it and split the work.
   const durable = env.string("WEBHOOK_CONSUMER", "webhooks")!;
-  if (nats) intake = await startIntakeConsumer({ nats, store: deps.store, clock: deps.clock, log, durable });
+  if (nats)
+    intake = await startIntakeConsumer({
+      nats,
+      store: deps.store,
+      clock: deps.clock,
+      log,
+      durable,
+      firstDelayMs: settings.retryScheduleMs[0],
+    });
   else
     log.warn(
       "NATS_URL is not set: no events reach this process, so no webhook is delivered but redeliveries",

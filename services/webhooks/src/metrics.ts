@@ -25,3 +25,16 @@ export const webhookDeliveriesAdded = new Counter({
   name: "latchkey_webhook_deliveries_added_total",
   help: "Webhook deliveries added by the intake",
 });
+
+/** Attempts whose result was not recorded: the delivery's lease had ended and another worker had taken it. */
+export const webhookStaleAttempts = new Counter({
+  name: "latchkey_webhook_stale_attempts_total",
+  help: "Webhook attempts not recorded because their claim's lease had ended and another worker held the delivery",
+});
+
+/** DomainEvents the intake dropped, by reason: `unwritable` (a write error no retry can fix), `undecodable`, `buffer_full`. */
+export const webhookEventsDropped = new Counter({
+  name: "latchkey_webhook_events_dropped_total",
+  help: "Domain events the webhook intake dropped without writing them, by reason",
+  labelNames: ["reason"] as const,
+});

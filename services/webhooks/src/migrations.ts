@@ -68,4 +68,12 @@ CREATE TABLE webhook_attempts (
     // key's through the gateway, and the system's when the worker disables a webhook.
     sql: auditTableSql("webhooks_audit_log", ["root_key", "system"]),
   },
+  {
+    version: 3,
+    name: "webhook_deliveries by status",
+    // webhooks.listDeliveries with a status: one webhook's deliveries of that status, in page order,
+    // without reading the others.
+    sql: `CREATE INDEX webhook_deliveries_status_page
+  ON webhook_deliveries (webhook_id, status, created_at DESC, id COLLATE "C" DESC);`,
+  },
 ];

@@ -10,7 +10,8 @@ export const MAX_URL_LENGTH = 2048;
  * Classified by ipaddr.js: an IPv4-mapped IPv6 address is judged as the IPv4 address it maps, and
  * anything that is not plain public unicast is refused: loopback, private (RFC 1918, fc00::/7),
  * link-local (169.254/16 with the cloud metadata address, fe80::/10), unspecified, carrier-grade
- * NAT (100.64/10), multicast, broadcast, reserved, and the IPv6 ranges that embed IPv4 addresses.
+ * NAT (100.64/10), multicast, broadcast, reserved, the IPv6 ranges that embed IPv4 addresses
+ * (IPv4-compatible ::/96 included) and the deprecated site-local fec0::/10.
  */
 export function blockedAddress(address: string): string | undefined {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
@@ -20,9 +21,24 @@ export function blockedAddress(address: string): string | undefined {
     return `'${address}' is not an IP address`;
   }
   const range = parsed.range();
-  if (range === "unicast") return undefined;
-  return `${address} is a ${RANGE_NAMES[range] ?? `${range}`} address`;
+  if (range !== "unicast") return `${address} is a ${RANGE_NAMES[range] ?? `${range}`} address`;
+  if (parsed.kind() === "ipv6") {
+    const v6 = parsed as ipaddr.IPv6;
+    const refused = REFUSED_V6.find(([net]) => v6.match(net));
+    if (refused) return `${address} is a ${refused[1]} address`;
+  }
+  return undefined;
 }
+
+/**
+ * IPv6 ranges ipaddr.js may call unicast that reach what the IPv4 or site rules refuse:
+ * IPv4-compatible ::/96 (`[::127.0.0.1]`, which the URL parser writes `[::7f00:1]`) and the
+ * deprecated site-local fec0::/10, refused whatever the library's version calls them.
+ */
+const REFUSED_V6: [[ipaddr.IPv6, number], string][] = [
+  [ipaddr.IPv6.parseCIDR("::/96"), "deprecated IPv4-compatible IPv6"],
+  [ipaddr.IPv6.parseCIDR("fec0::/10"), "site-local (deprecated)"],
+];
 
 const RANGE_NAMES: Record<string, string> = {
   loopback: "loopback",
@@ -34,6 +50,7 @@ const RANGE_NAMES: Record<string, string> = {
   multicast: "multicast",
   broadcast: "broadcast",
   reserved: "reserved",
+  deprecatedSiteLocal: "site-local (deprecated)",
 };
 
 /** The URL's host as an IP address when it is one (IPv6 without its brackets), else undefined. */

@@ -211,7 +211,7 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     expect(r.received).toHaveLength(4);
   });
 
-  it("disables a webhook after the run of failures set, says why, and delivers again once enabled", async () => {
+  it("disables a webhook after the run of failures set, says why, fails its pending deliveries, and delivers redeliveries once enabled", async () => {
     let healthy = false;
     const r = await receiver((_n, res) => {
       res.statusCode = healthy ? 200 : 500;
@@ -259,12 +259,53 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     await deliverDue(deps);
     expect(r.received).toHaveLength(sent);
     healthy = true;
+    // Disabling failed its pending deliveries; enabling does not bring them back, a redelivery does.
+    const failed = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
+    expect(failed.map((d) => [d.status, d.nextAttemptAt])).toEqual([
+      ["failed", null],
+      ["failed", null],
+    ]);
     await deps.store.updateWebhook(hook.workspaceId, hook.id, { enabled: true, updatedAt: clock.now() });
-    await deliverDue(deps);
+    expect(await deliverDue(deps)).toBe(0);
+    for (const d of failed) {
+      await deps.store.redeliver(hook.workspaceId, hook.id, d.id, `dlv_${d.id}_again`, clock.now());
+    }
+    expect(await deliverDue(deps)).toBe(2);
     const statuses = (await deps.store.listDeliveries(hook.workspaceId, hook.id, page)).map((d) => d.status);
-    expect(statuses).toEqual(["delivered", "delivered"]);
+    expect(statuses.sort()).toEqual(["delivered", "delivered", "failed", "failed"]);
     // Successes after it record nothing more.
     expect(await deps.store.listAudit(hook.workspaceId, { limit: 100 })).toHaveLength(1);
+  });
+
+  it("refills its slots as attempts end, two per webhook: a slow receiver holds up no other webhook", async () => {
+    const slow = await receiver((_n, res) => setTimeout(() => res.end(), 1_500));
+    const fast = await receiver();
+    const clock = new TestClock(Date.now());
+    const deps = depsWith({ batchSize: 4, pollMs: 60_000 }, clock);
+    const slowHook = await webhookTo(deps, slow.url);
+    const fastHook = await webhookTo(deps, fast.url);
+    // The slow webhook's deliveries are the oldest, so a round taken in order would be all of them.
+    await deps.store.intake(
+      Array.from({ length: 4 }, () => eventIn(slowHook.workspaceId)),
+      clock.now() - 1_000,
+    );
+    await deps.store.intake(
+      Array.from({ length: 4 }, () => eventIn(fastHook.workspaceId)),
+      clock.now(),
+    );
+    const started = Date.now();
+    const worker = startWorker(deps);
+    cleanups.push(() => worker.stop());
+    await eventually(() => fast.received.length === 4, 5_000);
+    // All four fast ones answered while the slow webhook had two attempts in flight, none answered.
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(slow.received).toHaveLength(2);
+    await eventually(() => slow.received.length === 4, 10_000);
+    await worker.stop();
+    const statuses = async (id: string, ws: string) =>
+      (await deps.store.listDeliveries(ws, id, page)).map((d) => d.status);
+    expect(await statuses(fastHook.id, fastHook.workspaceId)).toEqual(Array(4).fill("delivered"));
+    expect(await statuses(slowHook.id, slowHook.workspaceId)).toEqual(Array(4).fill("delivered"));
   });
 
   it("sends each delivery once when two workers claim at the same time (FOR UPDATE SKIP LOCKED)", async () => {

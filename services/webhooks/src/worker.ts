@@ -1,6 +1,6 @@
 import { auditSuccess, type Clock, type Logger } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
-import { webhookAttemptSeconds, webhookAttempts, webhooksDisabled } from "./metrics.ts";
+import { webhookAttemptSeconds, webhookAttempts, webhookStaleAttempts, webhooksDisabled } from "./metrics.ts";
 import type { SecretVault } from "./secret.ts";
 import { type AttemptResult, send } from "./sender.ts";
 import type { WebhookSettings } from "./settings.ts";
@@ -87,8 +87,8 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
   const now = deps.clock.now();
   const made = d.attemptsMade + 1;
   const outcome = outcomeOf(result, made, settings.retryScheduleMs, now);
-  const { disabled } = await deps.store.recordAttempt(
-    d.id,
+  const { recorded, disabled } = await deps.store.recordAttempt(
+    d,
     { attemptedAt: at, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error },
     outcome,
     settings.disableAfterFailures,
@@ -109,6 +109,15 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
           now,
         ),
   );
+  if (!recorded) {
+    // The lease ended before the attempt did (a receiver slower than the timeout allows, a paused
+    // process): another worker holds the delivery now, and its result is the one kept.
+    webhookStaleAttempts.inc();
+    deps.log.warn(
+      { deliveryId: d.id, webhookId: d.webhookId, workspaceId: d.workspaceId },
+      "webhook attempt not recorded: its lease had ended",
+    );
+  }
   if (disabled) {
     webhooksDisabled.inc();
     deps.log.warn(
@@ -119,7 +128,10 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
   return result;
 }
 
-/** Claims the due deliveries once and sends them, all at once; answers how many were attempted. */
+/**
+ * Claims the due deliveries once and sends them, all at once, with no cap per webhook; answers how
+ * many were attempted. For tests and one-off rounds; startWorker refills its slots as attempts end.
+ */
 export async function deliverDue(deps: WorkerDeps): Promise<number> {
   const { settings } = deps;
   // Held past the attempt's timeout, so only a worker that died leaves a delivery to be taken again.
@@ -129,41 +141,107 @@ export async function deliverDue(deps: WorkerDeps): Promise<number> {
   return claimed.length;
 }
 
+/** Attempts one worker has in flight to one webhook at most (docs/limits.md), so a slow one cannot take every slot. */
+export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
+
 export interface RunningWorker {
-  /** Waits for the round in flight, then stops. */
+  /** Waits for the attempts in flight, then stops. */
   stop(): Promise<void>;
 }
 
 /**
- * The delivery worker: every `pollMs`, claims due deliveries (several workers, in several replicas,
- * share them through FOR UPDATE SKIP LOCKED) and sends them, going straight on while a round came
- * back full; once an hour it deletes what retention no longer keeps. Off every request's path.
+ * The delivery worker: `batchSize` slots of attempts in flight. Every `pollMs`, and again as each
+ * attempt ends, it claims due deliveries for its free slots (several workers, in several replicas,
+ * share them through FOR UPDATE SKIP LOCKED), at most MAX_IN_FLIGHT_PER_WEBHOOK per webhook, so a
+ * receiver that answers just under the timeout holds two slots, not the round, and no other
+ * workspace waits behind it. Once an hour it deletes what retention no longer keeps. Off every
+ * request's path.
  */
 export function startWorker(deps: WorkerDeps): RunningWorker {
+  const { settings } = deps;
+  // Held past the attempt's timeout, so only a worker that died leaves a delivery to be taken again.
+  const leaseMs = settings.timeoutMs + 30_000;
   let stopping = false;
   let timer: NodeJS.Timeout | undefined;
   let lastPrune = 0;
-  let round: Promise<void> = Promise.resolve();
+  const busy = new Map<string, number>();
+  const inFlight = new Set<Promise<void>>();
+  let filling: Promise<void> | undefined;
+  let fillAgain = false;
+
+  const start = (d: ClaimedDelivery) => {
+    busy.set(d.webhookId, (busy.get(d.webhookId) ?? 0) + 1);
+    const running: Promise<void> = attempt(deps, d)
+      .then(
+        () => undefined,
+        (err: unknown) =>
+          deps.log.warn(
+            { err: (err as Error).message, deliveryId: d.id },
+            "webhook attempt failed to record",
+          ),
+      )
+      .finally(() => {
+        const n = (busy.get(d.webhookId) ?? 1) - 1;
+        if (n > 0) busy.set(d.webhookId, n);
+        else busy.delete(d.webhookId);
+        inFlight.delete(running);
+        fill();
+      });
+    inFlight.add(running);
+  };
+
+  /** Claims for the free slots, again while a claim came back full; one fill at a time. */
+  const fill = () => {
+    if (stopping) return;
+    if (filling) {
+      fillAgain = true;
+      return;
+    }
+    filling = (async () => {
+      try {
+        do {
+          fillAgain = false;
+          for (;;) {
+            const free = settings.batchSize - inFlight.size;
+            if (stopping || free <= 0) break;
+            const claimed = await deps.store.claimDue(deps.clock.now(), free, leaseMs, {
+              max: MAX_IN_FLIGHT_PER_WEBHOOK,
+              busy,
+            });
+            for (const d of claimed) start(d);
+            if (claimed.length < free) break;
+          }
+        } while (fillAgain && !stopping);
+      } catch (err) {
+        deps.log.warn({ err: (err as Error).message }, "webhook delivery round failed; trying again");
+      } finally {
+        filling = undefined;
+      }
+    })();
+  };
+
   const tick = async () => {
+    fill();
     try {
-      while (!stopping && (await deliverDue(deps)) >= deps.settings.batchSize) {}
       const now = deps.clock.now();
       if (now - lastPrune >= 3600_000) {
         lastPrune = now;
-        const pruned = await deps.store.pruneDeliveries(now - deps.settings.retentionMs);
+        const pruned = await deps.store.pruneDeliveries(now - settings.retentionMs);
         if (pruned > 0) deps.log.info({ pruned }, "old webhook deliveries deleted");
       }
     } catch (err) {
-      deps.log.warn({ err: (err as Error).message }, "webhook delivery round failed; trying again");
+      deps.log.warn({ err: (err as Error).message }, "webhook retention failed; trying again");
     }
-    if (!stopping) timer = setTimeout(() => (round = tick()), deps.settings.pollMs);
+    if (!stopping) timer = setTimeout(() => (ticking = tick()), settings.pollMs);
   };
-  round = tick();
+  let ticking = tick();
   return {
     async stop() {
       stopping = true;
       clearTimeout(timer);
-      await round;
+      await ticking;
+      await filling;
+      while (inFlight.size > 0) await Promise.all(inFlight);
     },
   };
 }

@@ -72,6 +72,13 @@ describe("CreateWebhook", () => {
     ["http://2130706433/x", /127\.0\.0\.1 is a loopback address/],
     ["http://0x7f.1/x", /127\.0\.0\.1 is a loopback address/],
     ["http://224.0.0.1/x", /multicast/],
+    // IPv4-compatible IPv6: the URL parser writes [::127.0.0.1] as [::7f00:1].
+    [
+      "http://[::127.0.0.1]/x",
+      "url points at ::7f00:1 is a deprecated IPv4-compatible IPv6 address: webhooks are delivered only to public addresses",
+    ],
+    ["http://[::a00:1]/x", /::a00:1 is a deprecated IPv4-compatible IPv6 address/],
+    ["http://[fec0::1]/x", /fec0::1 is a site-local \(deprecated\) address/],
   ])("refuses the url %s: 400 saying why", async (url, message) => {
     const { create } = harness();
     await expectReason(create({ url }), ErrorReason.INVALID_INPUT, { message, location: "/url" });

@@ -20,7 +20,7 @@ describe("ListDeliveries", () => {
     await deps.store.intake([event("evt_3")], t0 + 2);
     const [claimed] = await deps.store.claimDue(t0, 1, 60_000);
     await deps.store.recordAttempt(
-      claimed!.id,
+      claimed!,
       { attemptedAt: t0 + 5, statusCode: 500, latencyMs: 7, error: "answered 500" },
       { status: "pending", nextAttemptAt: t0 + 5_005 },
       15,

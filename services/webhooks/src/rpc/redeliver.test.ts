@@ -23,6 +23,20 @@ describe("Redeliver", () => {
     });
   });
 
+  it("makes the redelivery due after the retry schedule's first wait", async () => {
+    const { client, create, all, deps, clock } = harness({ retryScheduleMs: [30_000, 60_000] });
+    const { webhookId } = await create();
+    await deps.store.intake(
+      [{ id: "evt_1", type: "key.created", workspaceId: WS, occurredAt: 1, dataJson: "{}" }],
+      clock.now(),
+    );
+    const [original] = (await client.listDeliveries({ caller: all, webhookId })).deliveries;
+    const { deliveryId } = await client.redeliver({ caller: all, webhookId, deliveryId: original!.id });
+    expect((await deps.store.findDelivery(WS, webhookId, deliveryId))?.nextAttemptAt).toBe(
+      clock.now() + 30_000,
+    );
+  });
+
   it("answers a missing delivery and another workspace's webhook as not found", async () => {
     const { client, create, all, deps, clock } = harness();
     const { webhookId } = await create();

@@ -5,7 +5,7 @@ import type { WebhookDeps } from "../deps.ts";
 import { deliveryNotFound, visibleWebhook } from "../validation.ts";
 
 /**
- * webhooks.redeliver: a new delivery of the same event, due now, with the same webhook-id (the
+ * webhooks.redeliver: a new delivery of the same event, due after the retry schedule's first wait, with the same webhook-id (the
  * event's id), so a receiver that already has it can tell. A disabled webhook's waits until it is
  * enabled again.
  */
@@ -35,6 +35,7 @@ export function redeliver(deps: WebhookDeps) {
         [],
         now,
       ),
+      deps.settings.retryScheduleMs[0],
     );
     if (id === undefined) throw deliveryNotFound(req.deliveryId);
     return { deliveryId: id };

@@ -63,6 +63,7 @@ export class MemoryWebhookStore implements WebhookStore {
         w.consecutiveFailures = 0;
       }
       w.enabled = update.enabled;
+      if (!update.enabled) this.failPending(id);
     }
     w.updatedAt = update.updatedAt;
     this.audit.add(audit);
@@ -78,7 +79,7 @@ export class MemoryWebhookStore implements WebhookStore {
     return true;
   }
 
-  async intake(events: readonly EventRecord[], now: number) {
+  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
     let added = 0;
     for (const e of events) {
       for (const w of this.webhooks.values()) {
@@ -98,7 +99,7 @@ export class MemoryWebhookStore implements WebhookStore {
           dataJson: e.dataJson,
           status: "pending",
           attempts: [],
-          nextAttemptAt: now,
+          nextAttemptAt: now + firstDelayMs,
           deliveredAt: null,
           createdAt: now,
           redeliveryOf: null,
@@ -139,6 +140,7 @@ export class MemoryWebhookStore implements WebhookStore {
     newId: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs = 0,
   ) {
     const d = this.deliveries.get(deliveryId);
     if (!d || d.workspaceId !== workspaceId || d.webhookId !== webhookId) return undefined;
@@ -147,7 +149,7 @@ export class MemoryWebhookStore implements WebhookStore {
       id: newId,
       status: "pending",
       attempts: [],
-      nextAttemptAt: now,
+      nextAttemptAt: now + firstDelayMs,
       deliveredAt: null,
       createdAt: now,
       redeliveryOf: d.redeliveryOf ?? d.id,
@@ -156,13 +158,26 @@ export class MemoryWebhookStore implements WebhookStore {
     return newId;
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number) {
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ) {
+    const taken = new Map(perWebhook?.busy ?? []);
     const due = [...this.deliveries.values()]
       .filter((d) => {
         const w = this.webhooks.get(d.webhookId);
         return d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now && w?.enabled;
       })
       .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))
+      .filter((d) => {
+        if (!perWebhook) return true;
+        const n = taken.get(d.webhookId) ?? 0;
+        if (n >= perWebhook.max) return false;
+        taken.set(d.webhookId, n + 1);
+        return true;
+      })
       .slice(0, limit);
     return due.map((d): ClaimedDelivery => {
       d.nextAttemptAt = now + leaseMs;
@@ -178,41 +193,45 @@ export class MemoryWebhookStore implements WebhookStore {
         occurredAt: d.occurredAt,
         dataJson: d.dataJson,
         attemptsMade: d.attempts.length,
+        lease: now + leaseMs,
       };
     });
   }
 
   async recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     attempt: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
     disabledAudit?: AuditRecord,
   ) {
-    const d = this.deliveries.get(deliveryId);
-    if (!d) return { disabled: false };
+    const d = this.deliveries.get(claim.id);
+    if (d?.status !== "pending" || d.nextAttemptAt !== claim.lease) {
+      return { recorded: false, disabled: false };
+    }
     d.attempts.push({ ...attempt });
     d.status = outcome.status;
     d.nextAttemptAt = outcome.status === "pending" ? outcome.nextAttemptAt : null;
     if (outcome.status === "delivered") d.deliveredAt = attempt.attemptedAt;
     const w = this.webhooks.get(d.webhookId);
-    if (!w) return { disabled: false };
+    if (!w) return { recorded: true, disabled: false };
     if (outcome.status === "delivered") {
       w.consecutiveFailures = 0;
-      return { disabled: false };
+      return { recorded: true, disabled: false };
     }
     w.consecutiveFailures++;
     if (w.enabled && w.consecutiveFailures >= disableAfter) {
       w.enabled = false;
       w.disabledReason = disabledReason;
+      this.failPending(w.id);
       this.audit.add(disabledAudit);
-      return { disabled: true };
+      return { recorded: true, disabled: true };
     }
-    return { disabled: false };
+    return { recorded: true, disabled: false };
   }
 
-  async pruneDeliveries(before: number) {
+  async pruneDeliveries(before: number, _batch?: number) {
     let n = 0;
     for (const [id, d] of this.deliveries) {
       if (d.status !== "pending" && d.createdAt < before) {
@@ -221,6 +240,16 @@ export class MemoryWebhookStore implements WebhookStore {
       }
     }
     return n;
+  }
+
+  /** A disabled webhook's pending deliveries end failed, with no further attempt (as in PostgreSQL). */
+  private failPending(webhookId: string) {
+    for (const d of this.deliveries.values()) {
+      if (d.webhookId === webhookId && d.status === "pending") {
+        d.status = "failed";
+        d.nextAttemptAt = null;
+      }
+    }
   }
 
   /** For tests: every delivery, as stored. */

@@ -1,4 +1,11 @@
-import { type AuditRecord, insertAudit, newId, PostgresAuditedStore, type Sql } from "@latchkey/runtime";
+import {
+  type AuditRecord,
+  insertAudit,
+  newId,
+  PostgresAuditedStore,
+  type Sql,
+  type TransactionSql,
+} from "@latchkey/runtime";
 import {
   type AttemptOutcome,
   type AttemptRecord,
@@ -64,6 +71,17 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
   updatedAt: r.updated_at,
 });
 
+/**
+ * A webhook being disabled ends its pending deliveries, failed with no further attempt: they are not
+ * sent when it is enabled again (webhooks.redeliver sends one again), and no claim scans them.
+ */
+const failPending = (sql: Sql | TransactionSql, webhookId: string) =>
+  sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
+      WHERE webhook_id = ${webhookId} AND status = 'pending'`;
+
+/** Deliveries deleted per statement by pruneDeliveries. */
+const PRUNE_BATCH = 5_000;
+
 /** The webhooks context's audit records (migrations.ts, version 2). */
 export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
 
@@ -124,6 +142,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
             ${u.enabled === false ? sql`, enabled = false` : sql``}
           WHERE workspace_id = ${workspaceId} AND id = ${id}
           RETURNING id`;
+        if (rows.length > 0 && u.enabled === false) await failPending(sql, id);
         return rows.length > 0;
       },
       (updated) => updated,
@@ -140,7 +159,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async intake(events: readonly EventRecord[], now: number) {
+  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
     if (events.length === 0) return 0;
     return this.sql.begin(async (tx) => {
       let added = 0;
@@ -153,7 +172,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
             INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at,
                                             data_json, status, next_attempt_at, created_at)
             VALUES (${newId("dlv")}, ${h.id}, ${e.workspaceId}, ${e.id}, ${e.type}, ${e.occurredAt},
-                    ${e.dataJson}, 'pending', ${now}, ${now})
+                    ${e.dataJson}, 'pending', ${now + firstDelayMs}, ${now})
             ON CONFLICT (webhook_id, event_id) WHERE redelivery_of IS NULL DO NOTHING
             RETURNING id`;
           added += rows.length;
@@ -194,6 +213,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     id: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs = 0,
   ) {
     return this.audited(
       audit,
@@ -202,7 +222,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
                                           status, next_attempt_at, created_at, redelivery_of)
           SELECT ${id}, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
-                 'pending', ${now}, ${now}, COALESCE(redelivery_of, id)
+                 'pending', ${now + firstDelayMs}, ${now}, COALESCE(redelivery_of, id)
           FROM webhook_deliveries
           WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}
           RETURNING id`;
@@ -212,14 +232,36 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number) {
-    const rows = await this.sql<
-      (DeliveryRow & { url: string; sealed_secret: string; attempts_made: number })[]
-    >`
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ) {
+    const sql = this.sql;
+    const busy = [...(perWebhook?.busy ?? new Map<string, number>())];
+    // Per webhook, its due deliveries ranked oldest first; a webhook's are taken only up to what it
+    // may still have in flight. Ranked before locking, so rows another worker holds count too (this
+    // worker takes fewer, never more).
+    const capped = perWebhook
+      ? sql`
+        AND d.id IN (
+          SELECT r.id FROM (
+            SELECT d2.id, d2.webhook_id,
+                   row_number() OVER (PARTITION BY d2.webhook_id ORDER BY d2.next_attempt_at, d2.id) AS rn
+            FROM webhook_deliveries d2
+            WHERE d2.status = 'pending' AND d2.next_attempt_at <= ${now}
+          ) r
+          LEFT JOIN unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, n]) => n)}::int[]) AS b(webhook_id, n)
+            ON b.webhook_id = r.webhook_id
+          WHERE r.rn <= ${perWebhook.max} - COALESCE(b.n, 0))`
+      : sql``;
+    const rows = await sql<(DeliveryRow & { url: string; sealed_secret: string; attempts_made: number })[]>`
       WITH due AS (
         SELECT d.id FROM webhook_deliveries d
         JOIN webhooks w ON w.id = d.webhook_id AND w.enabled
         WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}
+          ${capped}
         ORDER BY d.next_attempt_at
         LIMIT ${limit}
         FOR UPDATE OF d SKIP LOCKED
@@ -240,12 +282,13 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         occurredAt: r.occurred_at,
         dataJson: r.data_json,
         attemptsMade: r.attempts_made,
+        lease: now + leaseMs,
       }),
     );
   }
 
   async recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     a: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
@@ -253,38 +296,55 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     disabledAudit?: AuditRecord,
   ) {
     return this.sql.begin(async (tx) => {
+      // The webhook first, as updateWebhook does: a disabling attempt fails the webhook's other
+      // pending deliveries, and attempts of one webhook ending together must not lock a delivery
+      // each and then wait for the other's.
+      await tx`
+        SELECT w.id FROM webhooks w JOIN webhook_deliveries d ON d.webhook_id = w.id
+        WHERE d.id = ${claim.id} FOR UPDATE OF w`;
       const [d] = await tx<{ webhook_id: string; attempts_made: number }[]>`
         UPDATE webhook_deliveries SET
           attempts_made = attempts_made + 1,
           status = ${outcome.status},
           next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
           delivered_at = ${outcome.status === "delivered" ? a.attemptedAt : null}
-        WHERE id = ${deliveryId}
+        WHERE id = ${claim.id} AND status = 'pending' AND next_attempt_at = ${claim.lease}
         RETURNING webhook_id, attempts_made`;
-      if (!d) return { disabled: false };
+      if (!d) return { recorded: false, disabled: false };
       await tx`
         INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, status_code, latency_ms, error)
-        VALUES (${deliveryId}, ${d.attempts_made}, ${a.attemptedAt}, ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
+        VALUES (${claim.id}, ${d.attempts_made}, ${a.attemptedAt}, ${a.statusCode}, ${a.latencyMs}, ${a.error})`;
       if (outcome.status === "delivered") {
         await tx`UPDATE webhooks SET consecutive_failures = 0 WHERE id = ${d.webhook_id}`;
-        return { disabled: false };
+        return { recorded: true, disabled: false };
       }
       const [w] = await tx<{ consecutive_failures: number; enabled: boolean }[]>`
         UPDATE webhooks SET consecutive_failures = consecutive_failures + 1 WHERE id = ${d.webhook_id}
         RETURNING consecutive_failures, enabled`;
       if (w?.enabled && w.consecutive_failures >= disableAfter) {
         await tx`UPDATE webhooks SET enabled = false, disabled_reason = ${disabledReason} WHERE id = ${d.webhook_id}`;
+        await failPending(tx, d.webhook_id);
         if (disabledAudit) await insertAudit(tx, WEBHOOKS_AUDIT_TABLE, disabledAudit);
-        return { disabled: true };
+        return { recorded: true, disabled: true };
       }
-      return { disabled: false };
+      return { recorded: true, disabled: false };
     });
   }
 
-  async pruneDeliveries(before: number) {
-    const rows = await this.sql`
-      DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ${before} RETURNING id`;
-    return rows.length;
+  async pruneDeliveries(before: number, batch = PRUNE_BATCH) {
+    // In batches, each its own short statement, so a month's backlog neither holds one long
+    // transaction and its locks nor loads every id; counted in the database.
+    let total = 0;
+    for (;;) {
+      const [{ n }] = (await this.sql`
+        WITH gone AS (
+          DELETE FROM webhook_deliveries WHERE id IN (
+            SELECT id FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ${before} LIMIT ${batch})
+          RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`) as unknown as [{ n: number }];
+      total += n;
+      if (n < batch) return total;
+    }
   }
 
   private async withAttempts(rows: DeliveryRow[]): Promise<DeliveryRecord[]> {

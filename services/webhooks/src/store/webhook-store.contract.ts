@@ -125,7 +125,7 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await store.listDeliveries(wsA, w.id, page(2, "not a cursor"))).toEqual([]);
       const [claimed] = await claim(1_002);
       await store.recordAttempt(
-        claimed!.id,
+        claimed!,
         { ...failure, statusCode: 200, error: null },
         { status: "delivered" },
         15,
@@ -159,18 +159,38 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await claim(61_000)).toHaveLength(1);
     });
 
+    it("claims at most the given number per webhook, less what the caller has in flight", async () => {
+      const slow = webhook();
+      const fast = webhook();
+      await store.createWebhook(slow, 20);
+      await store.createWebhook(fast, 20);
+      await store.intake([event(), event(), event()], 1_000);
+      await store.updateWebhook(wsA, fast.id, { events: ["credits.low"], updatedAt: 1_000 });
+      await store.updateWebhook(wsA, slow.id, { events: ["credits.low"], updatedAt: 1_000 });
+      await store.updateWebhook(wsA, fast.id, { events: ["key.created"], updatedAt: 1_000 });
+      await store.intake([event(), event()], 2_000);
+      const ids = async (now: number, busy: Map<string, number>) =>
+        (await store.claimDue(now, 1_000, 60_000, { max: 2, busy }))
+          .filter((c) => c.workspaceId === wsA)
+          .map((c) => c.webhookId)
+          .sort();
+      expect(await ids(2_000, new Map([[slow.id, 1]]))).toEqual([slow.id, fast.id, fast.id].sort());
+      // After the leases: two of each, with nothing in flight.
+      expect(await ids(62_000, new Map())).toEqual([slow.id, slow.id, fast.id, fast.id].sort());
+    });
+
     it("records attempts in order, schedules the next, and fails or delivers the delivery", async () => {
       const w = webhook();
       await store.createWebhook(w, 20);
       await store.intake([event()], 1_000);
       const [c] = await claim(1_000);
-      await store.recordAttempt(c!.id, failure, { status: "pending", nextAttemptAt: 7_000 }, 15, "");
+      await store.recordAttempt(c!, failure, { status: "pending", nextAttemptAt: 7_000 }, 15, "");
       let [d] = await store.listDeliveries(wsA, w.id, page());
       expect(d).toMatchObject({ status: "pending", nextAttemptAt: 7_000, attempts: [failure] });
       const [again] = await claim(7_000);
       expect(again?.attemptsMade).toBe(1);
       const ok = { attemptedAt: 7_000, statusCode: 204, latencyMs: 3, error: null };
-      await store.recordAttempt(again!.id, ok, { status: "delivered" }, 15, "");
+      await store.recordAttempt(again!, ok, { status: "delivered" }, 15, "");
       [d] = await store.listDeliveries(wsA, w.id, page());
       expect(d).toMatchObject({
         status: "delivered",
@@ -182,9 +202,53 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
 
       await store.intake([event()], 8_000);
       const [third] = await claim(8_000);
-      await store.recordAttempt(third!.id, failure, { status: "failed" }, 15, "");
+      await store.recordAttempt(third!, failure, { status: "failed" }, 15, "");
       expect((await store.findDelivery(wsA, w.id, third!.id))?.status).toBe("failed");
       expect(await store.findDelivery(wsB, w.id, third!.id)).toBeUndefined();
+    });
+
+    it("records an attempt only while its claim holds the delivery: a stale lease changes nothing", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event()], 1_000);
+      const [first] = await claim(1_000);
+      expect(first!.lease).toBe(61_000);
+      // The first worker's lease ends; another worker takes the delivery again.
+      const [second] = await claim(61_000);
+      expect(second).toMatchObject({ id: first!.id, lease: 121_000, attemptsMade: 0 });
+      expect(
+        await store.recordAttempt(first!, failure, { status: "pending", nextAttemptAt: 5_000 }, 1, "why"),
+      ).toEqual({ recorded: false, disabled: false });
+      expect(await store.findDelivery(wsA, w.id, first!.id)).toMatchObject({
+        status: "pending",
+        nextAttemptAt: 121_000,
+        attempts: [],
+      });
+      const ok = { attemptedAt: 61_000, statusCode: 200, latencyMs: 4, error: null };
+      expect(await store.recordAttempt(second!, ok, { status: "delivered" }, 1, "why")).toEqual({
+        recorded: true,
+        disabled: false,
+      });
+      // The first worker's late failure cannot turn it back, count a failure, or disable the webhook.
+      expect(await store.recordAttempt(first!, failure, { status: "failed" }, 1, "why")).toEqual({
+        recorded: false,
+        disabled: false,
+      });
+      expect(await store.recordAttempt(second!, failure, { status: "failed" }, 1, "why")).toEqual({
+        recorded: false,
+        disabled: false,
+      });
+      expect(await store.findDelivery(wsA, w.id, first!.id)).toMatchObject({
+        status: "delivered",
+        nextAttemptAt: null,
+        deliveredAt: 61_000,
+        attempts: [ok],
+      });
+      expect(await store.findWebhook(wsA, w.id)).toMatchObject({
+        enabled: true,
+        disabledReason: null,
+        consecutiveFailures: 0,
+      });
     });
 
     it("disables a webhook at the run of failures given, with its reason, and enabling clears both", async () => {
@@ -194,35 +258,37 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       const claimed = await claim(1_000);
       expect(claimed).toHaveLength(3);
       const ok = { ...failure, statusCode: 200, error: null };
-      expect(await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why")).toEqual({
+      expect(await store.recordAttempt(claimed[0]!, failure, { status: "failed" }, 2, "why")).toEqual({
+        recorded: true,
         disabled: false,
       });
       // A success ends the run: one more failure is a run of one.
-      await store.recordAttempt(claimed[1]!.id, ok, { status: "delivered" }, 2, "why");
+      await store.recordAttempt(claimed[1]!, ok, { status: "delivered" }, 2, "why");
       expect(
         await store.recordAttempt(
-          claimed[2]!.id,
+          claimed[2]!,
           failure,
           { status: "pending", nextAttemptAt: 2_000 },
           2,
           "why",
         ),
-      ).toEqual({
-        disabled: false,
-      });
+      ).toEqual({ recorded: true, disabled: false });
       expect((await store.findWebhook(wsA, w.id))?.consecutiveFailures).toBe(1);
       const [next] = await claim(2_000);
       expect(
-        await store.recordAttempt(next!.id, failure, { status: "pending", nextAttemptAt: 3_000 }, 2, "why"),
-      ).toEqual({
-        disabled: true,
-      });
+        await store.recordAttempt(next!, failure, { status: "pending", nextAttemptAt: 3_000 }, 2, "why"),
+      ).toEqual({ recorded: true, disabled: true });
       expect(await store.findWebhook(wsA, w.id)).toMatchObject({
         enabled: false,
         disabledReason: "why",
         consecutiveFailures: 2,
       });
-      // Disabled: its pending delivery waits, and new events are not taken.
+      // Disabled: its pending delivery is failed with no further attempt, and new events are not taken.
+      expect(await store.findDelivery(wsA, w.id, next!.id)).toMatchObject({
+        status: "failed",
+        nextAttemptAt: null,
+        attempts: [failure, failure],
+      });
       expect(await claim(10_000)).toEqual([]);
       expect(await store.intake([event()], 10_000)).toBe(0);
       await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 11_000 });
@@ -231,7 +297,60 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         disabledReason: null,
         consecutiveFailures: 0,
       });
-      expect(await claim(11_000)).toHaveLength(1);
+      // Enabling does not bring it back; a redelivery sends it again.
+      expect(await claim(11_000)).toEqual([]);
+      const again = newId("dlv");
+      await store.redeliver(wsA, w.id, next!.id, again, 11_000);
+      expect((await claim(11_000)).map((c) => c.id)).toEqual([again]);
+    });
+
+    it("fails a webhook's pending deliveries when an update disables it, and only that webhook's", async () => {
+      const w = webhook();
+      const other = webhook();
+      await store.createWebhook(w, 20);
+      await store.createWebhook(other, 20);
+      await store.intake([event(), event()], 1_000);
+      const [c] = (await claim(1_000)).filter((x) => x.webhookId === w.id);
+      await store.recordAttempt(
+        c!,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      expect(await store.updateWebhook(wsA, w.id, { enabled: false, updatedAt: 2_000 })).toBe(true);
+      const statuses = async (id: string) =>
+        (await store.listDeliveries(wsA, id, page())).map((d) => [
+          d.status,
+          d.nextAttemptAt,
+          d.attempts.length,
+        ]);
+      expect((await statuses(w.id)).sort()).toEqual([
+        ["delivered", null, 1],
+        ["failed", null, 0],
+      ]);
+      expect(await statuses(other.id)).toEqual([
+        ["pending", 61_000, 0],
+        ["pending", 61_000, 0],
+      ]);
+      await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 3_000 });
+      expect((await claim(100_000)).map((x) => x.webhookId)).toEqual([other.id, other.id]);
+    });
+
+    it("makes new deliveries and redeliveries due after the first wait given", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event()], 1_000, 5_000);
+      const [d] = await store.listDeliveries(wsA, w.id, page());
+      expect(d).toMatchObject({ createdAt: 1_000, nextAttemptAt: 6_000 });
+      expect(await claim(5_999)).toEqual([]);
+      const id = newId("dlv");
+      await store.redeliver(wsA, w.id, d!.id, id, 7_000, undefined, 3_000);
+      expect(await store.findDelivery(wsA, w.id, id)).toMatchObject({
+        createdAt: 7_000,
+        nextAttemptAt: 10_000,
+      });
+      expect((await claim(9_999)).map((c) => c.id)).toEqual([d!.id]);
     });
 
     it("redelivers the same event as a new delivery, only within the workspace", async () => {
@@ -262,12 +381,24 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       await store.createWebhook(w, 20);
       await store.intake([event(), event()], 1_000);
       const [c] = await claim(1_000);
-      await store.recordAttempt(c!.id, failure, { status: "failed" }, 15, "");
+      await store.recordAttempt(c!, failure, { status: "failed" }, 15, "");
       expect(await store.pruneDeliveries(1_000)).toBe(0);
       expect(await store.pruneDeliveries(1_001)).toBeGreaterThanOrEqual(1);
       const left = await store.listDeliveries(wsA, w.id, page());
       expect(left.map((d) => d.status)).toEqual(["pending"]);
       await store.deleteWebhook(wsA, w.id);
+      expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
+    });
+
+    it("prunes in batches until none is left", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event(), event(), event(), event(), event()], 1_000);
+      for (const c of await claim(1_000)) {
+        await store.recordAttempt(c, failure, { status: "failed" }, 100, "");
+      }
+      // Batches of 2: 2, 2, 1 (and any other test's finished deliveries in a shared database).
+      expect(await store.pruneDeliveries(1_001, 2)).toBeGreaterThanOrEqual(5);
       expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
     });
 
@@ -302,10 +433,10 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         auditSuccess("system", wsA, "webhooks.disable", [{ type: "webhook", id }], ["enabled"], 3);
       const claimed = await claim(1_000);
       expect(claimed).toHaveLength(2);
-      await store.recordAttempt(claimed[0]!.id, failure, { status: "failed" }, 2, "why", system("early"));
+      await store.recordAttempt(claimed[0]!, failure, { status: "failed" }, 2, "why", system("early"));
       expect(
-        await store.recordAttempt(claimed[1]!.id, failure, { status: "failed" }, 2, "why", system(w.id)),
-      ).toEqual({ disabled: true });
+        await store.recordAttempt(claimed[1]!, failure, { status: "failed" }, 2, "why", system(w.id)),
+      ).toEqual({ recorded: true, disabled: true });
       expect(await store.deleteWebhook(wsB, w.id, audit("webhooks.delete", w.id))).toBe(false);
       expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", w.id))).toBe(true);
       expect(await store.deleteWebhook(wsA, w.id, audit("webhooks.delete", "again"))).toBe(false);

@@ -76,6 +76,12 @@ export interface ClaimedDelivery {
   dataJson: string;
   /** Attempts made before this one. */
   attemptsMade: number;
+  /**
+   * The end of this claim's lease (the next_attempt_at the claim set): an attempt is recorded only
+   * while the delivery still holds it, so a worker whose lease ended and whose delivery another
+   * worker took cannot write over that worker's result.
+   */
+  lease: number;
 }
 
 /** What became of a delivery after an attempt. */
@@ -100,7 +106,10 @@ export interface WebhookStore extends AuditLogStore {
   findWebhook(workspaceId: string, id: string): Promise<WebhookRecord | undefined>;
   /** Ordered by id (byte order); `after` is an id. */
   listWebhooks(workspaceId: string, page: PageQuery): Promise<WebhookRecord[]>;
-  /** False when there is no such webhook in the workspace. */
+  /**
+   * False when there is no such webhook in the workspace. Disabling it (enabled: false) fails its
+   * pending deliveries, with no further attempt; enabling it again does not bring them back.
+   */
   updateWebhook(
     workspaceId: string,
     id: string,
@@ -111,11 +120,12 @@ export interface WebhookStore extends AuditLogStore {
   deleteWebhook(workspaceId: string, id: string, audit?: AuditRecord): Promise<boolean>;
 
   /**
-   * One pending delivery, due at `now`, per enabled webhook of the event's workspace that wants its
+   * One pending delivery, created at `now` and due `firstDelayMs` later (the retry schedule's first
+   * wait), per enabled webhook of the event's workspace that wants its
    * type; an event already taken for a webhook is not taken again (idempotent on webhook and event
    * id). All events in one transaction. Answers how many deliveries were added.
    */
-  intake(events: readonly EventRecord[], now: number): Promise<number>;
+  intake(events: readonly EventRecord[], now: number, firstDelayMs?: number): Promise<number>;
 
   /**
    * The deliveries of a webhook of the workspace, newest first, with their attempts; `after` is the
@@ -128,7 +138,10 @@ export interface WebhookStore extends AuditLogStore {
     status?: DeliveryStatus,
   ): Promise<DeliveryRecord[]>;
   findDelivery(workspaceId: string, webhookId: string, id: string): Promise<DeliveryRecord | undefined>;
-  /** A new pending delivery, due at `now`, of the same event to the same webhook; undefined when the delivery is not found. */
+  /**
+   * A new pending delivery, created at `now` and due `firstDelayMs` later, of the same event to the
+   * same webhook; undefined when the delivery is not found.
+   */
   redeliver(
     workspaceId: string,
     webhookId: string,
@@ -136,29 +149,43 @@ export interface WebhookStore extends AuditLogStore {
     newId: string,
     now: number,
     audit?: AuditRecord,
+    firstDelayMs?: number,
   ): Promise<string | undefined>;
 
   /**
    * Up to `limit` pending deliveries due at `now` to enabled webhooks, each held for `leaseMs` (its
    * next attempt moved to now + leaseMs) so no other worker takes it meanwhile; a worker that dies
    * leaves it to be taken again once the lease ends. Rows another worker is claiming are skipped.
+   * With `perWebhook`, at most `max` per webhook, less what the caller already has in flight
+   * (`busy`, by webhook id), so one slow webhook cannot take every slot.
    */
-  claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
+  ): Promise<ClaimedDelivery[]>;
   /**
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
-   * `disabledReason`, and writes `disabledAudit` with it. Answers whether this attempt disabled it.
+   * `disabledReason`, fails its pending deliveries (this one included) with no further attempt, and
+   * writes `disabledAudit` with it. Answers whether this attempt disabled it.
+   * Only while the claim still holds the delivery (pending, its lease unchanged); otherwise nothing
+   * changes and `recorded` is false.
    */
   recordAttempt(
-    deliveryId: string,
+    claim: Pick<ClaimedDelivery, "id" | "lease">,
     attempt: AttemptRecord,
     outcome: AttemptOutcome,
     disableAfter: number,
     disabledReason: string,
     disabledAudit?: AuditRecord,
-  ): Promise<{ disabled: boolean }>;
-  /** Deletes delivered and failed deliveries created before `before`; answers how many. */
-  pruneDeliveries(before: number): Promise<number>;
+  ): Promise<{ recorded: boolean; disabled: boolean }>;
+  /**
+   * Deletes delivered and failed deliveries created before `before`, `batch` (default 5,000) per
+   * statement until none is left; answers how many.
+   */
+  pruneDeliveries(before: number, batch?: number): Promise<number>;
 }
 
 /** A delivery's page cursor: its creation time and id, the order of listDeliveries. */
