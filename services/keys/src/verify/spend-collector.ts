@@ -104,8 +104,9 @@ export class SpendQueue {
 
 /**
  * Each spend of a statement's runs answered with its group's result. The one
- * spend of a run that took its key's balance below the low threshold or to 0
- * says so (credit-events.ts): found once per run, the rest pay a comparison.
+ * spend of a run that took its key's balance below the low threshold or to 0,
+ * and the first one refused for want of credits, say so (credit-events.ts):
+ * found once per run, the rest pay a comparison.
  */
 function settle(
   runs: readonly PendingSpend[][],
@@ -126,7 +127,15 @@ function settle(
         const crossed = crossings === undefined ? undefined : crossingAt(crossings, j);
         const remaining = result.before - (j + 1) * cost;
         s.resolve(crossed === undefined ? { spent: true, remaining } : { spent: true, remaining, crossed });
-      } else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
+      } else {
+        const remaining = result.before - result.granted * cost;
+        // The run's first spend refused for want of credits says the key is exhausted even when a cost
+        // that does not divide the balance left it above 0 (credit-events.ts).
+        if (j === result.granted && result.period !== undefined && cost > 0) {
+          const crossed = { period: result.period, low: undefined, exhausted: true };
+          s.resolve({ spent: false, remaining, crossed });
+        } else s.resolve({ spent: false, remaining });
+      }
     }
   }
 }
