@@ -19,9 +19,11 @@ import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store
  * Within a period, credits.low is announced by the spend that takes the
  * balance from at least the threshold (CREDITS_LOW_FRACTION of the refill
  * amount, or of the balance last given) to below it, credits.exhausted by the
- * spend that takes it to 0, or else by the first verification refused for want
- * of credits (a cost that does not divide the balance leaves it above 0: 10
- * credits spent 3 at a time leave 1, and the fourth is refused). A spend is decided under the key's row lock, so
+ * spend that takes it to 0, or else by the first verification refused while
+ * credits are left (a cost that does not divide the balance leaves it above 0:
+ * 10 credits spent 3 at a time leave 1, and the fourth is refused; such a
+ * refusal changes no row, so other instances may publish it too, under the
+ * same id, delivered once). A spend is decided under the key's row lock, so
  * one spend in the whole deployment does each (SpendQueue finds it in its
  * statement's result); should the balance rise and cross again in the same
  * period, the event has the same id (key and period), so it is delivered once,

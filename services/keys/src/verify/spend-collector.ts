@@ -129,9 +129,10 @@ function settle(
         s.resolve(crossed === undefined ? { spent: true, remaining } : { spent: true, remaining, crossed });
       } else {
         const remaining = result.before - result.granted * cost;
-        // The run's first spend refused for want of credits says the key is exhausted even when a cost
-        // that does not divide the balance left it above 0 (credit-events.ts).
-        if (j === result.granted && result.period !== undefined && cost > 0) {
+        // The run's first spend refused while credits are left (a cost that does not divide the balance
+        // kept it from 0) says the key is exhausted (credit-events.ts). At 0 the spend that took it there
+        // said so already.
+        if (j === result.granted && remaining > 0 && result.period !== undefined) {
           const crossed = { period: result.period, low: undefined, exhausted: true };
           s.resolve({ spent: false, remaining, crossed });
         } else s.resolve({ spent: false, remaining });
