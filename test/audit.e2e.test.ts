@@ -14,12 +14,12 @@ describe("the audit log through the gateway (separate processes)", () => {
   it("lists the records keys, identity and webhooks wrote, each with its request's id, newest first", async () => {
     const api = await stack.call("apis.createApi", { name: "audited" });
     const identity = await stack.call("identities.createIdentity", { externalId: "user_audit" });
-    const missing = await stack.call("keys.deleteKey", { keyId: "key_missing0000000" });
+    const missing = await stack.call("keys.deleteKey", { keyId: "key_2cGKbMxRjGzhCxo1" });
     const webhook = await stack.call("webhooks.create", {
       url: "https://hooks.example.com/audit?token=e2e-url-secret",
       events: ["key.created"],
     });
-    const noWebhook = await stack.call("webhooks.delete", { webhookId: "wh_missing0000000" });
+    const noWebhook = await stack.call("webhooks.delete", { webhookId: "wh_2cGKbMxRjGzhCxo1" });
     expect([api.status, identity.status, missing.status, webhook.status, noWebhook.status]).toEqual([
       200, 200, 404, 200, 404,
     ]);
@@ -59,7 +59,7 @@ describe("the audit log through the gateway (separate processes)", () => {
     expect(byRequest(noWebhook)).toEqual([
       expect.objectContaining({
         operation: "webhooks.delete",
-        resources: [{ type: "webhook", id: "wh_missing0000000" }],
+        resources: [{ type: "webhook", id: "wh_2cGKbMxRjGzhCxo1" }],
         outcome: "failure",
         error: { code: "WEBHOOK_NOT_FOUND" },
       }),

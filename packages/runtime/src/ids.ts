@@ -18,6 +18,32 @@ export function newId(prefix: string): string {
   return out;
 }
 
+/** The prefix newId gives each type of resource an audit record can name (AuditResource's types). */
+export const ID_PREFIXES: Readonly<Record<string, string>> = {
+  api: "api",
+  key: "key",
+  identity: "id",
+  permission: "perm",
+  role: "role",
+  namespace: "rlns",
+  override: "rlor",
+  root_key: "rk",
+  workspace: "ws",
+  webhook: "wh",
+  delivery: "dlv",
+};
+
+const ID_BODY = new RegExp(`^[${ALPHABET}]{16}$`);
+
+/**
+ * Whether `id` has the shape newId gives a resource of `type` (its prefix, "_", 16 base58 characters).
+ * A string of another shape may be whatever the caller typed: a key, an e-mail, a name.
+ */
+export function isIdOf(type: string, id: string): boolean {
+  const prefix = ID_PREFIXES[type];
+  return prefix !== undefined && id.startsWith(`${prefix}_`) && ID_BODY.test(id.slice(prefix.length + 1));
+}
+
 /**
  * The stored form of a key: standard padded base64 of SHA-256 of the full key
  * string (as Unkey). Once per verification: the one-shot crypto.hash costs a

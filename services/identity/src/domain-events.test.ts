@@ -40,4 +40,18 @@ describe("identity's DomainEvents and audit records, in memory", () => {
       ["identities.deleteIdentity", "failure", "IDENTITY_NOT_FOUND", "req_1"],
     ]);
   });
+
+  it("keeps an external id (an e-mail) out of a refusal's record, and names an identity's id", async () => {
+    const from = deps.store.audit.records.length;
+    const email = "ada.lovelace@example.com";
+    const missing = "id_2cGKbMxRjGzhCxo1";
+    await client.deleteIdentity({ caller, identity: email }).catch(() => {});
+    await client.deleteIdentity({ caller, identity: missing }).catch(() => {});
+    const records = deps.store.audit.records.slice(from);
+    expect(records.map((r) => [r.operation, r.errorCode, r.resources])).toEqual([
+      ["identities.deleteIdentity", "IDENTITY_NOT_FOUND", [{ type: "identity", id: "" }]],
+      ["identities.deleteIdentity", "IDENTITY_NOT_FOUND", [{ type: "identity", id: missing }]],
+    ]);
+    expect(JSON.stringify(records)).not.toContain("lovelace");
+  });
 });

@@ -126,6 +126,39 @@ describe("workspace and root-key administration", () => {
     );
   });
 
+  it("audits creating the key and restoring it to * as cli.createRootKey, in the change's transaction, and writes nothing when nothing changed", async () => {
+    const plaintext = "lk_root_audited_0123456789";
+    const records = async (rootKeyId: string) =>
+      (
+        await db.sql<{ operation: string; actor_id: string; resources: unknown; fields: string[] }[]>`
+          SELECT operation, actor_id, resources, fields FROM keys_audit_log
+          WHERE resource_ids @> ARRAY[${rootKeyId}::text] ORDER BY time, id`
+      ).map((r) => [r.operation, r.actor_id, r.resources, r.fields]);
+    const first = await ensureRootKey(db.sql, plaintext);
+    await ensureRootKey(db.sql, plaintext);
+    const created = [
+      "cli.createRootKey",
+      "cli",
+      [{ type: "root_key", id: first.rootKeyId }],
+      ["permissions", "name"],
+    ];
+    expect(await records(first.rootKeyId)).toEqual([created]);
+    await db.sql`UPDATE root_keys SET permissions = ARRAY['api.*.read_api'] WHERE id = ${first.rootKeyId}`;
+    expect(await ensureRootKey(db.sql, plaintext)).toEqual({
+      rootKeyId: first.rootKeyId,
+      created: false,
+      revoked: false,
+    });
+    await ensureRootKey(db.sql, plaintext);
+    expect(await records(first.rootKeyId)).toEqual([
+      created,
+      ["cli.createRootKey", "cli", [{ type: "root_key", id: first.rootKeyId }], ["permissions"]],
+    ]);
+    const text = JSON.stringify(await db.sql`SELECT * FROM keys_audit_log`);
+    expect(text).not.toContain(plaintext);
+    expect(text).not.toContain(hashKey(plaintext));
+  });
+
   it("refuses a string the gateway would never take for a root key: longer than 256, or not visible ASCII", async () => {
     const message = "LATCHKEY_ROOT_KEY must be at most 256 characters of visible ASCII (no spaces)";
     await expect(ensureRootKey(db.sql, "x".repeat(257))).rejects.toThrow(message);

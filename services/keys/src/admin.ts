@@ -163,7 +163,9 @@ export async function revokeRootKey(
  * LATCHKEY_ROOT_KEY and the bootstrap key of `pnpm start`): created when
  * missing, restored to `*` when present. A revoked one stays revoked
  * (`revoked`): revoking the bootstrap key must outlast a restart. Running it
- * again changes nothing.
+ * again changes nothing. Creating the key or restoring its permissions is
+ * audited as cli.createRootKey in the same transaction; a run that changes
+ * nothing writes no record.
  */
 export async function ensureRootKey(
   sql: Sql,
@@ -175,13 +177,36 @@ export async function ensureRootKey(
   if (plaintext.length > 256 || !/^[\x21-\x7e]+$/.test(plaintext))
     throw new Error("LATCHKEY_ROOT_KEY must be at most 256 characters of visible ASCII (no spaces)");
   const id = newId("rk");
-  const [row] = await sql<{ id: string; created: boolean; revoked: boolean }[]>`INSERT INTO root_keys
-      (id, workspace_id, hash, start, name, permissions, created_at)
-    VALUES (${id}, ${workspaceId}, ${hashKey(plaintext)}, ${startOf(plaintext)}, ${"LATCHKEY_ROOT_KEY"},
-      ${["*"]}::text[], ${Date.now()})
-    ON CONFLICT (hash) DO UPDATE SET permissions = ARRAY['*']
-    RETURNING id, (id = ${id}) AS created, (revoked_at IS NOT NULL) AS revoked`;
-  return { rootKeyId: row!.id, created: row!.created, revoked: row!.revoked };
+  const hash = hashKey(plaintext);
+  type Row = { id: string; workspace_id: string; created: boolean; revoked: boolean };
+  return sql.begin(async (tx) => {
+    // The update's WHERE makes an unchanged key answer no row: only a change is audited.
+    const [changed] = await tx<Row[]>`INSERT INTO root_keys
+        (id, workspace_id, hash, start, name, permissions, created_at)
+      VALUES (${id}, ${workspaceId}, ${hash}, ${startOf(plaintext)}, ${"LATCHKEY_ROOT_KEY"},
+        ${["*"]}::text[], ${Date.now()})
+      ON CONFLICT (hash) DO UPDATE SET permissions = ARRAY['*']
+        WHERE root_keys.permissions IS DISTINCT FROM ARRAY['*']::text[]
+      RETURNING id, workspace_id, (id = ${id}) AS created, (revoked_at IS NOT NULL) AS revoked`;
+    if (changed) {
+      await insertAudit(
+        tx,
+        KEYS_AUDIT_TABLE,
+        cliAudit(
+          changed.workspace_id,
+          "cli.createRootKey",
+          [{ type: "root_key", id: changed.id }],
+          changed.created ? ["permissions", "name"] : ["permissions"],
+        ),
+      );
+      return { rootKeyId: changed.id, created: changed.created, revoked: changed.revoked };
+    }
+    const [row] = await tx<
+      Row[]
+    >`SELECT id, workspace_id, false AS created, (revoked_at IS NOT NULL) AS revoked
+      FROM root_keys WHERE hash = ${hash}`;
+    return { rootKeyId: row!.id, created: false, revoked: row!.revoked };
+  }) as Promise<{ rootKeyId: string; created: boolean; revoked: boolean }>;
 }
 
 async function insertRootKey(sql: Sql, workspaceId: string, permissions: string[], name: string | null) {

@@ -109,6 +109,26 @@ describe("credits.low and credits.exhausted", () => {
     ]);
   });
 
+  it("announces credits.exhausted once, on the first verification refused for want of credits, when a cost of 3 leaves 10 credits at 1", async () => {
+    const { client, published, verify, sink } = service({ creditsLowFraction: 0 });
+    const { apiId, keyId, key } = await keyWith(client, { remaining: 10n });
+    expect(await verify(key, 3, 3)).toEqual([VerifyCode.VALID, VerifyCode.VALID, VerifyCode.VALID]);
+    expect(published()).toEqual([]);
+    expect(await verify(key, 4, 3)).toEqual(Array(4).fill(VerifyCode.USAGE_EXCEEDED));
+    expect(published()).toEqual([
+      {
+        id: domainEventId("credits.exhausted", "ws_1", keyId, START),
+        type: "credits.exhausted",
+        workspaceId: "ws_1",
+        occurredAt: START,
+        data: { keyId, apiId, remaining: 1 },
+      },
+    ]);
+    // A cost the last credit still covers spends it and is not a refusal; the period's event stays the one.
+    expect(await verify(key, 2, 1)).toEqual([VerifyCode.VALID, VerifyCode.USAGE_EXCEEDED]);
+    expect(sink.kept.filter((e) => e.id === published()[0]!.id)).toHaveLength(1);
+  });
+
   it("announces one cost that jumps across the threshold and to 0 at once", async () => {
     const { client, published, verify } = service();
     const { keyId, key } = await keyWith(client, { remaining: 50n });

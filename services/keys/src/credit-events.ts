@@ -19,7 +19,11 @@ import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store
  * Within a period, credits.low is announced by the spend that takes the
  * balance from at least the threshold (CREDITS_LOW_FRACTION of the refill
  * amount, or of the balance last given) to below it, credits.exhausted by the
- * spend that takes it to 0. A spend is decided under the key's row lock, so
+ * spend that takes it to 0, or else by the first verification refused while
+ * credits are left (a cost that does not divide the balance leaves it above 0:
+ * 10 credits spent 3 at a time leave 1, and the fourth is refused; such a
+ * refusal changes no row, so other instances may publish it too, under the
+ * same id, delivered once). A spend is decided under the key's row lock, so
  * one spend in the whole deployment does each (SpendQueue finds it in its
  * statement's result); should the balance rise and cross again in the same
  * period, the event has the same id (key and period), so it is delivered once,
@@ -28,7 +32,9 @@ import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store
 
 export const DEFAULT_LOW_FRACTION = 0.1;
 
-/** Events remembered as published by this process (ids, about 100 bytes each). */
+const SEP = "\u001f";
+
+/** Events remembered as published by this process (type, key and period, about 100 bytes each). */
 export const MAX_ANNOUNCED_CREDITS = 10_000;
 
 /** CREDITS_LOW_FRACTION: a number from 0 (credits.low off) to 1; anything else stops the start. */
@@ -135,10 +141,13 @@ export class CreditEvents {
     at: number,
     data: DomainEventData[T],
   ): void {
-    const id = domainEventId(type, key.workspaceId, key.id, period);
-    if (this.announced.has(id)) return;
-    this.announced.set(id, true);
+    // Remembered by a plain string: every verification refused for want of credits asks, and only
+    // the first of a period pays for the event's id (a hash).
+    const seen = `${type}${SEP}${key.workspaceId}${SEP}${key.id}${SEP}${period}`;
+    if (this.announced.has(seen)) return;
+    this.announced.set(seen, true);
     this.oldest.trim(this.max);
+    const id = domainEventId(type, key.workspaceId, key.id, period);
     this.sink.publish(DOMAIN_EVENT, id, domainEvent(type, key.workspaceId, data, at, id));
   }
 }

@@ -148,4 +148,34 @@ describe("keys' DomainEvents and audit records, in memory", () => {
       ]);
     }
   });
+
+  it("publishes key.deleted and records a success once when two deletions of one key race: the other answers KEY_NOT_FOUND", async () => {
+    const { client, caller, keyId, after } = await setup();
+    let answers: PromiseSettledResult<unknown>[] = [];
+    const got = await after(async () => {
+      answers = await Promise.allSettled([
+        client.deleteKey({ caller, keyId }),
+        client.deleteKey({ caller, keyId }),
+      ]);
+    });
+    expect(answers.map((a) => a.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect(got.events.map((e) => e.type)).toEqual(["key.deleted"]);
+    expect(got.audit.map((r) => [r.outcome, r.errorCode])).toEqual([
+      ["success", null],
+      ["failure", "KEY_NOT_FOUND"],
+    ]);
+  });
+
+  it("names in a refusal's record only an id of a key's shape: a key typed as keyId leaves the type alone", async () => {
+    const { client, caller, apiId, after } = await setup();
+    const { key } = await client.createKey({ caller, apiId, prefix: "sk" });
+    const missing = "key_2cGKbMxRjGzhCxo1";
+    const typed = await after(() => client.deleteKey({ caller, keyId: key }));
+    const byId = await after(() => client.deleteKey({ caller, keyId: missing }));
+    expect(typed.audit.map((r) => [r.operation, r.errorCode, r.resources])).toEqual([
+      ["keys.deleteKey", "KEY_NOT_FOUND", [{ type: "key", id: "" }]],
+    ]);
+    expect(JSON.stringify(typed.audit)).not.toContain(key.slice(3));
+    expect(byId.audit.map((r) => r.resources)).toEqual([[{ type: "key", id: missing }]]);
+  });
 });

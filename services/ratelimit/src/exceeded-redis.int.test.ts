@@ -17,9 +17,9 @@ afterAll(async () => {
 });
 
 describe("ratelimit.exceeded with counters in Redis", () => {
-  exceededSuite(({ events, clock }) => {
+  exceededSuite(({ clock, ...options }) => {
     const prefix = uniquePrefix("exceeded");
     prefixes.push(prefix);
-    return harness({ events, redis: { client: redis, prefix }, ...(clock ? { clock } : {}) });
+    return harness({ ...options, redis: { client: redis, prefix }, ...(clock ? { clock } : {}) });
   });
 });

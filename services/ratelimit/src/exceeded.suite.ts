@@ -15,6 +15,7 @@ export function exceededSuite(
   start: (options: {
     events: ReturnType<typeof recordingSink>;
     clock?: TestClock;
+    maxCountersPerWorkspace?: number;
   }) => ReturnType<typeof harness>,
 ) {
   const MINUTE = 60_000;
@@ -25,9 +26,9 @@ export function exceededSuite(
     duration: BigInt(MINUTE),
   });
 
-  function service() {
+  function service(options: { maxCountersPerWorkspace?: number } = {}) {
     const sink = recordingSink();
-    const h = start({ events: sink });
+    const h = start({ events: sink, ...options });
     const published = () =>
       sink.events
         .filter((e) => e.subject === DOMAIN_EVENT_SUBJECT)
@@ -159,6 +160,33 @@ export function exceededSuite(
         occurredAt: clock.now(),
         data: { namespace: "requests", identifier: "key_1", limit: 2, duration: MINUTE, windowStart },
       },
+    ]);
+  });
+
+  it("announces nothing for a check refused because the workspace's counters are full, and still announces a limit denial", async () => {
+    const { client, deps, clock, published } = service({ maxCountersPerWorkspace: 2 });
+    const c = caller("ws_1", ...LIMITER);
+    const success = async (identifier: string) =>
+      (await client.limit({ caller: c, check: check(identifier, 5n) })).result?.success;
+    // Two identifiers fill the workspace's room; the third and fourth are refused, far below their limit.
+    expect([await success("a"), await success("b"), await success("c"), await success("d")]).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(published()).toEqual([]);
+    const group = {
+      workspaceId: "ws_1",
+      limits: [{ owner: "key_1", name: "requests", limit: 5n, duration: 60_000n }],
+    };
+    expect((await client.checkNamedLimits({ groups: [group] })).groups[0]!.passed).toBe(false);
+    expect(published()).toEqual([]);
+    // A limit denial of a counter that has room is still announced, once.
+    for (let i = 0; i < 7; i++) await success("a");
+    const key = counterKey("ws_1", await nsId(deps, "ws_1"), "a");
+    expect(published().map((e) => [e.id, e.data["identifier"]])).toEqual([
+      [domainEventId("ratelimit.exceeded", key, MINUTE, windowOf(clock.now())), "a"],
     ]);
   });
 

@@ -7,7 +7,7 @@ import { ExceededEvents } from "./exceeded.ts";
 import { harness, recordingSink } from "./test-kit.ts";
 
 describe("ratelimit.exceeded with counters in memory", () => {
-  exceededSuite(({ events, clock }) => harness({ events, ...(clock ? { clock } : {}) }));
+  exceededSuite(({ clock, ...options }) => harness({ ...options, ...(clock ? { clock } : {}) }));
 });
 
 describe("ExceededEvents' memory", () => {
@@ -16,7 +16,7 @@ describe("ExceededEvents' memory", () => {
     namespace: { workspaceId: "ws_1", name: "api" },
     check: { identifier },
   });
-  const outcome = { success: false, limit: 1, remaining: 0, reset: 120_000 };
+  const outcome = { success: false, refused: false, limit: 1, remaining: 0, reset: 120_000 };
 
   it("holds at most its bound of counters: one forgotten is announced again, under the same id", () => {
     const sink = recordingSink();

@@ -18,7 +18,9 @@ import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts"
  * denial of each counter's window and remembers the window, so the others of
  * the window cost a Map look-up. The event's id is derived from the counter and
  * the window start, so replicas that each announce the same window publish the
- * same id, delivered once. Passed checks never reach this file.
+ * same id, delivered once. Passed checks never reach this file; a check refused
+ * because the workspace's counters are full (CounterOutcome.refused) is announced
+ * by nothing.
  */
 
 /** Counters whose announced window this process remembers (about 150 bytes each plus the identifier). */
@@ -71,7 +73,8 @@ export class ExceededEvents {
     namespace: string,
     identifier: string,
   ): void {
-    if (this.sink === noEvents) return;
+    // A refusal for want of room (the workspace's counters are full) is no limit exceeded.
+    if (this.sink === noEvents || outcome.refused) return;
     const windowStart = outcome.reset - counter.duration;
     const at = counter.key + SEP + counter.duration;
     if (this.announced.get(at) === windowStart) return;

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
-import { authenticatedCaller, visibleKey } from "../access.ts";
+import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
@@ -16,7 +16,7 @@ export function deleteKey(deps: KeysDeps) {
     const caller = authenticatedCaller(req);
     const key = await visibleKey(deps, caller, req.keyId);
     requirePermissions(caller, [need("api", key.apiId, "delete_key")]);
-    await deps.store.deleteKey(
+    const deleted = await deps.store.deleteKey(
       key.id,
       req.permanent,
       deps.clock.now(),
@@ -28,6 +28,8 @@ export function deleteKey(deps: KeysDeps) {
         req.permanent ? ["permanent"] : [],
       ),
     );
+    // Another deletion got there first: it announces; this one answers as for a missing key.
+    if (!deleted) throw keyNotFound();
     publishDomainEvent(deps, "key.deleted", caller.workspaceId, {
       keyId: key.id,
       apiId: key.apiId,

@@ -746,5 +746,55 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect(await store.listAudit(ws, { limit: 100, resourceId: apiId })).toHaveLength(1);
       expect(await store.listAudit(other, { limit: 100, resourceId: key.id })).toEqual([]);
     });
+
+    it("records a key's deletion only for the call that deleted it: concurrent deletions record one, a missing key none", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const [ws] = workspaces;
+      const audit = (id: string): AuditRecord =>
+        auditSuccess("cli", ws, "keys.deleteKey", [{ type: "key", id }], [], NOW);
+      const soft = newKey(ws, apiId);
+      const hard = newKey(ws, apiId);
+      await store.createKey(soft);
+      await store.createKey(hard);
+      for (const [key, permanent] of [
+        [soft, false],
+        [hard, true],
+      ] as const) {
+        const answers = await Promise.all(
+          Array.from({ length: 5 }, () => store.deleteKey(key.id, permanent, NOW, audit(key.id))),
+        );
+        expect(answers.filter((deleted) => deleted)).toHaveLength(1);
+        expect(answers.filter((deleted) => !deleted)).toHaveLength(4);
+        expect(await store.listAudit(ws, { limit: 100, resourceId: key.id })).toHaveLength(1);
+      }
+      expect(await store.deleteKey("key_gone", false, NOW, audit("key_gone"))).toBe(false);
+      expect(await store.deleteKey("key_gone", true, NOW, audit("key_gone"))).toBe(false);
+      expect(await store.listAudit(ws, { limit: 100, resourceId: "key_gone" })).toEqual([]);
+    });
+
+    it("records an import only when it inserted a key", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const [ws] = workspaces;
+      const existing = newKey(ws, apiId);
+      await store.createKey(existing);
+      const audit = (inserted: NewKey[]): AuditRecord =>
+        auditSuccess(
+          "cli",
+          ws,
+          "keys.migrateKeys",
+          [{ type: "api", id: apiId }],
+          [`${inserted.length}`],
+          NOW,
+        );
+      const again = newKey(ws, apiId, { hash: existing.hash });
+      expect(await store.importKeys([again], audit)).toEqual([false]);
+      expect(await store.importKeys([], audit)).toEqual([]);
+      expect(await store.listAudit(ws, { limit: 100, operation: "keys.migrateKeys" })).toEqual([]);
+      const fresh = newKey(ws, apiId);
+      expect(await store.importKeys([fresh, again], audit)).toEqual([true, false]);
+      expect(
+        (await store.listAudit(ws, { limit: 100, operation: "keys.migrateKeys" })).map((r) => r.fields),
+      ).toEqual([["1"]]);
+    });
   });
 }

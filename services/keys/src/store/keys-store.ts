@@ -246,6 +246,7 @@ export interface KeysStore extends AuditLogStore {
    * Inserts each key whose hash is new in its workspace; true where it was
    * inserted, false where the workspace holds the hash already. Another
    * workspace's keys never make it fail: a hash is unique per workspace.
+   * `audit` is written only when at least one key was inserted.
    */
   importKeys(keys: NewKey[], audit?: (inserted: NewKey[]) => AuditRecord): Promise<boolean[]>;
   /**
@@ -289,8 +290,11 @@ export interface KeysStore extends AuditLogStore {
     at: number,
     audit?: AuditRecord,
   ): Promise<CreditsState | "unlimited" | undefined>;
-  /** Ordinary deletion marks the key deleted; permanent deletion removes the row, its hash and its secrets. */
-  deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void>;
+  /**
+   * Ordinary deletion marks the key deleted; permanent deletion removes the row, its hash and its secrets.
+   * False, with no audit record, when nothing changed (the key was already deleted, e.g. by a concurrent call).
+   */
+  deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<boolean>;
   /**
    * Creates `key` as the successor of `originalId` in one transaction: it takes
    * the original's current balance and refill state, and the original now

@@ -94,7 +94,7 @@ export class MemoryKeysStore implements KeysStore {
       await this.createKey(key);
       inserted.push(true);
     }
-    this.audit.add(audit?.(keys.filter((_, i) => inserted[i])));
+    if (inserted.includes(true)) this.audit.add(audit?.(keys.filter((_, i) => inserted[i])));
     return inserted;
   }
 
@@ -186,18 +186,21 @@ export class MemoryKeysStore implements KeysStore {
     return { remaining: key.remaining, refill: key.refill && { ...key.refill } };
   }
 
-  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void> {
+  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<boolean> {
     const key = this.keys.get(id);
-    this.audit.add(audit);
-    if (!key) return;
+    if (!key) return false;
     if (!permanent) {
-      if (key.deletedAt === null) key.deletedAt = at;
-      return;
+      if (key.deletedAt !== null) return false;
+      key.deletedAt = at;
+      this.audit.add(audit);
+      return true;
     }
     this.keys.delete(id);
     this.given.delete(id);
     this.keyIdByHash.delete(byHash(key));
     this.encrypted.delete(id);
+    this.audit.add(audit);
+    return true;
   }
 
   async rerollKey(

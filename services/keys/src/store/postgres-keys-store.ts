@@ -134,7 +134,10 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
     return this.sql.begin(async (tx) => {
       const inserted: boolean[] = [];
       for (const key of keys) inserted.push(await insertKey(tx, key, "skip"));
-      if (audit) await insertAudit(tx, KEYS_AUDIT_TABLE, audit(keys.filter((_, i) => inserted[i])));
+      // A migration whose every hash was already there changed nothing: no record.
+      if (audit && inserted.includes(true)) {
+        await insertAudit(tx, KEYS_AUDIT_TABLE, audit(keys.filter((_, i) => inserted[i])));
+      }
       return inserted;
     });
   }
@@ -279,13 +282,22 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
     return row && { remaining: row.remaining, refill: refillOf(row) };
   }
 
-  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<void> {
-    await this.audited(audit, async (tx) => {
-      if (permanent) {
-        await tx`DELETE FROM key_last_used WHERE key_id = ${id}`;
-        await tx`DELETE FROM keys WHERE id = ${id}`;
-      } else await tx`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL`;
-    });
+  async deleteKey(id: string, permanent: boolean, at: number, audit?: AuditRecord): Promise<boolean> {
+    return this.audited(
+      audit,
+      async (tx) => {
+        if (permanent) {
+          await tx`DELETE FROM key_last_used WHERE key_id = ${id}`;
+          return (await tx`DELETE FROM keys WHERE id = ${id} RETURNING id`).length > 0;
+        }
+        return (
+          (await tx`UPDATE keys SET deleted_at = ${at} WHERE id = ${id} AND deleted_at IS NULL RETURNING id`)
+            .length > 0
+        );
+      },
+      // A concurrent deletion that got there first changed the row: this one changed nothing.
+      (deleted) => deleted,
+    );
   }
 
   async rerollKey(

@@ -42,9 +42,13 @@ describe("SpendQueue on PostgreSQL", () => {
           { period: number },
         ];
       let balance = 100;
-      // The one spend that took the balance below 10 (10 % of the 100 given) and the one that took it
-      // to 0 say so, though each came in a statement of its own.
+      // The one spend that took the balance below 10 (10 % of the 100 given), the one that took it
+      // to 0, and one refused with credits left (1, cost 2: each run here is one spend, so the first
+      // of its run) say so, though each came in a statement of its own.
       const oneByOne = costs.map((cost) => {
+        if (balance < cost && balance > 0) {
+          return { spent: false, remaining: balance, crossed: { period, low: undefined, exhausted: true } };
+        }
         if (balance < cost) return { spent: cost === 0, remaining: balance };
         const before = balance;
         balance -= cost;
@@ -54,7 +58,7 @@ describe("SpendQueue on PostgreSQL", () => {
           ? { spent: true, remaining: balance }
           : { spent: true, remaining: balance, crossed: { period, low, exhausted } };
       });
-      expect(oneByOne.filter((a) => "crossed" in a)).toHaveLength(2);
+      expect(oneByOne.filter((a) => "crossed" in a)).toHaveLength(3);
       expect(answers).toEqual(oneByOne);
       expect(queue.statements).toBeGreaterThan(100);
       const { key } = await client.getKey({ caller, keyId });

@@ -104,8 +104,9 @@ export class SpendQueue {
 
 /**
  * Each spend of a statement's runs answered with its group's result. The one
- * spend of a run that took its key's balance below the low threshold or to 0
- * says so (credit-events.ts): found once per run, the rest pay a comparison.
+ * spend of a run that took its key's balance below the low threshold or to 0,
+ * and the first one refused for want of credits, say so (credit-events.ts):
+ * found once per run, the rest pay a comparison.
  */
 function settle(
   runs: readonly PendingSpend[][],
@@ -126,7 +127,16 @@ function settle(
         const crossed = crossings === undefined ? undefined : crossingAt(crossings, j);
         const remaining = result.before - (j + 1) * cost;
         s.resolve(crossed === undefined ? { spent: true, remaining } : { spent: true, remaining, crossed });
-      } else s.resolve({ spent: false, remaining: result.before - result.granted * cost });
+      } else {
+        const remaining = result.before - result.granted * cost;
+        // The run's first spend refused while credits are left (a cost that does not divide the balance
+        // kept it from 0) says the key is exhausted (credit-events.ts). At 0 the spend that took it there
+        // said so already.
+        if (j === result.granted && remaining > 0 && result.period !== undefined) {
+          const crossed = { period: result.period, low: undefined, exhausted: true };
+          s.resolve({ spent: false, remaining, crossed });
+        } else s.resolve({ spent: false, remaining });
+      }
     }
   }
 }

@@ -177,10 +177,11 @@ async function judge(
     return { result: notFound(), key: null, spent: 0, facts: undefined };
   }
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
-  if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
-  // Only the one spend of a period that crossed the low threshold or reached 0 (credit-events.ts).
+  // Only the one spend of a statement's run that crossed the low threshold, reached 0 or was the first
+  // refused for want of credits (credit-events.ts).
   if (spend.crossed !== undefined)
     deps.creditEvents.crossed(key, spend.remaining, spend.crossed, deps.clock.now());
+  if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
   return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);
 }
 

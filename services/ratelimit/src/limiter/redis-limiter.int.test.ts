@@ -209,6 +209,7 @@ describe("counters in Redis: bounds per workspace", () => {
     }
     expect((await redis.apply([[check({ key: key("a", "u3") })]]))[0]![0]).toEqual({
       success: false,
+      refused: true,
       limit: 10,
       remaining: 0,
       reset: clock.now() + 500,

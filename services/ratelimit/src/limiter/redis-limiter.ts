@@ -171,6 +171,7 @@ export class RedisLimiter implements Limiter {
           if (code === 2) this.refused(c.key, now);
           outcomes[i] = {
             success: code === 1,
+            refused: code === 2,
             limit: c.limit,
             remaining,
             reset: (Math.floor(now / c.duration) + 1) * c.duration,

@@ -20,7 +20,13 @@ describe("sliding windows", () => {
     const outcomes = Array.from({ length: 4 }, () => w.apply([check({ limit: 3 })])[0]!);
     expect(outcomes.map((o) => o.success)).toEqual([true, true, true, false]);
     expect(outcomes.map((o) => o.remaining)).toEqual([2, 1, 0, 0]);
-    expect(outcomes[3]).toEqual({ success: false, limit: 3, remaining: 0, reset: start + SECOND });
+    expect(outcomes[3]).toEqual({
+      success: false,
+      refused: false,
+      limit: 3,
+      remaining: 0,
+      reset: start + SECOND,
+    });
   });
 
   it("weights the previous window by the part of it still inside the sliding window", () => {
@@ -64,6 +70,7 @@ describe("sliding windows", () => {
     const w = new SlidingWindows(new TestClock(start));
     expect(w.apply([check({ limit: 0 })])[0]).toEqual({
       success: false,
+      refused: false,
       limit: 0,
       remaining: 0,
       reset: start + SECOND,
@@ -132,6 +139,7 @@ describe("sliding windows: bounds per workspace", () => {
     for (let i = 0; i < 3; i++) expect(w.apply([check({ key: key("a", `u${i}`) })])[0]!.success).toBe(true);
     expect(w.apply([check({ key: key("a", "u3") })])[0]).toEqual({
       success: false,
+      refused: true,
       limit: 10,
       remaining: 0,
       reset: start + SECOND,

@@ -15,6 +15,11 @@ export interface CounterCheck {
 
 export interface CounterOutcome {
   success: boolean;
+  /**
+   * Denied for want of room, not by the limit: the workspace's counters are full (a new identifier past
+   * its budget). Not a ratelimit.exceeded (exceeded.ts).
+   */
+  refused: boolean;
   /** The limit applied. */
   limit: number;
   remaining: number;
@@ -153,17 +158,21 @@ export class SlidingWindows {
       const effective = current + already + Math.floor(previous * (1 - elapsed)) + c.cost;
       // limit 0 is a ban: it denies even a check that costs nothing.
       let success = c.limit > 0 && effective <= c.limit;
+      let refused = false;
       // A check that would count on a counter not held yet needs room for it (one per id per group).
       if (success && e === undefined && c.cost > 0 && !claimedBefore(claims, ids, i, id)) {
         const ws = this.claim(c.key, now, ids, i);
-        if (ws === undefined) success = false;
-        else {
+        if (ws === undefined) {
+          success = false;
+          refused = true;
+        } else {
           claims ??= new Array(n);
           claims[i] = ws;
         }
       }
       outcomes[i] = {
         success,
+        refused,
         limit: c.limit,
         remaining: success ? Math.max(0, c.limit - effective) : 0,
         reset: start + c.duration,

@@ -37,6 +37,7 @@ export const toGroupResult = (outcomes: readonly CounterOutcome[]): CounterGroup
     (o): CounterResult => ({
       $typeName: "ratelimit.v1.CounterResult",
       success: o.success,
+      refused: o.refused,
       limit: BigInt(o.limit),
       remaining: BigInt(o.remaining),
       reset: BigInt(o.reset),
@@ -47,6 +48,7 @@ export const toGroupResult = (outcomes: readonly CounterOutcome[]): CounterGroup
 export const fromGroupResult = (r: CounterGroupResult): CounterOutcome[] =>
   r.results.map((o) => ({
     success: o.success,
+    refused: o.refused,
     limit: Number(o.limit),
     remaining: Number(o.remaining),
     reset: Number(o.reset),

@@ -91,12 +91,16 @@ describe("the webhooks context's audit records", () => {
     );
     h.clock.advance(1);
     await expectReason(
-      h.client.deleteWebhook({ caller: withRequest("req_d"), webhookId: "wh_missing" }),
+      h.client.deleteWebhook({ caller: withRequest("req_d"), webhookId: "wh_2cGKbMxRjGzhCxo1" }),
       ErrorReason.WEBHOOK_NOT_FOUND,
     );
     h.clock.advance(1);
     await expectReason(
-      h.client.redeliver({ caller: withRequest("req_r"), webhookId: theirs.webhookId, deliveryId: "dlv_x" }),
+      h.client.redeliver({
+        caller: withRequest("req_r"),
+        webhookId: theirs.webhookId,
+        deliveryId: "dlv_2cGKbMxRjGzhCxo1",
+      }),
       ErrorReason.WEBHOOK_NOT_FOUND,
     );
     h.clock.advance(1);
@@ -113,10 +117,10 @@ describe("the webhooks context's audit records", () => {
         "WEBHOOK_NOT_FOUND",
         [
           { type: "webhook", id: theirs.webhookId },
-          { type: "delivery", id: "dlv_x" },
+          { type: "delivery", id: "dlv_2cGKbMxRjGzhCxo1" },
         ],
       ],
-      ["req_d", "webhooks.delete", "WEBHOOK_NOT_FOUND", [{ type: "webhook", id: "wh_missing" }]],
+      ["req_d", "webhooks.delete", "WEBHOOK_NOT_FOUND", [{ type: "webhook", id: "wh_2cGKbMxRjGzhCxo1" }]],
       ["req_u", "webhooks.update", "WEBHOOK_NOT_FOUND", [{ type: "webhook", id: theirs.webhookId }]],
       ["req_full", "webhooks.create", "PRECONDITION_FAILED", []],
     ]);
