@@ -526,14 +526,14 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
       expect(new URL(page.url()).hash).toBe(`#/apis/${apiId}/keys/${keyId}`);
 
       // A refused change is a failure, with its code.
-      const refused = await post("keys.createKey", { apiId: "api_doesnotexist" });
+      const refused = await post("keys.createKey", { apiId: "api_1111111111111111" });
       expect(refused.status).toBe(404);
       const failures = (await post("auditLogs.list", { outcome: "failure" })).body.data;
       expect(failures[0]).toMatchObject({
         operation: "keys.createKey",
         outcome: "failure",
         error: { code: "API_NOT_FOUND" },
-        resources: [{ type: "api", id: "api_doesnotexist" }],
+        resources: [{ type: "api", id: "api_1111111111111111" }],
       });
       await page.goto("/#/audit?outcome=failure");
       await page.getByRole("heading", { name: "Audit log", level: 1 }).waitFor();

@@ -33,6 +33,9 @@ const ACTORS = { cli: "CLI", system: "Latchkey itself" };
 
 /** Where the console shows a resource of an audit record, when it has a page for it. */
 function resourceHref(r: Resource, all: Resource[], apiOfKey: Map<string, string>): string | undefined {
+  // A refused request that named something by more than an id (a key pasted as keyId, an e-mail) is recorded
+  // without it (docs/security.md, The audit log): there is nothing to link to.
+  if (r.id === "") return undefined;
   switch (r.type) {
     case "api":
       return href("apis", r.id);
@@ -278,7 +281,14 @@ export function AuditPage() {
                       const to = resourceHref(res, r.resources, apiOfKey);
                       return (
                         <li key={`${res.type}:${res.id}`}>
-                          {res.type} {to ? <a href={to}>{res.id}</a> : <code>{res.id}</code>}
+                          {res.type}{" "}
+                          {res.id === "" ? (
+                            <span class="muted">(not recorded)</span>
+                          ) : to ? (
+                            <a href={to}>{res.id}</a>
+                          ) : (
+                            <code>{res.id}</code>
+                          )}
                         </li>
                       );
                     })}
