@@ -1,21 +1,9 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import type {
-  CallerSchema,
-  RatelimitConfigSchema,
-  ErrorReason as Reason,
-} from "@latchkey/proto/common/v1/common_pb";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import type { CallerSchema, RatelimitConfigSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import {
-  createLogger,
-  ErrorReason,
-  errorDetailOf,
-  MemoryBus,
-  onIdentityChanged,
-  TestClock,
-} from "@latchkey/runtime";
-import { expect } from "vitest";
+import { createLogger, MemoryBus, onIdentityChanged, TestClock } from "@latchkey/runtime";
 import { createMemoryIdentityDeps } from "../deps.ts";
 import { identityRoutes } from "../routes.ts";
 
@@ -86,30 +74,4 @@ export function harness() {
   return { deps, client, clock, events, seed };
 }
 
-/** Asserts the call fails with `reason`, and with the message and field location given. */
-export async function expectReason(
-  call: Promise<unknown>,
-  reason: Reason,
-  expected: { message?: string | RegExp; location?: string } = {},
-): Promise<ConnectError> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "the call should have failed").toBeInstanceOf(ConnectError);
-  const connectError = err as ConnectError;
-  expect(ErrorReason[errorDetailOf(connectError)?.reason ?? ErrorReason.UNSPECIFIED]).toBe(
-    ErrorReason[reason],
-  );
-  if (expected.message !== undefined) {
-    if (typeof expected.message === "string") expect(connectError.rawMessage).toBe(expected.message);
-    else expect(connectError.rawMessage).toMatch(expected.message);
-  }
-  if (expected.location !== undefined) {
-    expect(errorDetailOf(connectError)?.violations.map((v) => v.location)).toEqual([expected.location]);
-  }
-  return connectError;
-}
-
-/** The message requirePermissions gives when `permission` is missing. */
-export const lacks = (permission: string) => `The root key lacks the permission '${permission}'.`;
+export { expectReason, lacks } from "@latchkey/runtime/expect-reason";

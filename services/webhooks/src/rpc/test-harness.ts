@@ -1,8 +1,6 @@
-import { type Client, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import type { ErrorReason as Reason } from "@latchkey/proto/common/v1/common_pb";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { createLogger, ErrorReason, errorDetailOf, TestClock } from "@latchkey/runtime";
-import { expect } from "vitest";
+import { createLogger, TestClock } from "@latchkey/runtime";
 import { createMemoryWebhookDeps } from "../deps.ts";
 import { webhookRoutes } from "../routes.ts";
 import type { WebhookSettings } from "../settings.ts";
@@ -37,29 +35,4 @@ export function harness(settings: Partial<WebhookSettings> = {}) {
   return { deps, client, clock, all, create };
 }
 
-/** Asserts the call fails with `reason`, and with the message and field location given. */
-export async function expectReason(
-  call: Promise<unknown>,
-  reason: Reason,
-  expected: { message?: string | RegExp; location?: string } = {},
-): Promise<ConnectError> {
-  const err = await call.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, "the call should have failed").toBeInstanceOf(ConnectError);
-  const connectError = err as ConnectError;
-  expect(ErrorReason[errorDetailOf(connectError)?.reason ?? ErrorReason.UNSPECIFIED]).toBe(
-    ErrorReason[reason],
-  );
-  if (expected.message !== undefined) {
-    if (typeof expected.message === "string") expect(connectError.rawMessage).toBe(expected.message);
-    else expect(connectError.rawMessage).toMatch(expected.message);
-  }
-  if (expected.location !== undefined) {
-    expect(errorDetailOf(connectError)?.violations.map((v) => v.location)).toEqual([expected.location]);
-  }
-  return connectError;
-}
-
-export const lacks = (permission: string) => `The root key lacks the permission '${permission}'.`;
+export { expectReason, lacks } from "@latchkey/runtime/expect-reason";
