@@ -1,13 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { createLogger, EVENTS_STREAM, JetStreamEventSink } from "@latchkey/runtime";
+import { ownNatsServer } from "@latchkey/runtime/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
@@ -53,14 +50,6 @@ afterEach(async () => {
       .pop()?.()
       .catch(() => {});
 });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 /** Counts of the workspace's events stored in ClickHouse, read directly. */
 async function stored(db: TestClickHouse, workspaceId: string): Promise<number> {
@@ -197,38 +186,10 @@ describe("the analytics pipeline: JetStream to ClickHouse to GetVerifications", 
   });
 
   it("loses nothing when NATS restarts in the middle of a stream", async () => {
-    const port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), "analytics-nats-"));
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-    let server: ChildProcess | undefined;
-    const startNats = async () => {
-      server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir], {
-        stdio: "ignore",
-      });
-      await eventually(
-        () =>
-          new Promise((resolve) => {
-            const s = net.connect(port, "127.0.0.1", () => {
-              s.destroy();
-              resolve(true);
-            });
-            s.on("error", () => resolve(false));
-          }),
-        10_000,
-        50,
-      );
-    };
-    const stopNats = async () => {
-      const s = server;
-      if (!s || s.exitCode !== null) return;
-      const exited = new Promise((r) => s.once("exit", r));
-      s.kill("SIGKILL");
-      await exited;
-    };
-    await startNats();
-    cleanups.push(stopNats);
+    const server = await ownNatsServer();
+    cleanups.push(() => server.close());
     const nats = await connect({
-      servers: `nats://127.0.0.1:${port}`,
+      servers: server.url,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 100,
     });
@@ -240,9 +201,9 @@ describe("the analytics pipeline: JetStream to ClickHouse to GetVerifications", 
     for (let i = 0; i < N; i += 100) {
       p.publish(i, i + 100);
       if (i === 1_000) {
-        await stopNats();
+        await server.stop();
         await new Promise((r) => setTimeout(r, 500));
-        await startNats();
+        await server.start();
       }
       await new Promise((r) => setTimeout(r, 20));
     }

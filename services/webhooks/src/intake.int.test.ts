@@ -1,11 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createLogger, DOMAIN_EVENT, domainEvent, JetStreamEventSink, migrate } from "@latchkey/runtime";
-import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, ownNatsServer, type TestDatabase } from "@latchkey/runtime/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
@@ -40,47 +35,16 @@ const eventually = async (check: () => Promise<boolean> | boolean, withinMs = 20
   }
 };
 
-/** A nats-server of this test's own, on a port of its own (the shared one on 4222 is never stopped). */
+/** A nats-server of this test's own (the shared one on 4222 is never stopped), and connections to it. */
 async function ownNats() {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "webhooks-nats-"));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  let server: ChildProcess | undefined;
-  const start = async () => {
-    server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir], {
-      stdio: "ignore",
-    });
-    await eventually(
-      () =>
-        new Promise((resolve) => {
-          const s = net.connect(port, "127.0.0.1", () => {
-            s.destroy();
-            resolve(true);
-          });
-          s.on("error", () => resolve(false));
-        }),
-      10_000,
-    );
-  };
-  const stop = async () => {
-    const s = server;
-    if (!s || s.exitCode !== null) return;
-    const exited = new Promise((r) => s.once("exit", r));
-    s.kill("SIGKILL");
-    await exited;
-  };
-  await start();
-  cleanups.push(stop);
+  const server = await ownNatsServer();
+  cleanups.push(() => server.close());
   const connection = async () => {
-    const nc = await connect({
-      servers: `nats://127.0.0.1:${port}`,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 100,
-    });
+    const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     cleanups.push(() => nc.close());
     return nc;
   };
-  return { start, stop, connection };
+  return { start: server.start, stop: server.stop, connection };
 }
 
 async function webhookIn(workspaceId: string, events = ["key.created"]) {
