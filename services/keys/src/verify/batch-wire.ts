@@ -13,8 +13,8 @@ import { WireWriter } from "@latchkey/runtime/wire/writer";
 /**
  * VerifyKeyBatch's answer written by hand, for servers that serialise it to
  * binary protobuf. protobuf-es encodes by reflection, a field lookup and a
- * string conversion per field: about 6 µs per verification for ~140 bytes,
- * twice what verifying it costs. Here the fields of a verification that come
+ * string conversion per field, which costs more than verifying the key does
+ * (measured in docs/architecture.md, Codecs). Here the fields of a verification that come
  * from the cached key, its grants and its identity (key id, name, meta,
  * expires, enabled, permissions, roles, identity) are encoded once per cached
  * key (Segments) and copied; the rest is written field by field with the

@@ -9,8 +9,8 @@ import type { RedisSettings } from "../settings.ts";
  * resending of a script whose answer was lost (it may have counted already),
  * and reconnection in the background every half second at most, so Redis
  * coming back needs no restart. No auto-pipelining: the limiter already
- * sends one script call per workspace and call, and batching those again per
- * event-loop turn measured no gain.
+ * sends one script call per workspace and call (one pipeline for a batch), so
+ * there is nothing left for it to gather.
  */
 export function connectRedis(settings: RedisSettings, log?: Logger): Redis | Cluster {
   const common: RedisOptions = {

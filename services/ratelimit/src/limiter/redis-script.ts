@@ -23,9 +23,8 @@
  * a new counter is counted against the bound, as the memory limiter drops its
  * ended counters first. A group of one check (every item of a LimitBatch) is
  * decided by `lone`, the same decision without a group's tables, and a run of
- * one by `run`, as arithmetic once the counter holds the window: together they
- * cut Redis's time for a batch of 27 checks of one hot identifier from ~57 µs
- * to ~20 (bench/ratelimit-gateway-limit.ts prints the script calls).
+ * one by `run`, as arithmetic once the counter holds the window, which is most
+ * of a batch under load (the figures: docs/performance.md, Counters in Redis).
  */
 export const SLIDING_WINDOWS_LUA = `
 local now = tonumber(ARGV[1])
