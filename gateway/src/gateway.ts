@@ -144,16 +144,6 @@ interface Served {
   changes: boolean;
 }
 
-/**
- * The operations that change state, by name (create, update, delete, set, add, remove, reroll,
- * migrate; webhooks' are named by the verb alone, and redeliver adds a delivery): the others (reads,
- * verifications, limits) never carry a request id, so the hot path's callers stay as they are.
- */
-export const changesState = (operation: string): boolean =>
-  /\.(create|update|delete|set|add|remove|reroll|migrate)[A-Z]|^webhooks\.(create|update|delete|redeliver)$/.test(
-    operation,
-  );
-
 const JSON_TYPE = "application/json";
 
 /** The longest a resolved root key may be trusted without asking again (ROOT_KEY_CACHE_TTL_MS). */
@@ -221,7 +211,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       handle: route.handle,
       validate: compile(route.schema, route.refused),
       freeJson: holdsFreeJson(route.schema),
-      changes: changesState(operation),
+      changes: route.audited === true,
     });
   }
 

@@ -70,6 +70,12 @@ export interface Route<S extends TSchema = TSchema> {
   answer: TSchema;
   /** Whether a success carries `pagination {cursor?, hasMore}` beside `data`. */
   paginated?: true;
+  /**
+   * A management change: the service writes an audit record of it (docs/api.md, The audit log), so its
+   * caller carries the request id. Reads, verifications and limits never do, so the hot path's callers
+   * stay as they are.
+   */
+  audited?: true;
   /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
   description?: string;
   /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */

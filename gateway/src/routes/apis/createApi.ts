@@ -3,6 +3,7 @@ import { route } from "../../route.ts";
 import { Closed, Str } from "../../schema.ts";
 
 export const createApi = route({
+  audited: true,
   answer: Closed({ apiId: Type.String({ examples: ["api_2cGKbMxRyIzhCxo1Idjz8q"] }) }),
   example: { name: "payments" },
   rootKey: { needs: ["api.*.create_api"] },

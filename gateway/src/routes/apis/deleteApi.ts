@@ -5,6 +5,7 @@ import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
 /** data {}; the API's keys verify NOT_FOUND from the next verification on. */
 export const deleteApi = route({
+  audited: true,
   answer: Empty,
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.delete_api"] },

@@ -9,6 +9,7 @@ import { Closed, EXTERNAL_ID_PATTERN, Meta, RatelimitRequest, Str } from "../../
  * not name is ignored rather than refused.
  */
 export const createIdentity = route({
+  audited: true,
   answer: Closed({ identityId: Type.String({ examples: ["id_2cGKbMxRjIzhCxo1IdjH3a"] }) }),
   example: { externalId: "user_42", meta: { plan: "pro" } },
   rootKey: { needs: ["identity.*.create_identity"] },

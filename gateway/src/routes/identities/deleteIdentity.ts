@@ -4,6 +4,7 @@ import { identityRefSchema } from "./getIdentity.ts";
 
 /** Answers `data: {}`: every success carries data (Unkey's answer, `meta` alone, lacks it; its clients ignore it). */
 export const deleteIdentity = route({
+  audited: true,
   description:
     "Answers `data: {}` (Unkey's answer has `meta` alone); Unkey's clients ignore the extra field.",
   answer: Empty,

@@ -7,6 +7,7 @@ import { ratelimitConfigOf } from "./createIdentity.ts";
 
 /** Omitted meta or ratelimits are kept; `{}` empties meta and `[]` removes every limit, as in Unkey's v2 API. */
 export const updateIdentity = route({
+  audited: true,
   answer: Identity,
   example: { identity: "user_42", meta: { plan: "pro" } },
   rootKey: { needs: ["identity.*.update_identity"] },

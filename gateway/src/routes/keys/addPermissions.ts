@@ -13,6 +13,7 @@ export const keyPermissionsSchema = (minItems: 0 | 1) =>
 
 /** Missing slugs are created only when the root key holds rbac.*.create_permission. Answers the key's direct permissions. */
 export const addPermissions = route({
+  audited: true,
   answer: Type.Array(Permission),
   example: { keyId: "key_123", permissions: ["documents.read"] },
   rootKey: {

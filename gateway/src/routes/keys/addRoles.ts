@@ -13,6 +13,7 @@ export const keyRolesSchema = (minItems: 0 | 1) =>
 
 /** Roles must exist (404 role_not_found naming the first that does not). Answers the key's roles. */
 export const addRoles = route({
+  audited: true,
   answer: Type.Array(KeyRole),
   example: { keyId: "key_123", roles: ["admin"] },
   rootKey: { needs: ["api.<apiId>.update_key", "rbac.*.add_role_to_key"] },

@@ -46,6 +46,7 @@ export const createKeySchema = Closed({
 });
 
 export const createKey = route({
+  audited: true,
   description:
     "Roles and permissions given here need the same `rbac.*` permissions as adding them with keys.addRoles and keys.addPermissions (Unkey does not ask them here).",
   answer: NewKey,

@@ -5,6 +5,7 @@ import { Closed, ID_PATTERN, Str } from "../../schema.ts";
 
 /** data {}. permanent also removes the hash, so the same key string can be imported again. */
 export const deleteKey = route({
+  audited: true,
   answer: Empty,
   example: { keyId: "key_123" },
   rootKey: { needs: ["api.<apiId>.delete_key"] },

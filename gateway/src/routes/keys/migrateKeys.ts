@@ -14,6 +14,7 @@ const created = createKeySchema.properties;
  * Unkey's KeyCreditsData, where remaining null means unlimited.
  */
 export const migrateKeys = route({
+  audited: true,
   description:
     "Key hashes are unique per workspace: a hash another workspace holds is migrated into the caller's rather than reported as failed. Each key also accepts `start` and `credits.remaining: null` (unlimited).",
   answer: Closed({

@@ -6,6 +6,7 @@ import { keyPermissionsSchema } from "./addPermissions.ts";
 
 /** A slug the key does not hold is ignored. Answers the key's direct permissions. */
 export const removePermissions = route({
+  audited: true,
   answer: Type.Array(Permission),
   example: { keyId: "key_123", permissions: ["documents.read"] },
   rootKey: { needs: ["api.<apiId>.update_key", "rbac.*.remove_permission_from_key"] },

@@ -6,6 +6,7 @@ import { keyRolesSchema } from "./addRoles.ts";
 
 /** A role the key does not have is ignored; a name that is no role is 404 role_not_found. Answers the key's remaining roles. */
 export const removeRoles = route({
+  audited: true,
   answer: Type.Array(KeyRole),
   example: { keyId: "key_123", roles: ["admin"] },
   rootKey: { needs: ["api.<apiId>.update_key", "rbac.*.remove_role_from_key"] },

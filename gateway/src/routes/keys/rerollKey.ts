@@ -4,6 +4,7 @@ import { Closed, ID_PATTERN, Int, Str } from "../../schema.ts";
 
 /** expiration is ms from now until the original stops working (0: at once); answers the new key. */
 export const rerollKey = route({
+  audited: true,
   answer: NewKey,
   example: { keyId: "key_123", expiration: 0 },
   rootKey: { needs: ["api.<apiId>.create_key"], also: "a recoverable key: also `api.<apiId>.encrypt_key`" },

@@ -6,6 +6,7 @@ import { keyPermissionsSchema } from "./addPermissions.ts";
 
 /** Replaces the key's direct permissions at once ([] clears them). Answers them. */
 export const setPermissions = route({
+  audited: true,
   description:
     "Needs `rbac.*.add_permission_to_key` and `rbac.*.remove_permission_from_key` for what it adds and removes, as keys.addPermissions and keys.removePermissions do.",
   answer: Type.Array(Permission),

@@ -6,6 +6,7 @@ import { keyRolesSchema } from "./addRoles.ts";
 
 /** Replaces the key's roles at once ([] clears them); roles must exist. Answers them. */
 export const setRoles = route({
+  audited: true,
   description:
     "Needs `rbac.*.add_role_to_key` and `rbac.*.remove_role_from_key` for what it adds and removes, as keys.addRoles and keys.removeRoles do (Unkey does not ask them here).",
   answer: Type.Array(KeyRole),

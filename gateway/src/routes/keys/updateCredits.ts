@@ -17,6 +17,7 @@ const OPERATIONS = {
  * Answers the credits after it: {remaining (null: unlimited), refill?}.
  */
 export const updateCredits = route({
+  audited: true,
   answer: Credits,
   example: { keyId: "key_123", operation: "set", value: 10 },
   rootKey: { needs: ["api.<apiId>.update_key"] },

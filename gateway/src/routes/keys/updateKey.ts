@@ -50,6 +50,7 @@ export const updateKeySchema = Closed({
 });
 
 export const updateKey = route({
+  audited: true,
   description:
     "Roles and permissions changed here need the same `rbac.*` permissions as changing them with the role and permission operations (Unkey does not ask them here).",
   answer: Empty,

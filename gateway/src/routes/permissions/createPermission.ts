@@ -3,6 +3,7 @@ import { route } from "../../route.ts";
 import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
 
 export const createPermission = route({
+  audited: true,
   answer: Closed({ permissionId: Type.String({ examples: ["perm_2cGKbMxRjIzhCxo1IdjH3a"] }) }),
   example: { name: "documents.read", slug: "documents.read" },
   rootKey: { needs: ["rbac.*.create_permission"] },

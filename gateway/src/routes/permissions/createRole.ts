@@ -4,6 +4,7 @@ import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
 
 /** Slugs that do not exist yet are created when the root key holds rbac.*.create_permission. */
 export const createRole = route({
+  audited: true,
   answer: Closed({ roleId: Type.String({ examples: ["role_2cGKbMxRjIzhCxo1IdjH3a"] }) }),
   example: { name: "admin" },
   rootKey: {

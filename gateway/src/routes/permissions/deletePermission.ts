@@ -3,6 +3,7 @@ import { route } from "../../route.ts";
 import { permissionRefSchema } from "./getPermission.ts";
 
 export const deletePermission = route({
+  audited: true,
   answer: Empty,
   example: { permission: "documents.read" },
   rootKey: { needs: ["rbac.*.delete_permission"] },

@@ -3,6 +3,7 @@ import { route } from "../../route.ts";
 import { roleRefSchema } from "./getRole.ts";
 
 export const deleteRole = route({
+  audited: true,
   answer: Empty,
   example: { role: "admin" },
   rootKey: { needs: ["rbac.*.delete_role"] },

@@ -6,6 +6,7 @@ import { Closed, SLUG_PATTERN, Str } from "../../schema.ts";
 
 /** Replaces the role's permissions with exactly these; `[]` clears them. Answers the set now held. */
 export const setRolePermissions = route({
+  audited: true,
   answer: Type.Array(Permission),
   example: { roleId: "role_123", permissions: ["documents.read"] },
   rootKey: { needs: ["rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"] },

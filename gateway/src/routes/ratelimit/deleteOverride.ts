@@ -3,6 +3,7 @@ import { route } from "../../route.ts";
 import { overrideKeySchema } from "./getOverride.ts";
 
 export const deleteOverride = route({
+  audited: true,
   answer: Empty,
   example: { namespace: "email", identifier: "user_1" },
   rootKey: { needs: ["ratelimit.<namespace>.delete_override"] },

@@ -4,6 +4,7 @@ import { Closed, Int, Str } from "../../schema.ts";
 
 /** Upsert by namespace and identifier; the identifier may hold `*` wildcards; limit 0 always denies. */
 export const setOverride = route({
+  audited: true,
   description:
     "Precedence is deterministic: an exact identifier beats every wildcard, and among wildcards the longest literal part wins, ties broken by identifier. `limit: 0` is a ban that always denies.",
   answer: Closed({ overrideId: Type.String({ examples: ["rlo_2cGKbMxRjIzhCxo1IdjH3a"] }) }),

@@ -4,6 +4,7 @@ import { Closed } from "../../schema.ts";
 import { WebhookDescription, WebhookEvents, WebhookUrl } from "./shapes.ts";
 
 export const create = route({
+  audited: true,
   description:
     "Registers a URL for the event types named. `secret` (`whsec_…`) signs every delivery as the Standard Webhooks specification says (`webhook-id`, `webhook-timestamp`, `webhook-signature`); it is answered this once. A URL must be http or https, carry no credentials, and not point at a loopback, private, link-local or similar address.",
   answer: Closed({

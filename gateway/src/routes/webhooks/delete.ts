@@ -4,6 +4,7 @@ import { Closed } from "../../schema.ts";
 import { WebhookId } from "./shapes.ts";
 
 export const deleteWebhook = route({
+  audited: true,
   description: "Deletes the webhook and its delivery log; deliveries still pending are not sent.",
   answer: Empty,
   example: { webhookId: "wh_2cGKbMxRjIzhCxo1IdjH3a" },

@@ -4,6 +4,7 @@ import { Closed } from "../../schema.ts";
 import { WebhookId } from "./shapes.ts";
 
 export const redeliver = route({
+  audited: true,
   description:
     "Sends the delivery's event again as a new delivery, now, with the same `webhook-id`, so a receiver that has it already can tell.",
   answer: Closed({ deliveryId: Type.String({ examples: ["dlv_2cGKbMxRjIzhCxo1IdjH3a"] }) }),

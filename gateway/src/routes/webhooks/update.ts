@@ -5,6 +5,7 @@ import { Closed } from "../../schema.ts";
 import { WebhookDescription, WebhookEvents, WebhookId, WebhookUrl } from "./shapes.ts";
 
 export const update = route({
+  audited: true,
   description:
     "Changes the fields given. `enabled: true` also clears `disabledReason` and the run of failures.",
   answer: Empty,
