@@ -109,7 +109,7 @@ describe("webhook events caused by real operations (separate processes, JetStrea
         namespace: "events",
         identifier: "u1",
         limit: 1,
-        duration: 60_000,
+        duration: 86_400_000,
       });
       limited.push(r.success);
     }
@@ -143,7 +143,7 @@ describe("webhook events caused by real operations (separate processes, JetStrea
       namespace: "events",
       identifier: "u1",
       limit: 1,
-      duration: 60_000,
+      duration: 86_400_000,
     });
     expect(one("identity.created")).toEqual({ identityId: identity.identityId, externalId: "user_events" });
     expect(one("key.rerolled")).toMatchObject({ keyId, apiId, newKeyId: rerolled.keyId });
