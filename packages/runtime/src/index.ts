@@ -18,6 +18,7 @@ export * from "./metrics.ts";
 export * from "./oldest-first.ts";
 export * from "./permission-query.ts";
 export * from "./permissions.ts";
+export * from "./progress.ts";
 export * from "./sealing.ts";
 export * from "./serve.ts";
 
