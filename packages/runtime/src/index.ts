@@ -25,3 +25,4 @@ export * from "./serve.ts";
 import "./text-encoding.ts";
 
 export * from "./transport.ts";
+export * from "./waiting.ts";
