@@ -49,6 +49,8 @@ export interface RatelimitDepsOptions {
   maxCounters?: number;
   /** Most counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
   maxCountersPerWorkspace?: number;
+  /** Most bytes of counters held in memory, all workspaces together (env RATELIMIT_MAX_COUNTER_BYTES). */
+  maxCounterBytes?: number;
 }
 
 /** Production wiring on PostgreSQL; migrations are the caller's (main.ts runs them at start). */
@@ -73,6 +75,7 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
   const windows = new SlidingWindows(clock, {
     maxCounters: options.maxCounters,
     maxCountersPerWorkspace: options.maxCountersPerWorkspace,
+    maxBytes: options.maxCounterBytes,
     log,
   });
   const overrides = new OverrideCache(store, options.bus);
