@@ -38,9 +38,13 @@ const MODES: readonly RedisMode[] = ["standalone", "sentinel", "cluster"];
  * counter with RATELIMIT_PEERS) or `redis` with its settings. A bad or missing
  * value stops the start.
  */
-export function storeFromEnv(): { store: "memory" } | { store: "redis"; redis: RedisSettings } {
+export function storeFromEnv():
+  | { store: "memory"; allowUnsharedMemory: boolean }
+  | { store: "redis"; redis: RedisSettings } {
   const store = env.string("RATELIMIT_STORE", "memory");
-  if (store === "memory") return { store };
+  // Counting in memory, a process refuses to start beside another that does on its database (instances.ts).
+  if (store === "memory")
+    return { store, allowUnsharedMemory: env.bool("RATELIMIT_ALLOW_UNSHARED_MEMORY", false) };
   if (store !== "redis") throw new Error(`RATELIMIT_STORE must be memory or redis, got '${store}'`);
   if (env.string("RATELIMIT_PEERS") !== undefined)
     throw new Error(
