@@ -25,7 +25,12 @@ import {
   MIN_CACHE_BYTES,
   startRefills,
 } from "@latchkey/keys";
-import { createRatelimitDeps, RATELIMIT_AUDIT_TABLE, ratelimitRoutes } from "@latchkey/ratelimit";
+import {
+  createRatelimitDeps,
+  RATELIMIT_AUDIT_TABLE,
+  ratelimitRoutes,
+  registerMemoryInstance,
+} from "@latchkey/ratelimit";
 import { connectRedis, redisReady } from "@latchkey/ratelimit/limiter/redis-connection";
 import { counterBoundsFromEnv, storeFromEnv } from "@latchkey/ratelimit/settings";
 import {
@@ -112,6 +117,9 @@ async function main() {
       process.exit(1);
     },
   });
+  // Counting rate limits in its own memory, the process refuses to start beside another that does on
+  // this database (services/ratelimit/src/instances.ts), before anything else of it starts.
+  const ratelimitInstance = await registerMemoryInstance(db.sql, settings.ratelimitStore, { log });
   const { natsUrl, clickhouseUrl } = settings;
   const nats = natsUrl ? await NatsBus.connect(natsUrl, log, "latchkey") : undefined;
   const bus: Bus = nats ?? new MemoryBus();
@@ -180,6 +188,7 @@ async function main() {
     bus,
     events,
     log: log.child({ service: "ratelimit" }),
+    instance: ratelimitInstance,
     ...settings.counterBounds,
     ...(redis && store.store === "redis" ? { redis: { client: redis, prefix: store.redis.prefix } } : {}),
   });

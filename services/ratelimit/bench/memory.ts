@@ -9,12 +9,15 @@ import { SlidingWindows } from "../src/limiter/sliding-windows.ts";
  * workspace id, a namespace id and the identifier, joined in checks.ts). Run:
  *   node --expose-gc --import tsx services/ratelimit/bench/memory.ts
  * N (1,000,000), WORKSPACES (10), IDENTIFIER (length of the identifier, 12),
- * DURATION (window ms, 86,400,000).
+ * CHAR (what the identifier is padded with, "0"; one beyond Latin-1 makes
+ * two-byte strings), DURATION (window ms, 86,400,000). Prints the heap per
+ * counter beside what the bounds count (counterBytes).
  */
 const N = Number(process.env["N"] ?? 1_000_000);
 const WORKSPACES = Number(process.env["WORKSPACES"] ?? 10);
 const IDENTIFIER = Number(process.env["IDENTIFIER"] ?? 12);
 const DURATION = Number(process.env["DURATION"] ?? 86_400_000);
+const CHAR = process.env["CHAR"] ?? "0";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with node --expose-gc");
@@ -30,12 +33,13 @@ const namespace = id16("rlns", 1);
 const windows = new SlidingWindows(new TestClock(Date.UTC(2026, 0, 1, 12)), {
   maxCounters: 2 * N,
   maxCountersPerWorkspace: N,
+  maxBytes: Number.MAX_SAFE_INTEGER,
 });
 
 const before = settle();
 const started = performance.now();
 for (let i = 0; i < N; i++) {
-  const identifier = `u${String(i).padStart(IDENTIFIER - 1, "0")}`;
+  const identifier = `u${String(i).padStart(IDENTIFIER - 1, CHAR)}`;
   windows.apply([
     {
       key: counterKey(workspaces[i % WORKSPACES]!, namespace, identifier),
@@ -56,6 +60,7 @@ process.stdout.write(
     keyLength: counterKey(workspaces[0]!, namespace, "u".repeat(IDENTIFIER)).length,
     heap: mb(heap),
     bytesPerCounter: Math.round(heap / windows.size),
+    counted: Math.round(windows.bytes / windows.size),
     rss: mb(after.rss),
     µsPerNewCounter: ((elapsed * 1000) / N).toFixed(2),
   })}\n`,

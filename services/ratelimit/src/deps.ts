@@ -11,6 +11,7 @@ import {
 import type { Cluster, Redis } from "ioredis";
 import { noEvents, type RatelimitEvents, ratelimitEvents } from "./events.ts";
 import { ExceededEvents } from "./exceeded.ts";
+import type { MemoryInstance } from "./instances.ts";
 import { type Limiter, LocalLimiter } from "./limiter/limiter.ts";
 import { type PeerConfig, PeerLimiter } from "./limiter/peer-limiter.ts";
 import { RedisLimiter } from "./limiter/redis-limiter.ts";
@@ -31,7 +32,7 @@ export interface RatelimitDeps {
   exceeded: ExceededEvents; // ratelimit.exceeded to the event sink, once per counter and window (exceeded.ts)
   clock: Clock; // decides the windows; tests move it
   log: Logger; // causes of internal errors, peer outages
-  close(): Promise<void>; // drops bus subscriptions; the bus and the database belong to whoever passed them
+  close(): Promise<void>; // drops bus subscriptions and this process's registration (instances.ts); the bus and the database belong to whoever passed them
 }
 
 export interface RatelimitDepsOptions {
@@ -49,6 +50,13 @@ export interface RatelimitDepsOptions {
   maxCounters?: number;
   /** Most counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
   maxCountersPerWorkspace?: number;
+  /** Most bytes of counters held in memory, all workspaces together (env RATELIMIT_MAX_COUNTER_BYTES). */
+  maxCounterBytes?: number;
+  /**
+   * This process's registration as one counting in its own memory (instances.ts registerMemoryInstance,
+   * which main.ts and the all-in-one process call before this), removed by close().
+   */
+  instance?: MemoryInstance | undefined;
 }
 
 /** Production wiring on PostgreSQL; migrations are the caller's (main.ts runs them at start). */
@@ -73,6 +81,7 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
   const windows = new SlidingWindows(clock, {
     maxCounters: options.maxCounters,
     maxCountersPerWorkspace: options.maxCountersPerWorkspace,
+    maxBytes: options.maxCounterBytes,
     log,
   });
   const overrides = new OverrideCache(store, options.bus);
@@ -101,6 +110,7 @@ function buildDeps(store: RatelimitStore, options: Omit<RatelimitDepsOptions, "s
     async close() {
       overrides.close();
       await limiter.close();
+      await options.instance?.close();
     },
   };
 }

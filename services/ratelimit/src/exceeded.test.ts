@@ -4,6 +4,7 @@ import { domainEventId, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { exceededSuite } from "./exceeded.suite.ts";
 import { ExceededEvents } from "./exceeded.ts";
+import { counterBytes } from "./limiter/sliding-windows.ts";
 import { harness, recordingSink } from "./test-kit.ts";
 
 describe("ratelimit.exceeded with counters in memory", () => {
@@ -28,5 +29,21 @@ describe("ExceededEvents' memory", () => {
     const key = denial("a").counter.key;
     expect(sink.events[0]!.id).toBe(domainEventId("ratelimit.exceeded", key, 60_000, 60_000));
     expect(sink.events[3]!.id).toBe(sink.events[0]!.id);
+  });
+
+  it("holds at most its bound of bytes: a flood of denials of the longest identifiers forgets the oldest", () => {
+    const sink = recordingSink();
+    const longest = (i: number) => `${i}`.padStart(512, "€");
+    const each = counterBytes(`${denial(longest(0)).counter.key}\u001f60000`);
+    const exceeded = new ExceededEvents(sink, new TestClock(), 1_000, 10 * each);
+    exceeded.limitDenied(denial("short"), outcome);
+    for (let i = 0; i < 50; i++) exceeded.limitDenied(denial(longest(i)), outcome);
+    expect(exceeded.remembered).toEqual({ counters: 10, bytes: 10 * each });
+    // The last ten are remembered: denied again in their window, they are not announced again.
+    const published = sink.events.length;
+    for (let i = 40; i < 50; i++) exceeded.limitDenied(denial(longest(i)), outcome);
+    expect(sink.events.length).toBe(published);
+    exceeded.limitDenied(denial("short"), outcome);
+    expect(sink.events.length).toBe(published + 1);
   });
 });

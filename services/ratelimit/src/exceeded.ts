@@ -8,7 +8,7 @@ import {
   OldestFirst,
 } from "@latchkey/runtime";
 import { noEvents } from "./events.ts";
-import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";
+import { type CounterCheck, type CounterOutcome, counterBytes } from "./limiter/sliding-windows.ts";
 
 /**
  * ratelimit.exceeded, for webhooks: at most one per counter (workspace,
@@ -25,6 +25,11 @@ import type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts"
 
 /** Counters whose announced window this process remembers (about 150 bytes each plus the identifier). */
 export const MAX_ANNOUNCED_COUNTERS = 100_000;
+/**
+ * And their bytes, counted as a counter's (counterBytes): the longest identifiers, which a denial needs no
+ * counter to name (a cost above the limit), cost several times a short one.
+ */
+export const MAX_ANNOUNCED_BYTES = 32 * 1024 * 1024;
 
 const SEP = "\u001f";
 
@@ -39,12 +44,20 @@ export class ExceededEvents {
   /** The window start last announced, by counter key and duration. */
   private readonly announced = new Map<string, number>();
   private readonly oldest = new OldestFirst(this.announced);
+  /** What the remembered counters cost, as counterBytes counts them. */
+  private held = 0;
 
   constructor(
     private readonly sink: EventSink,
     private readonly clock: Clock,
     private readonly max = MAX_ANNOUNCED_COUNTERS,
+    private readonly maxBytes = MAX_ANNOUNCED_BYTES,
   ) {}
+
+  /** Counters remembered, and their bytes. */
+  get remembered(): { counters: number; bytes: number } {
+    return { counters: this.announced.size, bytes: this.held };
+  }
 
   /** A standalone check (limit, limitBatch, multiLimit: a checks.ts ResolvedCheck) was denied. */
   limitDenied(resolved: DeniedCheck, outcome: CounterOutcome): void {
@@ -79,9 +92,16 @@ export class ExceededEvents {
     const at = counter.key + SEP + counter.duration;
     if (this.announced.get(at) === windowStart) return;
     // Moved to the back: the counters denied most recently are the last forgotten.
-    this.announced.delete(at);
+    const bytes = counterBytes(at);
+    if (this.announced.delete(at)) this.held -= bytes;
     this.announced.set(at, windowStart);
-    this.oldest.trim(this.max);
+    this.held += bytes;
+    while (this.announced.size > this.max || this.held > this.maxBytes) {
+      const oldest = this.oldest.next();
+      if (oldest === undefined) break;
+      this.announced.delete(oldest);
+      this.held -= counterBytes(oldest);
+    }
     const id = domainEventId("ratelimit.exceeded", counter.key, counter.duration, windowStart);
     const data = { namespace, identifier, limit: outcome.limit, duration: counter.duration, windowStart };
     this.sink.publish(

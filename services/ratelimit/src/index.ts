@@ -4,6 +4,11 @@ export {
   type RatelimitDeps,
   type RatelimitDepsOptions,
 } from "./deps.ts";
+export {
+  type MemoryInstance,
+  registerMemoryInstance,
+  UnsharedMemoryError,
+} from "./instances.ts";
 export type { Limiter } from "./limiter/limiter.ts";
 export type { PeerConfig } from "./limiter/peer-limiter.ts";
 export type { CounterCheck, CounterOutcome } from "./limiter/sliding-windows.ts";

@@ -15,6 +15,7 @@ import {
 } from "@latchkey/runtime";
 import { ratelimitCodecs } from "./codecs.ts";
 import { createRatelimitDeps } from "./deps.ts";
+import { registerMemoryInstance } from "./instances.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";
 import { connectRedis, redisReady } from "./limiter/redis-connection.ts";
 import { ratelimitMigrations } from "./migrations.ts";
@@ -56,6 +57,9 @@ const store = storeFromEnv();
 const auditRetentionDays = env.int("AUDIT_RETENTION_DAYS", 365, 1);
 const sql = connect(databaseUrl);
 await migrate(sql, "ratelimit", ratelimitMigrations);
+// Counting in its own memory (no Redis, no peers), this process refuses to start beside another that
+// does on this database: each would count every budget alone.
+const instance = await registerMemoryInstance(sql, { ...store, peers: peers !== undefined }, { log });
 const auditPruner = new AuditPruner(sql, RATELIMIT_AUDIT_TABLE, {
   retentionDays: auditRetentionDays,
   log,
@@ -83,6 +87,7 @@ const deps = createRatelimitDeps({
   sql,
   bus,
   log,
+  instance,
   ...bounds,
   ...(sink ? { events: sink } : {}),
   ...(peers ? { peers } : {}),

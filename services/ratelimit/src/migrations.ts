@@ -32,4 +32,22 @@ export const ratelimitMigrations: readonly Migration[] = [
     // The audit records of the ratelimit context's management changes (packages/runtime/src/audit.ts).
     sql: auditTableSql("ratelimit_audit_log"),
   },
+  {
+    version: 3,
+    name: "ratelimit_memory_instances",
+    // The processes counting rate limits in their own memory on this database, kept alive by a heartbeat
+    // (instances.ts): a second one refuses to start rather than count every budget a second time.
+    sql: `
+      CREATE TABLE ratelimit_memory_instances (
+        id text PRIMARY KEY,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        node text NOT NULL,
+        allowed boolean NOT NULL,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];

@@ -54,6 +54,8 @@ export async function ownRedis(
     clusterDir?: string;
     /** A Sentinel watching the primary on this port as `name`, its configuration kept in `dir`. */
     sentinel?: { primaryPort: number; name: string; dir: string };
+    /** More of redis-server's options, e.g. ["--maxmemory", "16mb"]. */
+    args?: string[];
   } = {},
 ): Promise<{
   url: string;
@@ -100,6 +102,7 @@ export async function ownRedis(
               options.clusterDir,
             ]
           : []),
+        ...(options.args ?? []),
       ],
       { stdio: "ignore" },
     );

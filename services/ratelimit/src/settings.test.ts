@@ -14,6 +14,7 @@ const withEnv = (vars: Record<string, string>) => {
     "REDIS_SENTINEL_MASTER",
     "RATELIMIT_REDIS_PREFIX",
     "RATELIMIT_REDIS_TIMEOUT_MS",
+    "RATELIMIT_ALLOW_UNSHARED_MEMORY",
   ])
     vi.stubEnv(name, vars[name] ?? "");
   return storeFromEnv;
@@ -21,7 +22,14 @@ const withEnv = (vars: Record<string, string>) => {
 
 describe("RATELIMIT_STORE and the Redis settings", () => {
   it("keep counters in memory when nothing is set", () => {
-    expect(withEnv({})()).toEqual({ store: "memory" });
+    expect(withEnv({})()).toEqual({ store: "memory", allowUnsharedMemory: false });
+  });
+
+  it("read RATELIMIT_ALLOW_UNSHARED_MEMORY with the memory store", () => {
+    expect(withEnv({ RATELIMIT_ALLOW_UNSHARED_MEMORY: "true" })()).toEqual({
+      store: "memory",
+      allowUnsharedMemory: true,
+    });
   });
 
   it("read Redis's URL, mode, prefix and timeout, with their defaults", () => {
@@ -58,6 +66,10 @@ describe("RATELIMIT_STORE and the Redis settings", () => {
 
   it.each([
     [{ RATELIMIT_STORE: "valkey" }, "RATELIMIT_STORE must be memory or redis, got 'valkey'"],
+    [
+      { RATELIMIT_ALLOW_UNSHARED_MEMORY: "yes" },
+      "RATELIMIT_ALLOW_UNSHARED_MEMORY must be true or false, got 'yes'",
+    ],
     [{ RATELIMIT_STORE: "redis" }, "REDIS_URL is required with RATELIMIT_STORE=redis"],
     [
       { RATELIMIT_STORE: "redis", REDIS_URL: "redis://a:6379", RATELIMIT_PEERS: "http://r0:7072" },

@@ -2,13 +2,18 @@ import { env } from "@latchkey/runtime";
 
 /**
  * The bounds on counters held in memory (README "Memory and bounds"), read
- * from the environment; a value that is not an integer of at least 1 stops the
- * start. The defaults are those of limiter/sliding-windows.ts.
+ * from the environment; a value that is not an integer of at least 1 (bytes:
+ * 1 MiB) stops the start. The defaults are those of limiter/sliding-windows.ts.
  */
-export function counterBoundsFromEnv(): { maxCounters: number; maxCountersPerWorkspace: number } {
+export function counterBoundsFromEnv(): {
+  maxCounters: number;
+  maxCountersPerWorkspace: number;
+  maxCounterBytes: number;
+} {
   return {
     maxCounters: env.int("RATELIMIT_MAX_COUNTERS", 1_000_000, 1),
     maxCountersPerWorkspace: env.int("RATELIMIT_MAX_COUNTERS_PER_WORKSPACE", 250_000, 1),
+    maxCounterBytes: env.int("RATELIMIT_MAX_COUNTER_BYTES", 335_544_320, 1_048_576),
   };
 }
 
@@ -33,9 +38,13 @@ const MODES: readonly RedisMode[] = ["standalone", "sentinel", "cluster"];
  * counter with RATELIMIT_PEERS) or `redis` with its settings. A bad or missing
  * value stops the start.
  */
-export function storeFromEnv(): { store: "memory" } | { store: "redis"; redis: RedisSettings } {
+export function storeFromEnv():
+  | { store: "memory"; allowUnsharedMemory: boolean }
+  | { store: "redis"; redis: RedisSettings } {
   const store = env.string("RATELIMIT_STORE", "memory");
-  if (store === "memory") return { store };
+  // Counting in memory, a process refuses to start beside another that does on its database (instances.ts).
+  if (store === "memory")
+    return { store, allowUnsharedMemory: env.bool("RATELIMIT_ALLOW_UNSHARED_MEMORY", false) };
   if (store !== "redis") throw new Error(`RATELIMIT_STORE must be memory or redis, got '${store}'`);
   if (env.string("RATELIMIT_PEERS") !== undefined)
     throw new Error(

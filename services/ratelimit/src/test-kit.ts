@@ -28,6 +28,7 @@ export function harness(
     log?: Logger;
     maxCounters?: number;
     maxCountersPerWorkspace?: number;
+    maxCounterBytes?: number;
   } = {},
 ) {
   // Mid-window by default, so the previous window's weight is exactly one half for 1 s windows.

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { redisLiveSetKey } from "./limiter/redis-limiter.ts";
 import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
 import { caller, floodNewCounters, harness, LIMITER } from "./test-kit.ts";
 
@@ -53,8 +54,8 @@ describe("one workspace's counters in Redis against another workspace's traffic"
       singles: 0,
     });
     expect(passed).toBe(250);
-    expect(await redis.zcard(`${prefix}{ws_b}`)).toBe(250);
-    expect(await redis.zcard(`${prefix}{ws_a}`)).toBe(2);
+    expect(await redis.zcard(redisLiveSetKey(prefix, "ws_b"))).toBe(250);
+    expect(await redis.zcard(redisLiveSetKey(prefix, "ws_a"))).toBe(2);
 
     // A has exactly 3 left on both, then is denied; and A still has room for new identifiers.
     const left = await client.checkNamedLimits({ groups: [named("ws_a", "key_a", 10n, 0n)] });

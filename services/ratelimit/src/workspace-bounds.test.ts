@@ -1,5 +1,7 @@
 import { MemoryBus, registry } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { counterKey } from "./checks.ts";
+import { counterBytes } from "./limiter/sliding-windows.ts";
 import { NamespaceCache } from "./namespaces.ts";
 import { OverrideCache } from "./overrides.ts";
 import { caller, floodNewCounters, harness, LIMITER, recordingLog } from "./test-kit.ts";
@@ -166,6 +168,59 @@ describe("one workspace's counters against another workspace's traffic", () => {
     // What B and A counted before is intact.
     const b = await client.checkNamedLimits({ groups: [named("ws_b", "key_0", 10n, { cost: 0n })] });
     expect(b.groups[0]!.results[0]!.remaining).toBe(9n);
+  });
+});
+
+describe("one workspace's counters in bytes against another workspace's traffic", () => {
+  it("a flood of the longest identifiers from workspace B holds at most half the bytes left, and A is still served exactly", async () => {
+    const maxCounterBytes = 2 * 1024 * 1024;
+    const { client, deps } = harness({
+      maxCounters: 1_000_000,
+      maxCountersPerWorkspace: 250_000,
+      maxCounterBytes,
+    });
+    const a = caller("ws_a", ...LIMITER);
+    const b = caller("ws_b", ...LIMITER);
+    for (let i = 0; i < 7; i++) {
+      expect((await client.limit({ caller: a, check: standalone("user_1", 10n) })).result?.success).toBe(
+        true,
+      );
+    }
+    const aBytes = deps.windows.heldBy("ws_a").bytes;
+    // B: 5,000 new identifiers of 512 characters beyond Latin-1 (two bytes each in the heap), 64 a batch.
+    const longest = (i: number) => `${i}`.padStart(512, "€");
+    let passed = 0;
+    for (let n = 0; n < 5_000; n += 64) {
+      const res = await client.limitBatch({
+        callers: [b],
+        items: Array.from({ length: 64 }, (_, i) => ({
+          callerIndex: 0,
+          request: { check: standalone(longest(n + i), 1000n) },
+        })),
+      });
+      passed += res.results.filter(
+        (r) => r.result.case === "response" && r.result.value.result?.success,
+      ).length;
+    }
+    const each = counterBytes(
+      `${counterKey("ws_b", (await deps.store.namespaceByName("ws_b", "api"))!.id, longest(0))}\u001f${DAY}`,
+    );
+    expect(passed).toBe(Math.floor((maxCounterBytes - aBytes) / 2 / each));
+    expect(deps.windows.heldBy("ws_b")).toEqual({ counters: passed, bytes: passed * each });
+    expect(deps.windows.bytes).toBeLessThanOrEqual(maxCounterBytes);
+
+    // A: 3 left, then denied; and A's new identifiers, the longest too, are counted.
+    const passes: boolean[] = [];
+    for (let i = 0; i < 4; i++) {
+      passes.push(
+        (await client.limit({ caller: a, check: standalone("user_1", 10n) })).result?.success ?? false,
+      );
+    }
+    expect(passes).toEqual([true, true, true, false]);
+    expect((await client.limit({ caller: a, check: standalone(longest(1), 10n) })).result).toMatchObject({
+      success: true,
+      remaining: 9n,
+    });
   });
 });
 

@@ -3,7 +3,7 @@ import { ErrorReason, errorDetailOf, registry, TestClock } from "@latchkey/runti
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "../redis-testing.ts";
-import { RedisLimiter } from "./redis-limiter.ts";
+import { RedisLimiter, redisCounterKey, redisLiveSetKey } from "./redis-limiter.ts";
 import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
 
 const SEP = "\u001f";
@@ -150,18 +150,23 @@ describe("counters in Redis: the same answers as in memory", () => {
     const [other] = await redis.apply([[check({ key: key("ws_b", "same"), cost: 0 })]]);
     expect(other![0]!.remaining).toBe(10);
     const keys = (await client.keys(`${prefix}*`)).sort();
-    expect(keys).toEqual([`${prefix}{ws_a}`, `${prefix}{ws_a}${SEP}ns${SEP}same${SEP}1000`]);
+    expect(keys).toEqual(
+      [
+        redisLiveSetKey(prefix, "ws_a"),
+        redisCounterKey(prefix, { key: key("ws_a", "same"), duration: 1000 }),
+      ].sort(),
+    );
   });
 
   it("lets Redis expire a counter once both its windows have ended (PEXPIRE), and its workspace's set with the last one", async () => {
     const { limiter: redis, client, prefix } = await limiter();
     const outcome = (await redis.apply([[check({ duration: 60_000 })]]))[0]![0]!;
-    const ttl = await client.pttl(`${prefix}{ws_a}${SEP}ns${SEP}u${SEP}60000`);
+    const ttl = await client.pttl(redisCounterKey(prefix, { key: key("ws_a", "u"), duration: 60_000 }));
     // Both windows end one duration after this window's reset.
     const ends = outcome.reset + 60_000 - Date.now();
     expect(ttl).toBeGreaterThan(ends - 2_000);
     expect(ttl).toBeLessThanOrEqual(ends + 2_000);
-    expect(await client.pttl(`${prefix}{ws_a}`)).toBeGreaterThan(ends - 2_000);
+    expect(await client.pttl(redisLiveSetKey(prefix, "ws_a"))).toBeGreaterThan(ends - 2_000);
   });
 
   it("sends the script calls of a batch naming three workspaces in one write, one call per workspace", async () => {

@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import { type Clock, domainError, ErrorReason, type Logger } from "@latchkey/runtime";
 import type { ChainableCommander, Cluster, Redis } from "ioredis";
 import type { Limiter } from "./limiter.ts";
@@ -27,6 +28,39 @@ type ScriptCommand<R> = {
 type WithScript = (Redis | Cluster) & ScriptCommand<Promise<number[]>>;
 
 const SEP = "\u001f";
+/** After a workspace's tag, its set of live counters (no digest holds a ':', so no counter's key is this). */
+const LIVE = ":live";
+/** Characters of a counter's digest: 22 of base64url, 132 bits of SHA-256. */
+export const DIGEST_LENGTH = 22;
+
+/**
+ * A counter's key in Redis: the workspace's hash tag, then a fixed-size digest
+ * of the counter's id (workspace, namespace, identifier, duration), so that
+ * what a counter costs Redis does not depend on how long its identifier is. A
+ * cryptographic digest, so that no identifier can be made to share another's
+ * counter.
+ */
+export const redisCounterKey = (prefix: string, check: Pick<CounterCheck, "key" | "duration">) =>
+  `${prefix}{${workspaceOf(check.key)}}${counterDigest(check.key + SEP + check.duration)}`;
+
+/** `id` is the counter's key and duration, as SlidingWindows names a counter. */
+const counterDigest = (id: string) => hash("sha256", id, "base64url").slice(0, DIGEST_LENGTH);
+
+const workspaceOf = (key: string) => {
+  const at = key.indexOf(SEP);
+  return at < 0 ? key : key.slice(0, at);
+};
+
+/**
+ * What one counter costs Redis at most, in bytes (its hash, its TTL, its
+ * member in the workspace's set), whatever its identifier: a workspace's bound
+ * on counters times this is its bound on Redis memory. Measured with
+ * bench/redis-memory.ts; the figures are in the README (Counters in Redis).
+ */
+export const REDIS_COUNTER_BYTES = 400;
+
+/** The workspace's set of live counters (member: a counter's digest; score: when it ends). */
+export const redisLiveSetKey = (prefix: string, workspace: string) => `${prefix}{${workspace}}${LIVE}`;
 /** A workspace's refusals are logged at most this often; the metric counts each one. */
 const LOG_REFUSALS_EVERY = 60_000;
 /** An outage is logged at most this often: every failed check is counted in the metric. */
@@ -37,6 +71,8 @@ const MAX_LOGGED_WORKSPACES = 10_000;
 /** One script call: the groups of one workspace, each counter's key once, the checks' arguments in order. */
 interface Call {
   keys: string[];
+  /** The prefix and the workspace's hash tag, which each counter's key starts with. */
+  tag: string;
   /** Index in `keys` (1-based, as Lua's KEYS) of each counter id named so far. */
   index: Map<string, number>;
   args: (string | number)[];
@@ -53,10 +89,11 @@ interface Call {
  * is one EVALSHA per workspace it names (redis-script.ts), sent together as
  * one pipeline, so a check, a multiLimit or a whole LimitBatch costs one
  * write and one round trip, and each counter's key is sent and read once per
- * call however many checks name it. Keys
- * carry the workspace as their hash tag (`prefix{workspace}…`): a workspace's
- * counters never share a key with another's, and on a Cluster they live in
- * one slot, which the script needs.
+ * call however many checks name it. Keys carry the workspace as their hash
+ * tag (`prefix{workspace}…`), then a digest of the counter (redisCounterKey):
+ * a workspace's counters never share a key with another's, on a Cluster they
+ * live in one slot, which the script needs, and each costs Redis the same
+ * bytes whatever identifier it counts.
  *
  * When Redis cannot answer (down, unreachable, past the command timeout set
  * on the client) a check fails fast with UNAVAILABLE rather than waiting: the
@@ -100,8 +137,10 @@ export class RedisLimiter implements Limiter {
       const workspace = at < 0 ? key0 : key0.slice(0, at);
       let call = calls.get(workspace);
       if (call === undefined) {
+        const tag = `${this.options.prefix}{${workspace}}`;
         call = {
-          keys: [`${this.options.prefix}{${workspace}}`],
+          keys: [tag + LIVE],
+          tag,
           index: new Map(),
           args: [now, this.bound],
           groups: [],
@@ -143,11 +182,11 @@ export class RedisLimiter implements Limiter {
           c.key[workspace.length] !== SEP
         )
           throw new Error("a group of checks spans more than one workspace");
-        // A coalesced batch names one hot counter many times: its key travels once.
+        // A coalesced batch names one hot counter many times: its key is made and travels once.
         const id = c.key + SEP + c.duration;
         let k = call.index.get(id);
         if (k === undefined) {
-          call.keys.push(call.keys[0] + id.slice(workspace.length));
+          call.keys.push(call.tag + counterDigest(id));
           k = call.keys.length;
           call.index.set(id, k);
         }

@@ -5,8 +5,10 @@
  * interleave within it, and a group is counted all or nothing exactly as the
  * memory limiter counts it (same formula, same rounding, same order).
  *
- * KEYS[1]   the workspace's set of counters (score: when the counter ends);
- * KEYS[2..] each counter the call names, once: a hash {s: window sequence, c: current, p: previous}.
+ * KEYS[1]   the workspace's set of live counters, `<tag>:live` (member: the counter's digest, the part
+ *           of its key after the tag; score: when the counter ends);
+ * KEYS[2..] each counter the call names, once, `<tag><digest>`: a hash {s: window sequence, c: current,
+ *           p: previous}.
  * ARGV      now (unix ms, or -1 for this server's clock), the workspace's bound on counters,
  *           then per group: its number of checks n, and n × (key index in KEYS, limit, duration, cost);
  *           or -r and one check: r groups in a row of that one check (a coalesced batch of one
@@ -34,7 +36,8 @@ if now < 0 then
 end
 local bound = tonumber(ARGV[2])
 local set = KEYS[1]
-local skip = #set + 1
+-- A counter's key is the tag (the set's key without ':live') and its digest; the set holds the digest.
+local skip = #set - 4
 local out = { now }
 local held = -1
 local counters = {}

@@ -7,7 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { ownRedis } from "../redis-testing.ts";
 import { connectRedis, redisReady } from "./redis-connection.ts";
-import { RedisLimiter } from "./redis-limiter.ts";
+import { RedisLimiter, redisCounterKey, redisLiveSetKey } from "./redis-limiter.ts";
 import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
 
 // REDIS_MODE=cluster and sentinel against servers of the test's own (redis-server on the PATH).
@@ -82,9 +82,10 @@ describe("RATELIMIT_STORE=redis on a Cluster", () => {
     ).toBe(true);
     const slots = new Set(
       await Promise.all(
-        [`lk:{ws_7}`, `lk:{ws_7}\u001fns\u001fkey_1\u001frequests\u001f60000`].map((k) =>
-          probes[0]!.cluster("KEYSLOT", k),
-        ),
+        [
+          redisLiveSetKey("lk:", "ws_7"),
+          redisCounterKey("lk:", { key: key("ws_7", "key_1\u001frequests"), duration: 60_000 }),
+        ].map((k) => probes[0]!.cluster("KEYSLOT", k)),
       ),
     );
     expect(slots.size).toBe(1);
@@ -111,6 +112,6 @@ describe("RATELIMIT_STORE=redis through Sentinel", () => {
     expect(outcomes[0]![0]).toMatchObject({ success: true, remaining: 1 });
     const direct = new Redis(primary.url);
     clients.push(direct);
-    expect(await direct.exists("lk:{ws_1}\u001fns\u001fu\u001f60000")).toBe(1);
+    expect(await direct.exists(redisCounterKey("lk:", { key: key("ws_1", "u"), duration: 60_000 }))).toBe(1);
   });
 });

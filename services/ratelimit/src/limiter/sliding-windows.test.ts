@@ -1,7 +1,12 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { recordingLog } from "../test-kit.ts";
-import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
+import {
+  COUNTER_OVERHEAD_BYTES,
+  type CounterCheck,
+  counterBytes,
+  SlidingWindows,
+} from "./sliding-windows.ts";
 
 const SECOND = 1000;
 const start = Date.UTC(2026, 0, 1); // a multiple of every duration used here
@@ -145,7 +150,18 @@ describe("sliding windows: bounds per workspace", () => {
       reset: start + SECOND,
     });
     expect(warnings.map((l) => l.obj)).toEqual([
-      { workspaceId: "a", reason: "workspace", counters: 3, bound: 3, table: 3, tableBound: 100, refused: 1 },
+      {
+        workspaceId: "a",
+        reason: "workspace",
+        counters: 3,
+        bound: 3,
+        bytes: 3 * counterBytes(`${key("a", "u0")}\u001f${SECOND}`),
+        table: 3,
+        tableBound: 100,
+        tableBytes: 3 * counterBytes(`${key("a", "u0")}\u001f${SECOND}`),
+        tableBytesBound: 335_544_320,
+        refused: 1,
+      },
     ]);
     // Cost 0 makes no counter, so it is answered.
     expect(w.apply([check({ key: key("a", "u3"), cost: 0 })])[0]).toMatchObject({
@@ -231,5 +247,95 @@ describe("sliding windows: bounds per workspace", () => {
     for (let ws = 0; ws < 50; ws++) fill(`w${ws}`, 10);
     expect(w.size).toBeLessThanOrEqual(100);
     expect(w.apply([check({ key: key("b", "u0"), cost: 0 })])[0]!.remaining).toBe(9);
+  });
+});
+
+describe("sliding windows: bounds in bytes", () => {
+  /** A longest identifier (512 characters) ending in `i`, of one character `char`. */
+  const longest = (i: number, char = "x") => `${i}`.padStart(512, char);
+  const id = (ws: string, identifier: string) => `${key(ws, identifier)}\u001f${SECOND}`;
+
+  it("counts a counter's bytes by its id's length, two a character beyond Latin-1", () => {
+    expect(counterBytes("ws\u001fns\u001fu\u001f1000")).toBe(COUNTER_OVERHEAD_BYTES + 12);
+    expect(counterBytes("ws\u001fns\u001fé\u001f1000")).toBe(COUNTER_OVERHEAD_BYTES + 12);
+    expect(counterBytes("ws\u001fns\u001f€\u001f1000")).toBe(COUNTER_OVERHEAD_BYTES + 24);
+    const w = new SlidingWindows(new TestClock(start));
+    w.apply([check({ key: key("a", longest(0, "€")) }), check({ key: key("a", "u") })]);
+    expect(w.heldBy("a")).toEqual({
+      counters: 2,
+      bytes: COUNTER_OVERHEAD_BYTES * 2 + 2 * id("a", longest(0, "€")).length + id("a", "u").length,
+    });
+    expect(w.bytes).toBe(w.heldBy("a").bytes);
+  });
+
+  it("lets no workspace flooding with the longest identifiers take more than half the bytes left, and serves the others exactly", () => {
+    const maxBytes = 100_000;
+    const w = new SlidingWindows(new TestClock(start), {
+      maxCounters: 1_000_000,
+      maxCountersPerWorkspace: 1_000_000,
+      maxBytes,
+    });
+    // A holds a counter of 2 of 10 used before the flood.
+    w.apply([check({ key: key("a", "user_1"), cost: 2 })]);
+    const fill = (ws: string, char: string) => {
+      let passed = 0;
+      for (let i = 0; i < 1000; i++)
+        if (w.apply([check({ key: key(ws, longest(i, char)) })])[0]!.success) passed++;
+      return passed;
+    };
+    const each = counterBytes(id("b", longest(0, "€")));
+    const left = maxBytes - w.bytes;
+    // B's counters, two bytes a character: as many as keep it within the bytes the table has left free.
+    const b = fill("b", "€");
+    expect(b).toBe(Math.floor(left / 2 / each));
+    expect(w.heldBy("b").bytes).toBe(b * each);
+    expect(w.heldBy("b").bytes).toBeLessThanOrEqual((maxBytes - w.heldBy("a").bytes) / 2);
+    // C, flooding next, gets no more than half of what B and A leave.
+    const c = fill("c", "x");
+    expect(w.heldBy("c").bytes).toBeLessThanOrEqual(
+      (maxBytes - w.heldBy("a").bytes - w.heldBy("b").bytes) / 2,
+    );
+    expect(c).toBe(
+      Math.floor(
+        (maxBytes - w.heldBy("a").bytes - w.heldBy("b").bytes) / 2 / counterBytes(id("c", longest(0))),
+      ),
+    );
+    expect(w.bytes).toBeLessThanOrEqual(maxBytes);
+    // A's counter counts on exactly, and A still has room for new identifiers.
+    expect(w.apply([check({ key: key("a", "user_1") })])[0]).toMatchObject({ success: true, remaining: 7 });
+    expect(w.apply([check({ key: key("a", "user_2") })])[0]).toMatchObject({ success: true, remaining: 9 });
+  });
+
+  it("gives an ended counter's bytes back, so the room it held is used again", () => {
+    const clock = new TestClock(start);
+    const each = counterBytes(id("a", longest(0)));
+    const w = new SlidingWindows(clock, { maxBytes: 4 * each, maxCountersPerWorkspace: 100 });
+    expect(w.apply([check({ key: key("a", longest(0)) })])[0]!.success).toBe(true);
+    expect(w.apply([check({ key: key("a", longest(1)) })])[0]!.success).toBe(true);
+    // Two of four: a third would leave it more than the bytes left free.
+    expect(w.apply([check({ key: key("a", longest(2)) })])[0]).toMatchObject({
+      success: false,
+      refused: true,
+    });
+    expect(w.bytes).toBe(2 * each);
+    // Both have ended: their bytes go to two new counters, and to no third.
+    clock.set(start + 2 * SECOND);
+    expect(w.apply([check({ key: key("a", longest(2)) })])[0]!.success).toBe(true);
+    expect(w.apply([check({ key: key("a", longest(3)) })])[0]!.success).toBe(true);
+    expect(w.apply([check({ key: key("a", longest(4)) })])[0]).toMatchObject({
+      success: false,
+      refused: true,
+    });
+    expect(w.heldBy("a")).toEqual({ counters: 2, bytes: 2 * each });
+    expect(w.bytes).toBe(2 * each);
+  });
+
+  it("counts identifiers that share all but their last character apart", () => {
+    const w = new SlidingWindows(new TestClock(start));
+    const one = longest(1);
+    const other = `${one.slice(0, 511)}2`;
+    for (let i = 0; i < 3; i++) w.apply([check({ key: key("a", one) })]);
+    expect(w.apply([check({ key: key("a", other) })])[0]!.remaining).toBe(9);
+    expect(w.apply([check({ key: key("a", one), cost: 0 })])[0]!.remaining).toBe(7);
   });
 });

@@ -39,8 +39,11 @@ interface Windows {
 /** The counters of one workspace, by expiry, and what its refusals have logged. */
 class Workspace {
   readonly heap = new ExpiryHeap();
-  /** Rooms claimed by the group being applied, not yet filled. */
+  /** What its counters cost, as counterBytes counts them. */
+  bytes = 0;
+  /** Rooms claimed by the group being applied, not yet filled, and their bytes. */
   pending = 0;
+  pendingBytes = 0;
   /** Refusals since the last log line, and when that line was written (clock ms). */
   refused = 0;
   loggedAt = Number.NEGATIVE_INFINITY;
@@ -53,12 +56,31 @@ export interface SlidingWindowsOptions {
   maxCounters?: number;
   /** Most counters one workspace holds (env RATELIMIT_MAX_COUNTERS_PER_WORKSPACE). */
   maxCountersPerWorkspace?: number;
+  /** Most bytes of counters held, all workspaces together, as counterBytes counts them (env RATELIMIT_MAX_COUNTER_BYTES). */
+  maxBytes?: number;
   /** Where refusals are reported: one line per workspace and minute at most. */
   log?: Logger;
 }
 
 export const DEFAULT_MAX_COUNTERS = 1_000_000;
 export const DEFAULT_MAX_COUNTERS_PER_WORKSPACE = 250_000;
+export const DEFAULT_MAX_COUNTER_BYTES = 320 * 1024 * 1024;
+/**
+ * What a counter costs the heap besides its id: its map entry, its windows, its
+ * place in its workspace's heap (bench/memory.ts measures it; README "Memory
+ * and bounds").
+ */
+export const COUNTER_OVERHEAD_BYTES = 200;
+/** A character beyond Latin-1: V8 then keeps the whole string at two bytes a character. */
+const TWO_BYTE = /[\u0100-\uffff]/;
+
+/**
+ * The heap a counter holds, as the bounds count it: the overhead and its id
+ * (workspace, namespace, identifier, duration), one byte a character, or two
+ * when the id has a character beyond Latin-1. Only a new or dropped counter
+ * is measured, never a check of one held.
+ */
+export const counterBytes = (id: string) => COUNTER_OVERHEAD_BYTES + (TWO_BYTE.test(id) ? 2 : 1) * id.length;
 /** A workspace's refusals are logged at most this often (clock ms); the metric counts each one. */
 const LOG_EVERY = 60_000;
 /** Work of the sweep that runs every SWEEP_EVERY checks: workspaces visited plus counters looked at. */
@@ -87,8 +109,10 @@ const workspaceOf = (key: string) => {
  * Memory is bounded without ever forgetting a count that still weighs: a
  * counter is dropped only once both its windows have ended (dropping it
  * sooner would forgive usage). Each workspace holds at most
- * `maxCountersPerWorkspace` counters, and fewer than the room the table has
- * left (`maxCounters` minus all counters held), so no workspace can fill the
+ * `maxCountersPerWorkspace` counters, fewer than the room the table has
+ * left (`maxCounters` minus all counters held), and, counted in bytes
+ * (counterBytes: long identifiers cost more), no more than the bytes the table
+ * has left (`maxBytes` minus all bytes held), so no workspace can fill the
  * table: one alone takes at most half, several flooding at once share it and
  * leave the rest to the others (README "Memory and bounds"). A check that
  * needs a new counter when its workspace has none to spare, even after its
@@ -102,13 +126,17 @@ export class SlidingWindows {
   private readonly workspaces = new Map<string, Workspace>();
   /** The sweep visits workspaces in turn (see OldestFirst: a key left in place comes round again). */
   private readonly rotation = new OldestFirst(this.workspaces);
-  /** Rooms claimed by the group being applied, all workspaces together. */
+  /** Rooms claimed by the group being applied, all workspaces together, and their bytes. */
   private pending = 0;
+  private pendingBytes = 0;
+  /** What all counters held cost, as counterBytes counts them. */
+  private held = 0;
   private checks = 0;
   /** Entries the last dropEnded looked at. */
   private stepped = 0;
   private readonly maxCounters: number;
   private readonly maxPerWorkspace: number;
+  private readonly maxBytes: number;
   private readonly log: Logger | undefined;
 
   constructor(
@@ -117,12 +145,24 @@ export class SlidingWindows {
   ) {
     this.maxCounters = options.maxCounters ?? DEFAULT_MAX_COUNTERS;
     this.maxPerWorkspace = options.maxCountersPerWorkspace ?? DEFAULT_MAX_COUNTERS_PER_WORKSPACE;
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_COUNTER_BYTES;
     this.log = options.log;
     watchCounters(this);
   }
 
   get size(): number {
     return this.counters.size;
+  }
+
+  /** What the counters held cost, as counterBytes counts them. */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** The counters and bytes one workspace holds. */
+  heldBy(workspaceId: string): { counters: number; bytes: number } {
+    const ws = this.workspaces.get(workspaceId);
+    return { counters: ws?.heap.size ?? 0, bytes: ws?.bytes ?? 0 };
   }
 
   /** Checks every counter of the group and counts them all only if all pass. */
@@ -161,7 +201,7 @@ export class SlidingWindows {
       let refused = false;
       // A check that would count on a counter not held yet needs room for it (one per id per group).
       if (success && e === undefined && c.cost > 0 && !claimedBefore(claims, ids, i, id)) {
-        const ws = this.claim(c.key, now, ids, i);
+        const ws = this.claim(c.key, id, now, ids, i);
         if (ws === undefined) {
           success = false;
           refused = true;
@@ -187,8 +227,13 @@ export class SlidingWindows {
       }
     }
     if (claims !== undefined) {
-      for (const ws of claims) if (ws !== undefined) ws.pending = 0;
+      for (const ws of claims) {
+        if (ws === undefined) continue;
+        ws.pending = 0;
+        ws.pendingBytes = 0;
+      }
       this.pending = 0;
+      this.pendingBytes = 0;
     }
     // After the writes, so that nothing this group read is dropped under it.
     if (++this.checks % SWEEP_EVERY === 0) this.sweep(now, SWEEP_BUDGET);
@@ -224,6 +269,9 @@ export class SlidingWindows {
     const expires = (seq + 2) * c.duration;
     this.counters.set(id, { seq, current: c.cost, previous: 0, expires });
     ws.heap.push(expires, id);
+    const bytes = counterBytes(id);
+    ws.bytes += bytes;
+    this.held += bytes;
   }
 
   private workspace(id: string): Workspace {
@@ -236,13 +284,20 @@ export class SlidingWindows {
   }
 
   /**
-   * Room for one new counter of the key's workspace, or undefined (counted and
-   * logged) when it has none even after dropping ended counters. `busy` are
-   * the ids the group has read so far (the first `upto`): they are not
-   * dropped under it.
+   * Room for one new counter `counter` of the key's workspace, or undefined
+   * (counted and logged) when it has none even after dropping ended counters.
+   * `busy` are the ids the group has read so far (the first `upto`): they are
+   * not dropped under it.
    */
-  private claim(key: string, now: number, busy: readonly string[], upto: number): Workspace | undefined {
+  private claim(
+    key: string,
+    counter: string,
+    now: number,
+    busy: readonly string[],
+    upto: number,
+  ): Workspace | undefined {
     const id = workspaceOf(key);
+    const bytes = counterBytes(counter);
     for (;;) {
       // Looked up each time: a sweep below may drop the record of a workspace holding nothing.
       const ws = this.workspace(id);
@@ -252,15 +307,21 @@ export class SlidingWindows {
         this.refuse(ws, "workspace", now);
         return undefined;
       }
-      // Fewer than the room left: a workspace can never fill the table, whatever its bound.
-      if (held >= this.maxCounters - this.counters.size - this.pending) {
+      // Fewer than the room left, in counters and in bytes (with this one, no more than the bytes left
+      // free): a workspace can never fill the table, whatever its bound or its identifiers' length.
+      if (
+        held >= this.maxCounters - this.counters.size - this.pending ||
+        ws.bytes + ws.pendingBytes + bytes > this.maxBytes - this.held - this.pendingBytes - bytes
+      ) {
         if (this.dropEnded(ws, now, Number.POSITIVE_INFINITY, 1, busy, upto) > 0) continue;
         if (this.sweep(now, SWEEP_BUDGET, busy, upto) > 0) continue;
         this.refuse(ws, "table", now);
         return undefined;
       }
       ws.pending++;
+      ws.pendingBytes += bytes;
       this.pending++;
+      this.pendingBytes += bytes;
       return ws;
     }
   }
@@ -293,6 +354,9 @@ export class SlidingWindows {
         kept.push(id);
       } else {
         this.counters.delete(id);
+        const bytes = counterBytes(id);
+        ws.bytes -= bytes;
+        this.held -= bytes;
         dropped++;
       }
     }
@@ -325,8 +389,11 @@ export class SlidingWindows {
         reason,
         counters: ws.heap.size,
         bound: this.maxPerWorkspace,
+        bytes: ws.bytes,
         table: this.counters.size,
         tableBound: this.maxCounters,
+        tableBytes: this.held,
+        tableBytesBound: this.maxBytes,
         refused: ws.refused,
       },
       "ratelimit: no room for a new counter of this workspace; checks of its new identifiers are denied",
