@@ -407,32 +407,70 @@ function parseJson(raw: Buffer, freeJson: boolean): unknown {
       },
     ]);
   }
-  // PostgreSQL's text and jsonb cannot hold U+0000, so a body carrying one would fail in a store (a 500)
-  // or, as an analytics event, forever. JSON carries it only escaped: without that text, the body has none.
-  if (raw.includes(NUL_ESCAPE)) {
-    const at = nulAt(body);
-    if (at !== undefined) {
-      return problems.invalidInput(`The request body contains the character U+0000 at ${at}.`, [
-        {
-          location: at,
-          message: "U+0000 (NUL) cannot be stored.",
-          fix: "Remove the \\u0000 characters from the value or key.",
-        },
-      ]);
+  // PostgreSQL's text and jsonb hold neither U+0000 nor a UTF-16 surrogate without its pair, so a body
+  // carrying one would fail in a store (a 500) or, as an analytics event, forever. JSON spells either
+  // only as a \u escape (a raw control byte is not JSON, and UTF-8 cannot carry a lone surrogate: it
+  // decodes to U+FFFD), so a body without such an escape needs no walk.
+  if (mayHoldUnstorable(raw)) {
+    const found = unstorableAt(body);
+    if (found !== undefined) {
+      const [at, nul] = found;
+      return problems.invalidInput(
+        nul
+          ? `The request body contains the character U+0000 at ${at}.`
+          : `The request body contains an unpaired UTF-16 surrogate at ${at}.`,
+        [
+          nul
+            ? {
+                location: at,
+                message: "U+0000 (NUL) cannot be stored.",
+                fix: "Remove the \\u0000 characters from the value or key.",
+              }
+            : {
+                location: at,
+                message: "An unpaired UTF-16 surrogate (\\ud800 to \\udfff) cannot be stored.",
+                fix: "Escape a character beyond U+FFFF as its pair of surrogates (\\ud83d\\ude00), or send it as UTF-8.",
+              },
+        ],
+      );
     }
   }
   return body;
 }
 
-const NUL_ESCAPE = Buffer.from("\\u0000");
+const BACKSLASH = 0x5c;
+const LOWER = 0x20;
 
-/** The JSON pointer of the first string value or object key holding U+0000, walked without recursion. */
-function nulAt(body: unknown): string | undefined {
+/**
+ * Whether the JSON text holds an escape of U+0000 (`\u0000`) or of a surrogate (`\ud800` to
+ * `\udfff`, either case): one memchr in the common body, which has no backslash. It runs on parsed
+ * JSON, where a backslash always begins an escape of the character after it, so `\\u0000` is skipped.
+ */
+function mayHoldUnstorable(raw: Buffer): boolean {
+  for (let i = raw.indexOf(BACKSLASH); i !== -1 && i + 5 < raw.length; i = raw.indexOf(BACKSLASH, i + 2)) {
+    if (raw[i + 1] !== 0x75) continue; // u
+    const a = raw[i + 2]! | LOWER;
+    const b = raw[i + 3]! | LOWER;
+    if (a === 0x64 && b >= 0x38 && (b <= 0x39 || (b >= 0x61 && b <= 0x66))) return true; // d8 to df
+    if (a === 0x30 && b === 0x30 && raw[i + 4] === 0x30 && raw[i + 5] === 0x30) return true; // 0000
+  }
+  return false;
+}
+
+/** U+0000, or a surrogate not part of a pair (the u flag reads a pair as the one character it is). */
+const UNSTORABLE = /[\0\ud800-\udfff]/u;
+
+/**
+ * The JSON pointer of the first string value or object key that cannot be stored, and whether what
+ * it holds is U+0000 (else an unpaired surrogate); walked without recursion.
+ */
+function unstorableAt(body: unknown): [string, boolean] | undefined {
   const pending: [unknown, string][] = [[body, "/body"]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, at] = next;
     if (typeof value === "string") {
-      if (value.includes("\0")) return at;
+      const bad = UNSTORABLE.exec(value);
+      if (bad !== null) return [at, bad[0] === "\0"];
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}/${i}`]);
     } else if (value !== null && typeof value === "object") {
@@ -440,7 +478,8 @@ function nulAt(body: unknown): string | undefined {
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, item] = entries[i]!;
         const place = `${at}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-        if (key.includes("\0")) return place;
+        const bad = UNSTORABLE.exec(key);
+        if (bad !== null) return [place, bad[0] === "\0"];
         pending.push([item, place]);
       }
     }
