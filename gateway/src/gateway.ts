@@ -22,6 +22,7 @@ import {
   type Bus,
   type Clock,
   collectProcessMetrics,
+  env,
   httpDuration,
   type Logger,
   type Probe,
@@ -30,6 +31,7 @@ import {
 import { type Page, REFERENCE_PATHS, referencePage } from "./api-reference.ts";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
+import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
@@ -56,6 +58,11 @@ export interface GatewayDeps {
   bus?: Bus;
   /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000, at most 60000). */
   rootKeyCacheTtlMs?: number;
+  /**
+   * The proxies whose X-Forwarded-For names the client, for each client's budget of root-key
+   * lookups: addresses and CIDRs, comma-separated. Unset: env TRUSTED_PROXIES; neither: none.
+   */
+  trustedProxies?: string;
   /** Largest request body accepted; larger answers 413. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Answers /readyz; without it the gateway is ready once it listens. */
@@ -87,8 +94,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** One request as the gateway sees it, whichever HTTP server read it, and how its answer goes out. */
-export interface Exchange {
+/**
+ * One request as the gateway sees it, whichever HTTP server read it, and how its answer goes out.
+ * Its origin (peer, forwardedFor) is read only when a new root key must be looked up.
+ */
+export interface Exchange extends RequestOrigin {
   readonly method: string;
   /** The request target as sent: path and query. */
   readonly url: string;
@@ -118,6 +128,14 @@ class NodeExchange implements Exchange {
   }
   get accept() {
     return this.req.headers.accept;
+  }
+  get peer() {
+    // Tests mount the gateway on requests without a socket.
+    return this.req.socket?.remoteAddress;
+  }
+  get forwardedFor() {
+    const value = this.req.headers["x-forwarded-for"];
+    return Array.isArray(value) ? value.join(", ") : value;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     this.res.writeHead(status, {
@@ -171,7 +189,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       `ROOT_KEY_CACHE_TTL_MS must be 0 to ${MAX_ROOT_KEY_CACHE_TTL_MS} ms: a revoked root key keeps working until its cache entry expires; got ${ttlMs}`,
     );
   }
-  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs }, deps.bus);
+  // A bad TRUSTED_PROXIES stops the start, naming it.
+  const trustedProxies = TrustedProxies.parse(deps.trustedProxies ?? env.string("TRUSTED_PROXIES"));
+  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs, trustedProxies }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -236,7 +256,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       replied =
         caller !== undefined
           ? run(served, input.value, caller, requestId)
-          : auth.authenticate(header).then((c) => {
+          : auth.authenticate(header, x).then((c) => {
               caller = c;
               return run(served, input.value, c, requestId);
             });

@@ -55,6 +55,8 @@ export interface HarnessOptions {
   maxBodyBytes?: number;
   log?: Logger;
   batchesInFlight?: number;
+  /** TRUSTED_PROXIES for the gateway (client-address.ts); none by default. */
+  trustedProxies?: string;
 }
 
 /** The workspace every test root key belongs to. */
@@ -141,6 +143,7 @@ export function harness(options: HarnessOptions = {}) {
     bus: options.bus,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.batchesInFlight === undefined ? {} : { batchesInFlight: options.batchesInFlight }),
+    trustedProxies: options.trustedProxies ?? "",
   });
 
   /** A root key of the test workspace holding `permissions`; returns its plaintext. */
