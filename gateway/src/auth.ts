@@ -4,6 +4,8 @@ import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import type { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { type Bus, type Clock, ErrorReason, errorDetailOf, hashKey, OldestFirst } from "@latchkey/runtime";
+import bs58 from "bs58";
+import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { problems } from "./problem.ts";
 
 /** Subject on which the keys service announces changed keys, APIs and root keys. */
@@ -17,6 +19,9 @@ export const KEYS_CHANGED_SUBJECT = "events.keys.changed";
 export const ROOT_KEY_MIN_LENGTH = 16;
 export const ROOT_KEY_MAX_LENGTH = 256;
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+/** What services/keys/src/admin.ts puts before the base58 of a generated root key's 24 random bytes. */
+const GENERATED_PREFIX = "lk_root_";
+const GENERATED_BYTES = 24;
 
 export interface RootKeyAuthOptions {
   /** How long a resolved root key is trusted without asking again. */
@@ -38,6 +43,32 @@ export interface RootKeyAuthOptions {
    * lookup each.
    */
   lookupsPerSecond?: number;
+  /**
+   * Of lookupsPerSecond, the share kept for tokens of the shape Latchkey generates root keys in
+   * (`isGeneratedShape`): other tokens may not take the budget below it. Default a fifth (20).
+   */
+  reservedLookups?: number;
+  /**
+   * Lookups of new tokens one client (an IPv4 address, an IPv6 /64) may start per second, a
+   * second's worth at once; past it its new tokens answer 503 at once. Default 20.
+   */
+  clientLookupsPerSecond?: number;
+  /**
+   * Beyond its own budget, what one client may take per second of the reserved share, for tokens
+   * of the generated shape only, a second's worth at once. Default 5.
+   */
+  clientReservedPerSecond?: number;
+  /** Clients whose budgets are kept; the least recently seen leaves first (its budget refilled by then). Default 10,000. */
+  maxClients?: number;
+  /** Whose X-Forwarded-For names the client (TRUSTED_PROXIES); by default nobody's. */
+  trustedProxies?: TrustedProxies;
+}
+
+/** One client's budgets: lookups of its own, and of the reserved share; and when they were last filled. */
+interface ClientBudget {
+  own: number;
+  reserved: number;
+  at: number;
 }
 
 interface Known {
@@ -59,6 +90,18 @@ interface Known {
  * service with more than a hundred a second. A known root key whose
  * TTL ran out is asked about again beside those bounds (known keys are bounded
  * by maxEntries).
+ *
+ * That budget is not first come, first served, or one client's flood would
+ * lock every new root key out: each client (TrustedProxies.clientOf) has a
+ * budget of its own, a fifth of the whole; and a share of the whole is kept
+ * for tokens of the shape Latchkey generates root keys in, which a client may
+ * draw on, a little a second, once its own budget is spent. The shape is no
+ * secret and anyone can forge it: what it buys is that a flood of any other
+ * shape, however many its addresses, never reaches the reserve, and one of the
+ * generated shape takes from it only its clients' small share each. Tokens of
+ * other shapes (a LATCHKEY_ROOT_KEY of the operator's choosing) keep the
+ * per-client budget. Only the lookup path reads the client: a cached root key
+ * is still one Map lookup.
  */
 export class RootKeyAuth {
   private readonly known = new Map<string, Known>();
@@ -79,6 +122,9 @@ export class RootKeyAuth {
   /** The lookups that may start now (a token bucket refilled at lookupsPerSecond), and when it was last filled. */
   private lookupBudget: number;
   private budgetAt: number;
+  /** Each client's budgets, by clientOf's key; the least recently seen first. */
+  private readonly clients = new Map<string, ClientBudget>();
+  private readonly oldestClient = new OldestFirst(this.clients);
   private readonly ttlMs: number;
   private readonly unknownTtlMs: number;
   private readonly maxEntries: number;
@@ -86,6 +132,11 @@ export class RootKeyAuth {
   private readonly maxLookups: number;
   private readonly maxWaiting: number;
   private readonly lookupsPerSecond: number;
+  private readonly reservedLookups: number;
+  private readonly clientLookupsPerSecond: number;
+  private readonly clientReservedPerSecond: number;
+  private readonly maxClients: number;
+  private readonly trustedProxies: TrustedProxies;
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -101,6 +152,11 @@ export class RootKeyAuth {
     this.maxLookups = options.maxLookups ?? 16;
     this.maxWaiting = options.maxWaiting ?? 1_000;
     this.lookupsPerSecond = options.lookupsPerSecond ?? 100;
+    this.reservedLookups = options.reservedLookups ?? this.lookupsPerSecond / 5;
+    this.clientLookupsPerSecond = options.clientLookupsPerSecond ?? 20;
+    this.clientReservedPerSecond = options.clientReservedPerSecond ?? 5;
+    this.maxClients = options.maxClients ?? 10_000;
+    this.trustedProxies = options.trustedProxies ?? TrustedProxies.none;
     this.lookupBudget = this.lookupsPerSecond;
     this.budgetAt = clock.now();
     this.unsubscribe = bus?.subscribe(KEYS_CHANGED_SUBJECT, (data) => this.onKeyChanged(data)) ?? (() => {});
@@ -122,14 +178,16 @@ export class RootKeyAuth {
   /**
    * The caller behind an Authorization header. Throws a Problem at once when no lookup is needed
    * to refuse it: 401 for a missing, malformed or impossible key or one remembered as unknown, 503
-   * when new tokens are being looked up faster than the bounds allow. Else a promise, rejected
-   * with a 401 when the lookup does not know the key. Throwing rather than rejecting keeps a flood
-   * of bogus keys off the promise machinery.
+   * when new tokens are being looked up faster than the bounds allow, the whole's or the client's.
+   * Else a promise, rejected with a 401 when the lookup does not know the key. Throwing rather than
+   * rejecting keeps a flood of bogus keys off the promise machinery. `origin` is read only when a
+   * new token must be looked up; without one (a caller in process) only the whole budget binds.
    */
-  authenticate(header: string | undefined): Promise<Caller> {
+  authenticate(header: string | undefined, origin?: RequestOrigin): Promise<Caller> {
     let hash = header === undefined ? undefined : this.hashes.get(header);
+    let token: string | undefined;
     if (hash === undefined) {
-      const token = bearerOf(header);
+      token = bearerOf(header);
       if (!couldBeRootKey(token)) throw problems.unknownRootKey();
       hash = hashKey(token);
     }
@@ -142,9 +200,11 @@ export class RootKeyAuth {
     if (p === undefined) {
       // A known key whose TTL ran out is asked about beside the bounds for new tokens.
       const key = hash;
-      p = (entry !== undefined ? this.lookup(key) : this.boundedLookup(key, this.admit(now))).finally(() =>
-        this.pending.delete(key),
-      );
+      p = (
+        entry !== undefined
+          ? this.lookup(key)
+          : this.boundedLookup(key, this.admit(now, token ?? bearerOf(header), origin))
+      ).finally(() => this.pending.delete(key));
       this.pending.set(key, p);
     }
     return p.then((caller) => {
@@ -157,32 +217,77 @@ export class RootKeyAuth {
     });
   }
 
+  /** How many clients have budgets kept: at most maxClients. */
+  get clientsKept(): number {
+    return this.clients.size;
+  }
+
   close(): void {
     this.unsubscribe();
     this.known.clear();
     this.hashes.clear();
     this.unknown.clear();
+    this.clients.clear();
   }
 
   /**
-   * Whether a new token may be looked up now: throws authBusy past lookupsPerSecond, or when
-   * maxLookups are out and maxWaiting wait; answers whether it must wait for a slot.
+   * Whether a new token may be looked up now: throws authBusy past the whole budget (below the
+   * reserve, for a token not of the generated shape), past its client's budget (and, for the
+   * generated shape, the client's share of the reserve), or when maxLookups are out and maxWaiting
+   * wait; answers whether it must wait for a slot. Nothing is charged unless it is let in.
    */
-  private admit(now: number): boolean {
+  private admit(now: number, token: string, origin: RequestOrigin | undefined): boolean {
     this.lookupBudget = Math.min(
       this.lookupsPerSecond,
       this.lookupBudget + ((now - this.budgetAt) * this.lookupsPerSecond) / 1_000,
     );
     this.budgetAt = now;
-    if (this.lookupBudget < 1) throw problems.authBusy();
-    if (this.lookupsOut < this.maxLookups) {
-      this.lookupsOut++;
-      this.lookupBudget--;
-      return false;
-    }
-    if (this.waiting.length >= this.maxWaiting) throw problems.authBusy();
+    const generated = isGeneratedShape(token);
+    if (this.lookupBudget < 1 + (generated ? 0 : this.reservedLookups)) throw problems.authBusy();
+    const key = origin === undefined ? undefined : this.trustedProxies.clientOf(origin);
+    const client = key === undefined ? undefined : this.clientBudget(key, now);
+    // Its own budget first; the reserve's share only for the generated shape, once that is spent.
+    const fromReserve = client !== undefined && client.own < 1;
+    if (fromReserve && !(generated && client.reserved >= 1)) throw problems.clientBusy();
+    const wait = this.lookupsOut >= this.maxLookups;
+    if (wait && this.waiting.length >= this.maxWaiting) throw problems.authBusy();
     this.lookupBudget--;
-    return true;
+    if (!wait) this.lookupsOut++;
+    if (client !== undefined && key !== undefined) {
+      if (fromReserve) client.reserved--;
+      else client.own--;
+      // Kept only once charged, so addresses that were refused cost no memory.
+      if (!this.clients.has(key)) {
+        this.oldestClient.trim(this.maxClients - 1);
+        this.clients.set(key, client);
+      }
+    }
+    return wait;
+  }
+
+  /**
+   * The client's budgets, refilled to now, and marked as the most recently seen. A client not kept
+   * starts full: one evicted as the least recently seen had had time to refill, since new clients
+   * are kept only as fast as lookups are let in (maxClients at lookupsPerSecond: 100 s).
+   */
+  private clientBudget(key: string, now: number): ClientBudget {
+    const kept = this.clients.get(key);
+    if (kept === undefined) {
+      return { own: this.clientLookupsPerSecond, reserved: this.clientReservedPerSecond, at: now };
+    }
+    const elapsed = now - kept.at;
+    kept.own = Math.min(
+      this.clientLookupsPerSecond,
+      kept.own + (elapsed * this.clientLookupsPerSecond) / 1_000,
+    );
+    kept.reserved = Math.min(
+      this.clientReservedPerSecond,
+      kept.reserved + (elapsed * this.clientReservedPerSecond) / 1_000,
+    );
+    kept.at = now;
+    this.clients.delete(key);
+    this.clients.set(key, kept);
+    return kept;
   }
 
   /** A lookup of a new token that `admit` let in, holding its slot (or waiting for one) until it returns. */
@@ -244,6 +349,15 @@ export function couldBeRootKey(token: string): boolean {
   return (
     token.length >= ROOT_KEY_MIN_LENGTH && token.length <= ROOT_KEY_MAX_LENGTH && VISIBLE_ASCII.test(token)
   );
+}
+
+/**
+ * Whether `token` has the shape Latchkey generates root keys in (services/keys/src/admin.ts):
+ * `lk_root_` and the base58 of exactly 24 bytes. Only the lookup path of a new token asks.
+ */
+export function isGeneratedShape(token: string): boolean {
+  if (!token.startsWith(GENERATED_PREFIX)) return false;
+  return bs58.decodeUnsafe(token.slice(GENERATED_PREFIX.length))?.length === GENERATED_BYTES;
 }
 
 function isUnknownKey(err: unknown): boolean {

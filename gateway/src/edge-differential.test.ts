@@ -28,6 +28,7 @@ describe("compare", () => {
     url: "/v2/x",
     authorization: "Bearer k",
     accept: undefined,
+    forwardedFor: undefined,
     body: "{}",
     ...over,
   });
@@ -50,6 +51,11 @@ describe("compare", () => {
     ["the edge reads one request more", [request(), request({ url: "/v2/y" })], [request()]],
     ["the bodies differ", [request({ body: "{" })], [request()]],
     ["the Authorization headers differ", [request({ authorization: "Bearer j" })], [request()]],
+    [
+      "the X-Forwarded-For fields differ",
+      [request({ forwardedFor: "a,b" })],
+      [request({ forwardedFor: "a, b" })],
+    ],
     ["the edge stops without refusing", [], [request()]],
   ] as const)("calls it a disagreement when %s", (_what, edge, node) => {
     expect(compare(observed([...edge]), observed([...node]), bytes).kind).toBe("disagree");

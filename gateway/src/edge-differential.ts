@@ -11,7 +11,7 @@ import { Problem } from "./problem.ts";
  * The differential test of edge.ts against node:http (llhttp): the same raw bytes go to both
  * servers, each in front of a gateway that records what it was handed, and the two records must
  * agree. What the gateway reads of a request is compared (method, target, Authorization, Accept,
- * the body whole), and how many requests the bytes hold: a server that reads one more or one fewer
+ * X-Forwarded-For, the body whole), and how many requests the bytes hold: a server that reads one more or one fewer
  * request out of the same bytes than the other is what request smuggling is made of.
  *
  * The edge may refuse what node:http reads (a 4xx and the connection closed) where the refusal is
@@ -25,6 +25,8 @@ export interface Seen {
   url: string;
   authorization: string | undefined;
   accept: string | undefined;
+  /** X-Forwarded-For, repeated fields joined: auth.ts names the client of a root-key lookup by it. */
+  forwardedFor: string | undefined;
   /** latin1, or TOO_LARGE when the server handed it over as longer than maxBodyBytes. */
   body: string;
 }
@@ -69,6 +71,7 @@ class Recorder implements Gateway {
       url: x.url,
       authorization: x.authorization,
       accept: x.accept,
+      forwardedFor: x.forwardedFor,
       body: body === "too large" ? TOO_LARGE : body.toString("latin1"),
     };
     this.record(seen, undefined);
@@ -89,6 +92,8 @@ class Recorder implements Gateway {
         url: req.url ?? "/",
         authorization: req.headers.authorization,
         accept: req.headers.accept,
+        // As the gateway's NodeExchange reads it.
+        forwardedFor: joined(req.headers["x-forwarded-for"]),
         body: INCOMPLETE,
       },
       { version: req.httpVersion, rawHeaders: req.rawHeaders },
@@ -198,6 +203,8 @@ function send(port: number, bytes: Buffer, timeoutMs: number) {
   });
 }
 
+const joined = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(", ") : value);
+
 function same(a: Seen | undefined, b: Seen | undefined): boolean {
   if (a === undefined || b === undefined) return false;
   return (
@@ -205,6 +212,7 @@ function same(a: Seen | undefined, b: Seen | undefined): boolean {
     a.url === b.url &&
     a.authorization === b.authorization &&
     a.accept === b.accept &&
+    a.forwardedFor === b.forwardedFor &&
     a.body === b.body
   );
 }
@@ -421,6 +429,15 @@ function requestArbitrary(oneIn: number) {
       ["*/*  "],
       ["\ttext/plain\t"],
     ),
+    forwardedFor: mostly(
+      [] as string[],
+      ["192.0.2.1"],
+      ["192.0.2.1, 10.0.0.1"],
+      ["192.0.2.1", "10.0.0.1"],
+      [" 192.0.2.1\t"],
+      ["", "10.0.0.1"],
+      ["a,,b", "c"],
+    ),
     contentType: mostly(["application/json"], [], ["a", "b"]),
     connection: mostly(
       [] as string[],
@@ -626,6 +643,7 @@ function build(r: Request): string {
   for (let i = 0; i < s.host; i++) field("Host", s.hostValue);
   for (const v of s.authorization) field("Authorization", v);
   for (const v of s.accept) field("Accept", v);
+  for (const v of s.forwardedFor) field("X-Forwarded-For", v);
   for (const v of s.contentType) field("Content-Type", v);
   for (const v of s.connection) field("Connection", v);
   if (s.upgrade) field("Upgrade", "websocket");

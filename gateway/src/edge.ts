@@ -97,6 +97,7 @@ class Head {
   host = false;
   authorization: string | undefined = undefined;
   accept: string | undefined = undefined;
+  forwardedFor: string | undefined = undefined;
   contentLength = -1;
   chunked = false;
   close = false;
@@ -142,7 +143,7 @@ class Connection {
   private parsing = false;
 
   constructor(
-    private readonly socket: net.Socket,
+    readonly socket: net.Socket,
     private readonly gateway: Gateway,
     private readonly options: HttpLimits,
     private readonly forget: () => void,
@@ -519,6 +520,12 @@ function parseHead(text: string): Head {
         head.accept = head.accept === undefined ? value : `${head.accept}, ${value}`;
         break;
       }
+      case "x-forwarded-for": {
+        // As node:http: repeated fields joined in order, so the rightmost hop stays rightmost.
+        const value = trim(raw);
+        head.forwardedFor = head.forwardedFor === undefined ? value : `${head.forwardedFor}, ${value}`;
+        break;
+      }
       case "content-length": {
         // Once only, even with the same value, as llhttp.
         const match = CONTENT_LENGTH.exec(raw);
@@ -577,6 +584,13 @@ class EdgeExchange implements Exchange {
   }
   get accept() {
     return this.head.accept;
+  }
+  get peer() {
+    // Read while the request is dispatched, its socket open; node:net keeps it once read.
+    return this.connection.socket.remoteAddress;
+  }
+  get forwardedFor() {
+    return this.head.forwardedFor;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;

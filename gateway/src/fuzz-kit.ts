@@ -60,6 +60,22 @@ export interface Sent {
   status: number;
   problem: string | undefined;
   raw: string | Buffer;
+  /** The answer, parsed (its text when it is not JSON). */
+  body: unknown;
+}
+
+/**
+ * A failure, or undefined: a body whose `refusedAt` is set must be answered 400 naming exactly that
+ * place first; any other, as shapeProblem says.
+ */
+export function refusalProblem(body: FuzzBody, sent: Sent): string | undefined {
+  if (sent.problem !== undefined || body.refusedAt === undefined) return sent.problem;
+  const location = (sent.body as { error?: { errors?: { location?: string }[] } }).error?.errors?.[0]
+    ?.location;
+  if (sent.status !== 400 || location !== body.refusedAt) {
+    return `answered ${sent.status} at ${JSON.stringify(location)}, not 400 at ${JSON.stringify(body.refusedAt)}`;
+  }
+  return undefined;
 }
 
 /** Serves `gateway` on a free port for the enclosing describe; sends a body to an operation with `rootKey`. */
@@ -87,6 +103,7 @@ export function over(gateway: Gateway, rootKey: string) {
       status: res.status,
       problem: shapeProblem(res.status, parsed),
       raw: body.raw,
+      body: parsed,
     };
   };
 }

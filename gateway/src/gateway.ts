@@ -22,6 +22,7 @@ import {
   type Bus,
   type Clock,
   collectProcessMetrics,
+  env,
   httpDuration,
   type Logger,
   type Probe,
@@ -30,6 +31,7 @@ import {
 import { type Page, REFERENCE_PATHS, referencePage } from "./api-reference.ts";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
+import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
@@ -56,6 +58,11 @@ export interface GatewayDeps {
   bus?: Bus;
   /** How long a resolved root key is trusted (env ROOT_KEY_CACHE_TTL_MS, default 5000, at most 60000). */
   rootKeyCacheTtlMs?: number;
+  /**
+   * The proxies whose X-Forwarded-For names the client, for each client's budget of root-key
+   * lookups: addresses and CIDRs, comma-separated. Unset: env TRUSTED_PROXIES; neither: none.
+   */
+  trustedProxies?: string;
   /** Largest request body accepted; larger answers 413. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Answers /readyz; without it the gateway is ready once it listens. */
@@ -87,8 +94,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** One request as the gateway sees it, whichever HTTP server read it, and how its answer goes out. */
-export interface Exchange {
+/**
+ * One request as the gateway sees it, whichever HTTP server read it, and how its answer goes out.
+ * Its origin (peer, forwardedFor) is read only when a new root key must be looked up.
+ */
+export interface Exchange extends RequestOrigin {
   readonly method: string;
   /** The request target as sent: path and query. */
   readonly url: string;
@@ -118,6 +128,14 @@ class NodeExchange implements Exchange {
   }
   get accept() {
     return this.req.headers.accept;
+  }
+  get peer() {
+    // Tests mount the gateway on requests without a socket.
+    return this.req.socket?.remoteAddress;
+  }
+  get forwardedFor() {
+    const value = this.req.headers["x-forwarded-for"];
+    return Array.isArray(value) ? value.join(", ") : value;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     this.res.writeHead(status, {
@@ -171,7 +189,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       `ROOT_KEY_CACHE_TTL_MS must be 0 to ${MAX_ROOT_KEY_CACHE_TTL_MS} ms: a revoked root key keeps working until its cache entry expires; got ${ttlMs}`,
     );
   }
-  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs }, deps.bus);
+  // A bad TRUSTED_PROXIES stops the start, naming it.
+  const trustedProxies = TrustedProxies.parse(deps.trustedProxies ?? env.string("TRUSTED_PROXIES"));
+  const auth = new RootKeyAuth(keys, deps.clock, { ttlMs, trustedProxies }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -236,7 +256,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       replied =
         caller !== undefined
           ? run(served, input.value, caller, requestId)
-          : auth.authenticate(header).then((c) => {
+          : auth.authenticate(header, x).then((c) => {
               caller = c;
               return run(served, input.value, c, requestId);
             });
@@ -407,32 +427,70 @@ function parseJson(raw: Buffer, freeJson: boolean): unknown {
       },
     ]);
   }
-  // PostgreSQL's text and jsonb cannot hold U+0000, so a body carrying one would fail in a store (a 500)
-  // or, as an analytics event, forever. JSON carries it only escaped: without that text, the body has none.
-  if (raw.includes(NUL_ESCAPE)) {
-    const at = nulAt(body);
-    if (at !== undefined) {
-      return problems.invalidInput(`The request body contains the character U+0000 at ${at}.`, [
-        {
-          location: at,
-          message: "U+0000 (NUL) cannot be stored.",
-          fix: "Remove the \\u0000 characters from the value or key.",
-        },
-      ]);
+  // PostgreSQL's text and jsonb hold neither U+0000 nor a UTF-16 surrogate without its pair, so a body
+  // carrying one would fail in a store (a 500) or, as an analytics event, forever. JSON spells either
+  // only as a \u escape (a raw control byte is not JSON, and UTF-8 cannot carry a lone surrogate: it
+  // decodes to U+FFFD), so a body without such an escape needs no walk.
+  if (mayHoldUnstorable(raw)) {
+    const found = unstorableAt(body);
+    if (found !== undefined) {
+      const [at, nul] = found;
+      return problems.invalidInput(
+        nul
+          ? `The request body contains the character U+0000 at ${at}.`
+          : `The request body contains an unpaired UTF-16 surrogate at ${at}.`,
+        [
+          nul
+            ? {
+                location: at,
+                message: "U+0000 (NUL) cannot be stored.",
+                fix: "Remove the \\u0000 characters from the value or key.",
+              }
+            : {
+                location: at,
+                message: "An unpaired UTF-16 surrogate (\\ud800 to \\udfff) cannot be stored.",
+                fix: "Escape a character beyond U+FFFF as its pair of surrogates (\\ud83d\\ude00), or send it as UTF-8.",
+              },
+        ],
+      );
     }
   }
   return body;
 }
 
-const NUL_ESCAPE = Buffer.from("\\u0000");
+const BACKSLASH = 0x5c;
+const LOWER = 0x20;
 
-/** The JSON pointer of the first string value or object key holding U+0000, walked without recursion. */
-function nulAt(body: unknown): string | undefined {
+/**
+ * Whether the JSON text holds an escape of U+0000 (`\u0000`) or of a surrogate (`\ud800` to
+ * `\udfff`, either case): one memchr in the common body, which has no backslash. It runs on parsed
+ * JSON, where a backslash always begins an escape of the character after it, so `\\u0000` is skipped.
+ */
+function mayHoldUnstorable(raw: Buffer): boolean {
+  for (let i = raw.indexOf(BACKSLASH); i !== -1 && i + 5 < raw.length; i = raw.indexOf(BACKSLASH, i + 2)) {
+    if (raw[i + 1] !== 0x75) continue; // u
+    const a = raw[i + 2]! | LOWER;
+    const b = raw[i + 3]! | LOWER;
+    if (a === 0x64 && b >= 0x38 && (b <= 0x39 || (b >= 0x61 && b <= 0x66))) return true; // d8 to df
+    if (a === 0x30 && b === 0x30 && raw[i + 4] === 0x30 && raw[i + 5] === 0x30) return true; // 0000
+  }
+  return false;
+}
+
+/** U+0000, or a surrogate not part of a pair (the u flag reads a pair as the one character it is). */
+const UNSTORABLE = /[\0\ud800-\udfff]/u;
+
+/**
+ * The JSON pointer of the first string value or object key that cannot be stored, and whether what
+ * it holds is U+0000 (else an unpaired surrogate); walked without recursion.
+ */
+function unstorableAt(body: unknown): [string, boolean] | undefined {
   const pending: [unknown, string][] = [[body, "/body"]];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const [value, at] = next;
     if (typeof value === "string") {
-      if (value.includes("\0")) return at;
+      const bad = UNSTORABLE.exec(value);
+      if (bad !== null) return [at, bad[0] === "\0"];
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) pending.push([value[i], `${at}/${i}`]);
     } else if (value !== null && typeof value === "object") {
@@ -440,7 +498,8 @@ function nulAt(body: unknown): string | undefined {
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, item] = entries[i]!;
         const place = `${at}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
-        if (key.includes("\0")) return place;
+        const bad = UNSTORABLE.exec(key);
+        if (bad !== null) return [place, bad[0] === "\0"];
         pending.push([item, place]);
       }
     }

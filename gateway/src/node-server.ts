@@ -1,4 +1,5 @@
 import http from "node:http";
+import type { Socket } from "node:net";
 import { listening } from "@latchkey/runtime";
 import type { EdgeServer } from "./edge.ts";
 import type { Gateway } from "./gateway.ts";
@@ -31,6 +32,9 @@ export async function listenNode(
   );
   // Over the cap node:http closes a new connection as it is accepted, unread.
   server.maxConnections = limits.maxConnections;
+  // The peer's address, read once per connection while it is open (node:net keeps it from then
+  // on), so a request whose client has gone by the time its body is read still has its client.
+  server.on("connection", (socket: Socket) => socket.remoteAddress);
   configure?.(server);
   return {
     port: await listening(server, port, host),

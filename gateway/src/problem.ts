@@ -113,6 +113,9 @@ export const problems = {
     ),
   unavailable: () => make(UNAVAILABLE, "A service behind the gateway is unavailable; retry shortly."),
   authBusy: () => make(UNAVAILABLE, "Too many unknown root keys are being checked at once; retry shortly."),
+  /** One client's lookups of new root keys beyond its share (auth.ts): the same 503, saying whose. */
+  clientBusy: () =>
+    make(UNAVAILABLE, "Too many unknown root keys are being checked for this client; retry shortly."),
   /** A service did not answer within the call's deadline (RPC_TIMEOUT_MS): 503, as Unkey's clients expect, not 504. */
   timedOut: () => make(UNAVAILABLE, "A service behind the gateway did not answer in time; retry shortly."),
   unexpected: () =>

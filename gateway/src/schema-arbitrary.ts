@@ -13,7 +13,19 @@ type Schema = Record<string, any>;
 export interface FuzzBody {
   label: string;
   raw: string | Buffer;
+  /**
+   * Where the gateway must refuse the body with 400, for a unicode mutation that put text no store
+   * can hold (U+0000, a lone surrogate) or bytes that are not JSON (`/body`); undefined otherwise.
+   */
+  refusedAt?: string;
 }
+
+/** U+0000, or a surrogate without its pair: what PostgreSQL's text and jsonb refuse. */
+const UNSTORABLE = /[\0\ud800-\udfff]/u;
+
+/** The JSON pointer of a path into the body, as the gateway names a place. */
+const pointer = (path: Path) =>
+  ["/body", ...path.map((p) => String(p).replaceAll("~", "~0").replaceAll("/", "~1"))].join("/");
 
 /** Strings a JSON value may hold that every store can keep: no U+0000 (the gateway refuses it, a documented 400). */
 const text = (constraints: fc.StringConstraints = {}) =>
@@ -199,6 +211,32 @@ const UNICODE = [
   "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
   "\u2028\u2029",
 ];
+/**
+ * Strings as JSON text, put in place of a value after JSON.stringify: escapes JSON.stringify never
+ * writes (a reversed or doubled pair, upper-case hex), literal characters, and valid text beyond
+ * the BMP escaped as its pair. Those holding U+0000 or a lone surrogate cannot be stored.
+ */
+const RAW_UNICODE = [
+  '"fuzz\\ud800"',
+  '"\\udfff"',
+  '"a\\ud83d"',
+  '"\\udc00b"',
+  '"\\ude00\\ud83d"',
+  '"\\uD800\\uD800"',
+  '"\\uDBFF\\u0041"',
+  '"\\u0000"',
+  '"x\\u0000y"',
+  '"\\ud83d\\ude00"',
+  '"\\uD834\\uDD1E and \\ud83d\\ude00"',
+  '"\\u00e9\\u4e2d"',
+  '"\\\\ud800 is text"',
+  // Literal: a lone surrogate in the text goes out as UTF-8's U+FFFD; a raw NUL byte is not JSON.
+  '"lit\ud800"',
+  '"a\u0000b"',
+  '"😀𝔘𝔫"',
+];
+/** Object keys: lone surrogates and U+0000 (JSON.stringify escapes them), and characters beyond the BMP. */
+const UNICODE_KEYS = ["\ud800", "k\udc00", "\u0000", "nul\u0000", "😀", "\ud83d\ude00x", "𝔘"];
 const LONG_LENGTHS = [256, 1_001, 10_001, 100_000, 700_000];
 const PROTO_KEYS = [
   "__proto__",
@@ -235,10 +273,62 @@ export function nestedAtEveryPlace(valid: unknown): FuzzBody[] {
 /** The number of places in a JSON value, for picking the sample with the most. */
 export const placesIn = (value: unknown) => pathsOf(value).length;
 
+/**
+ * Unicode a store may refuse, at one place of a valid body: a string value (kind 5, escaped by
+ * JSON.stringify), JSON text put in as it is (16), or a key of an object (17). `refusedAt` says
+ * where the gateway must answer 400, when it must.
+ */
+function unicodeAt(valid: unknown, paths: Path[], pick: number, choice: number, kind: number): FuzzBody {
+  const path = paths[pick % paths.length]!;
+  if (kind === 5) {
+    const value = UNICODE[choice % UNICODE.length]!;
+    return {
+      label: `unicode ${JSON.stringify(value).slice(0, 40)} at ${pointer(path)}`,
+      raw: JSON.stringify(changedAt(valid, path, () => value)),
+      refusedAt: UNSTORABLE.test(value) ? pointer(path) : undefined,
+    };
+  }
+  if (kind === 16) {
+    const text = RAW_UNICODE[choice % RAW_UNICODE.length]!;
+    // What arrives is the text's UTF-8: a literal lone surrogate becomes U+FFFD on the way.
+    let arrives: string | undefined;
+    try {
+      arrives = JSON.parse(Buffer.from(text).toString("utf8"));
+    } catch {}
+    return {
+      label: `unicode as JSON text ${text} at ${pointer(path)}`,
+      raw: JSON.stringify(changedAt(valid, path, () => "\u0001RAW\u0001")).replace(
+        '"\\u0001RAW\\u0001"',
+        () => text,
+      ),
+      refusedAt: arrives === undefined ? "/body" : UNSTORABLE.test(arrives) ? pointer(path) : undefined,
+    };
+  }
+  // A key of the object at the place, or of the body when the place holds no object.
+  const key = UNICODE_KEYS[choice % UNICODE_KEYS.length]!;
+  const isObject = (v: unknown) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const objects = paths.filter((p) => isObject(p.reduce<unknown>((v, k) => (v as never)[k], valid)));
+  const at = objects.length === 0 ? [] : objects[pick % objects.length]!;
+  return {
+    label: `unicode key ${JSON.stringify(key)} at ${pointer(at)}`,
+    raw: JSON.stringify(
+      changedAt(valid, at, (old) => (isObject(old) ? { ...(old as object), [key]: 1 } : { [key]: old })),
+    ),
+    refusedAt: UNSTORABLE.test(key) ? pointer([...at, key]) : undefined,
+  };
+}
+
+/** Hostile unicode at one place of a valid body, each with where it must be refused (refusedAt). */
+export function unicodeArbitrary(s: Schema): fc.Arbitrary<FuzzBody> {
+  return fc
+    .tuple(validArbitrary(s), fc.nat(), fc.nat(), fc.constantFrom(5, 16, 17))
+    .map(([valid, pick, choice, kind]) => unicodeAt(valid, pathsOf(valid), pick, choice, kind));
+}
+
 /** Hostile variations of a valid body: one mutation each, at one of its places or on its raw text. */
 export function mutatedArbitrary(s: Schema): fc.Arbitrary<FuzzBody> {
   return fc
-    .tuple(validArbitrary(s), fc.nat(), fc.nat(), fc.nat({ max: 16 }))
+    .tuple(validArbitrary(s), fc.nat(), fc.nat(), fc.nat({ max: 18 }))
     .map(([valid, pick, choice, kind]) => mutate(valid, pick, choice, kind));
 }
 
@@ -279,7 +369,9 @@ function mutate(valid: unknown, pick: number, choice: number, kind: number): Fuz
       return place(`string of ${n}`, "a".repeat(n));
     }
     case 5:
-      return place(`unicode ${JSON.stringify(from(UNICODE)).slice(0, 40)}`, from(UNICODE));
+    case 16:
+    case 17:
+      return unicodeAt(valid, paths, pick, choice, kind);
     case 6: {
       // Written as text: JSON.stringify itself would overflow the stack on the deepest.
       const levels = from([33, 100, 5_000]);

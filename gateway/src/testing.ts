@@ -55,6 +55,8 @@ export interface HarnessOptions {
   maxBodyBytes?: number;
   log?: Logger;
   batchesInFlight?: number;
+  /** TRUSTED_PROXIES for the gateway (client-address.ts); none by default. */
+  trustedProxies?: string;
 }
 
 /** The workspace every test root key belongs to. */
@@ -141,6 +143,7 @@ export function harness(options: HarnessOptions = {}) {
     bus: options.bus,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.batchesInFlight === undefined ? {} : { batchesInFlight: options.batchesInFlight }),
+    trustedProxies: options.trustedProxies ?? "",
   });
 
   /** A root key of the test workspace holding `permissions`; returns its plaintext. */
@@ -258,7 +261,38 @@ export function filledMessage(desc: DescMessage, depth = 0): Record<string, unkn
 /** Called by every fake RPC of answeringEverything with the caller the gateway passed; may throw. */
 export type Guard = (caller: Caller | undefined, rpc: string) => void;
 
-/** Every RPC of `service` but those named in `except`, each answering a filled message once `guard` lets it. */
+/** U+0000, or a surrogate without its pair: what PostgreSQL's text and jsonb refuse. */
+const UNSTORABLE = /[\0\ud800-\udfff]/u;
+
+/**
+ * Fails as a PostgreSQL store would (a plain error, so the gateway answers 500) when `message`
+ * holds a string PostgreSQL cannot store: in a string field, or in the JSON text of a `*Json`
+ * field (meta_json), where jsonb refuses `\u0000` and an escaped lone surrogate.
+ */
+export function storeLikePostgres(message: unknown, rpc: string): void {
+  const pending: [unknown, string][] = [[message, ""]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, name] = next;
+    if (typeof value === "string") {
+      if (UNSTORABLE.test(value)) throw new Error(`${rpc}: invalid byte sequence (in ${name})`);
+      if (name.endsWith("Json") && value !== "") {
+        try {
+          pending.push([JSON.parse(value), name]);
+        } catch {}
+      }
+    } else if (value !== null && typeof value === "object" && !(value instanceof Uint8Array)) {
+      for (const [key, item] of Object.entries(value)) {
+        if (UNSTORABLE.test(key)) throw new Error(`${rpc}: invalid input syntax for type json (a key)`);
+        pending.push([item, key]);
+      }
+    }
+  }
+}
+
+/**
+ * Every RPC of `service` but those named in `except`, each answering a filled message once `guard`
+ * lets it and its request holds nothing PostgreSQL would refuse.
+ */
 function answeringAll(service: DescService, guard: Guard, except: string[] = []) {
   return Object.fromEntries(
     service.methods
@@ -267,6 +301,7 @@ function answeringAll(service: DescService, guard: Guard, except: string[] = [])
         m.localName,
         (req: { caller?: Caller }) => {
           guard(req.caller, m.localName);
+          storeLikePostgres(req, m.localName);
           return filledMessage(m.output);
         },
       ]),
@@ -277,7 +312,8 @@ function answeringAll(service: DescService, guard: Guard, except: string[] = [])
  * Fakes of every RPC the gateway may call, each answering success with a filled message
  * (VerifyKeyBatch one per item; LimitBatch through the harness's own, from the faked Limit).
  * Root keys stay the harness's. `guard` sees each call's caller first (each item's, in a batch)
- * and may refuse it by throwing. For tests that run every operation: the envelope, access, fuzz.
+ * and may refuse it by throwing; a request holding a string PostgreSQL cannot store fails as the
+ * store would (storeLikePostgres). For tests that run every operation: the envelope, access, fuzz.
  */
 export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
   return {
@@ -287,6 +323,7 @@ export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
         results: req.items.map((item) => {
           try {
             guard(req.callers[item.callerIndex], "verifyKey");
+            storeLikePostgres(item.request, "verifyKey");
           } catch (err) {
             const e = ConnectError.from(err);
             return {
