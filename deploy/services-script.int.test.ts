@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort } from "./bundle-process.ts";
 import { repoRoot } from "./bundle.ts";
+import { freePort } from "./bundle-process.ts";
 
 // scripts/services.sh, which `npm test` runs first: on spare ports and a data folder of the test's own it starts
 // PostgreSQL, NATS with JetStream, ClickHouse and Redis from the installed packages; a second run changes
@@ -60,7 +60,16 @@ function firstLine(port: number, send = ""): Promise<string | null> {
 }
 
 async function psql(port: number, query: string): Promise<string> {
-  const { stdout } = await run("psql", ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-Atc", query]);
+  const { stdout } = await run("psql", [
+    "-h",
+    "127.0.0.1",
+    "-p",
+    String(port),
+    "-U",
+    "postgres",
+    "-Atc",
+    query,
+  ]);
   return stdout.trim();
 }
 
