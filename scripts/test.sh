@@ -28,7 +28,7 @@ gen=$(mktemp -d)
 trap 'rm -rf "$gen"' EXIT
 buf generate -o "$gen"
 if ! diff -r "$gen/proto/gen" proto/gen >/dev/null; then
-  echo "proto/gen is stale: run 'pnpm generate' and commit the result" >&2
+  echo "proto/gen is stale: run 'npm run generate' and commit the result" >&2
   diff -r "$gen/proto/gen" proto/gen | head -20 >&2
   exit 1
 fi
