@@ -23,7 +23,7 @@ async function spare(count: number): Promise<number[]> {
   while (ports.size < count) ports.add(await freePort());
   return [...ports];
 }
-const [pg, nats, chHttp, chTcp, redis] = await spare(5);
+const [pg, nats, chHttp, chTcp, redis] = (await spare(5)) as [number, number, number, number, number];
 const spareEnv = {
   PG_PORT: String(pg),
   NATS_PORT: String(nats),
