@@ -265,19 +265,22 @@ stop_docker() {
 
 # --- Commands
 
+# One NAME=value a line, the value quoted for the shell (scripts/test.sh evals them).
 env_lines() {
-  echo "TEST_DATABASE_URL=$pg_url"
-  echo "TEST_NATS_URL=$nats_url"
-  echo "TEST_CLICKHOUSE_URL=$ch_url"
-  echo "TEST_REDIS_URL=$redis_url"
-  echo "CLICKHOUSE_HTTP=$ch_url"
+  local users=""
   # The query user's file goes beside the users config of the ClickHouse this script runs; for another,
   # scripts/clickhouse-users.sh finds it from that server's command line.
   if [ -n "$(owned "$dir/clickhouse/clickhouse.pid")" ]; then
-    echo "CLICKHOUSE_USERS_DIR=$dir/clickhouse/users.d"
+    users=$dir/clickhouse/users.d
   elif [ -f "$dir/docker/clickhouse.started" ]; then
-    echo "CLICKHOUSE_USERS_DIR=$dir/docker/clickhouse/users.d"
+    users=$dir/docker/clickhouse/users.d
   fi
+  printf 'TEST_DATABASE_URL=%q\n' "$pg_url"
+  printf 'TEST_NATS_URL=%q\n' "$nats_url"
+  printf 'TEST_CLICKHOUSE_URL=%q\n' "$ch_url"
+  printf 'TEST_REDIS_URL=%q\n' "$redis_url"
+  printf 'CLICKHOUSE_HTTP=%q\n' "$ch_url"
+  if [ -n "$users" ]; then printf 'CLICKHOUSE_USERS_DIR=%q\n' "$users"; fi
 }
 
 start() {
@@ -310,7 +313,9 @@ start() {
             redis) command -v redis-server >/dev/null || packages+=(redis-server) ;;
           esac
         done
-        [ ${#packages[@]} -eq 0 ] || bash "$root/scripts/apt-install.sh" "${packages[@]}"
+        if [ ${#packages[@]} -gt 0 ] && ! bash "$root/scripts/apt-install.sh" "${packages[@]}"; then
+          die "could not install ${packages[*]}; install them (ClickHouse also comes from ClickHouse's own apt repository), or start the servers yourself on these ports"
+        fi
         for s in "${missing[@]}"; do "start_${s}_apt"; done
         ;;
       *) die "SERVICES_WITH is '$how': docker or apt" ;;
