@@ -110,9 +110,10 @@ start_postgres_apt() {
       die "initdb failed: $(tail -5 "$dir/postgres-initdb.log")"
     # For tests: nothing here must survive a crash, so the disk is not waited for.
     as_pg tee -a "$data/postgresql.conf" >/dev/null <<EOF
-# scripts/services.sh: a test server on 127.0.0.1, its socket in its data folder, no waiting for the disk
+# scripts/services.sh: a test server on 127.0.0.1 only (no Unix socket, whose path a deep checkout could make
+# too long, nor one beside the system's cluster), not waiting for the disk
 listen_addresses = '127.0.0.1'
-unix_socket_directories = '$data'
+unix_socket_directories = ''
 max_connections = 200
 fsync = off
 synchronous_commit = off
