@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 // Three projects, from fastest to most complete:
 //   unit         in memory, no servers: *.test.ts, and test/in-memory: the gateway over the real services
-//   integration  real PostgreSQL / NATS / ClickHouse from start-services.sh: *.int.test.ts
+//   integration  real PostgreSQL / NATS / ClickHouse / Redis, which scripts/services.sh starts: *.int.test.ts
 //   e2e          the gateway and services as separate processes, over HTTP: test/**/*.e2e.test.ts
 export default defineConfig({
   test: {

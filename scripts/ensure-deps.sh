@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the workspace's dependencies with the pinned pnpm when they are missing,
-# so `npm start` and `npm test` work on a fresh clone that has only Node 20 and npm.
+# so `npm start` and `npm test` work on a fresh clone that has only Node and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]')

@@ -6,20 +6,21 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 PATH="$PWD/node_modules/.bin:$PATH"
 
-# Real servers for integration and end-to-end tests (idempotent), where the machine
-# provides a start-services.sh beside the checkout.
-services=../shared/services/start-services.sh
-if [ -f "$services" ]; then
-  bash "$services" >/dev/null
-fi
+# Real servers for the integration and end-to-end tests: PostgreSQL, NATS with JetStream, ClickHouse and Redis,
+# each started (and installed, the first time) where it does not answer yet; see scripts/services.sh.
+bash scripts/services.sh
+eval "$(bash scripts/services.sh env | sed 's/^/export /')"
 # The read-only ClickHouse user the analytics query tests connect as.
 bash scripts/clickhouse-users.sh
 
-# The console's browser tests drive Debian's Chromium (console/test); installed once when missing.
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then
-  echo "== installing chromium for the console's browser tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
-fi
+# Programs the tests start themselves: a nats-server and a redis-server of a test's own (a test that stops its
+# server never stops the shared one), and Debian's Chromium for the console's browser tests (console/test).
+PATH="$PATH:/usr/sbin"
+tools=()
+command -v nats-server >/dev/null || tools+=(nats-server)
+command -v redis-server >/dev/null || tools+=(redis-server)
+[ -x /usr/bin/chromium ] || tools+=(chromium)
+[ ${#tools[@]} -eq 0 ] || bash scripts/apt-install.sh "${tools[@]}"
 
 echo "== proto: lint, and generated code is up to date"
 buf lint
@@ -27,7 +28,7 @@ gen=$(mktemp -d)
 trap 'rm -rf "$gen"' EXIT
 buf generate -o "$gen"
 if ! diff -r "$gen/proto/gen" proto/gen >/dev/null; then
-  echo "proto/gen is stale: run 'pnpm generate' and commit the result" >&2
+  echo "proto/gen is stale: run 'npm run generate' and commit the result" >&2
   diff -r "$gen/proto/gen" proto/gen | head -20 >&2
   exit 1
 fi
