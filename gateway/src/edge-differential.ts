@@ -304,6 +304,9 @@ function whyTheEdgeStopped(
   if (te.length > 0 && view.version === "1.0") return "Transfer-Encoding on HTTP/1.0";
   if (te.length > 1 || (te.length === 1 && !/^chunked$/i.test(te[0]!)))
     return "Transfer-Encoding other than one `chunked`";
+  // Node 20's llhttp refuses a tab after Content-Length's digits, as the edge does; Node 22's and later read it.
+  if (/\r\ncontent-length:[ \t]*[0-9]+ *\t[ \t]*\r\n/i.test(raw))
+    return "a tab after Content-Length's digits";
   if (headerValues(view, "content-length").some((v) => v.replace(/^0+(?=\d)/, "").length > 15))
     return "Content-Length of more than 15 digits";
   if (/\r\n0*[0-9a-fA-F]{9,}[\r;]/.test(raw)) return "a chunk size of more than 8 hex digits";
