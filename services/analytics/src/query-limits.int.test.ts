@@ -154,7 +154,7 @@ describe("limits of raw queries, through the service", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query answers more than 100 rows, the limit for analytics queries; aggregate, or add a LIMIT.",
+        "The query answers more than 100 rows, the limit for analytics queries; aggregate, or add a LIMIT (code: row_limit).",
     });
   });
 
@@ -186,7 +186,7 @@ describe("limits of raw queries, through the service", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups.",
+        "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups (code: memory_limit).",
     });
   });
 
