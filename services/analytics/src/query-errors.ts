@@ -141,9 +141,17 @@ const FAILURES_BY_CODE: Record<number, QueryFailure | QueryLimit> = {
 
 const LIMITS: ReadonlySet<string> = new Set<QueryLimit>(["time", "rows", "bytes", "memory"]);
 
-/** ClickHouse's code and error name: a ClickHouseError's, or the leading "Code: N" of 18.16's text. */
+/**
+ * ClickHouse's code and error name: a ClickHouseError's (any copy of the class:
+ * another package's client throws its own), or the leading "Code: N" of the
+ * text of an error the client could not parse (18.16's).
+ */
 export function clickhouseCode(err: unknown): { code: number | undefined; type: string | undefined } {
   if (err instanceof ClickHouseError) return { code: Number(err.code), type: err.type };
+  const { code, type } = (err ?? {}) as { code?: unknown; type?: unknown };
+  if (typeof code === "string" && /^\d+$/.test(code)) {
+    return { code: Number(code), type: typeof type === "string" ? type : undefined };
+  }
   const m = /^\s*(?:\{"exception":\s*")?Code: (\d+)/.exec((err as Error | undefined)?.message ?? "");
   return { code: m ? Number(m[1]) : undefined, type: undefined };
 }

@@ -15,7 +15,6 @@ import {
   DEFAULT_QUERY_LIMITS,
   type Granularity,
   HOUR,
-  type QueryLimit,
   QueryLimitError,
   type QueryOptions,
   type RatelimitCheck,
