@@ -9,7 +9,7 @@ import type { AnalyticsDeps } from "./deps.ts";
 import { migrateClickHouse } from "./migrations.ts";
 import { ISOLATION_SETTINGS } from "./query-settings.ts";
 import { BARRIER, checkRawQuery } from "./raw-query.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.ts";
+import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.suite.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import { callerOf, rejection } from "./test-kit.ts";
@@ -25,12 +25,14 @@ import { callerOf, rejection } from "./test-kit.ts";
 
 type CreateChdbConnection = (options: { path: string }) => unknown;
 
+/** chdb's module, named in a variable: it is installed outside the repository, where no checker resolves it. */
+const CHDB_CONNECTION = "chdb/connection";
+
 function loadChdb(): CreateChdbConnection | undefined {
   const dir = process.env["LATCHKEY_CHDB_DIR"];
   try {
     const require = createRequire(dir ? join(dir, "package.json") : import.meta.url);
-    return (require("chdb/connection") as { createChdbConnection: CreateChdbConnection })
-      .createChdbConnection;
+    return (require(CHDB_CONNECTION) as { createChdbConnection: CreateChdbConnection }).createChdbConnection;
   } catch {
     return undefined;
   }

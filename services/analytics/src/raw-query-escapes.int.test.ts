@@ -4,7 +4,7 @@ import { createLogger, ErrorReason } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AnalyticsDeps } from "./deps.ts";
 import { checkRawQuery } from "./raw-query.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.ts";
+import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.suite.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import { callerOf, createQueryUserClickHouse, rejection, type TestClickHouse } from "./test-kit.ts";
