@@ -40,14 +40,14 @@ interface Segment {
  * raw table only for the ragged edges.
  */
 export class ClickHouseAnalyticsStore implements AnalyticsStore {
+  /** The raw queries' server, read at their first use (and again after a failed read). */
+  private profile: Promise<ServerProfile> | undefined;
+
   /**
    * `ch` ingests, migrates and answers structured queries; `runner` runs raw
    * ones (the read-only query user, or `ch` itself with readonly=2 and the
    * limits sent as settings).
    */
-  /** The raw queries' server, read at their first use (and again after a failed read). */
-  private profile: Promise<ServerProfile> | undefined;
-
   constructor(
     private readonly ch: ClickHouseClient,
     private readonly runner: QueryRunner = { client: ch, mode: "fallback" },
