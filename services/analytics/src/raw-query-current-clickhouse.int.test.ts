@@ -1,4 +1,6 @@
+import { rm } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ClickHouseClient, createClient } from "@clickhouse/client";
 import { createClient as createConnectClient, createRouterTransport } from "@connectrpc/connect";
@@ -42,6 +44,8 @@ const createChdbConnection = loadChdb();
 const SKIPPED =
   "chdb is not installed: run services/analytics/test-current-clickhouse.sh to test against a current ClickHouse";
 
+/** chdb's data directory, this run's own. */
+const path = join(tmpdir(), `latchkey-chdb-${process.pid}-${Date.now()}`);
 let client: ClickHouseClient;
 let service: ReturnType<typeof createConnectClient<typeof AnalyticsService>>;
 /** This server's defaults of the isolation settings: chdb keeps a query's settings for the next one. */
@@ -50,7 +54,7 @@ let version: string;
 
 beforeAll(async () => {
   if (!createChdbConnection) return;
-  const connection = createChdbConnection({ path: `/tmp/latchkey-chdb-${process.pid}-${Date.now()}` });
+  const connection = createChdbConnection({ path });
   const boot = createClient({ connection } as Parameters<typeof createClient>[0]);
   await boot.command({ query: "CREATE DATABASE IF NOT EXISTS latchkey" });
   client = createClient({
@@ -78,6 +82,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await client?.close();
+  await rm(path, { recursive: true, force: true });
 });
 
 /** The rendered SQL of `query` for ws_mine, straight to ClickHouse: its rows or its error text. */
