@@ -4,9 +4,11 @@
 # idempotently: writes users.d/latchkey-query.xml when it differs (as root, or
 # whoever may write there) and waits until the user can log in. ClickHouse
 # reloads users.d by itself within seconds. 18.16 has no CREATE USER, so the
-# user is XML; docs/analytics-queries.md has the SQL for a modern server.
+# user is XML; docs/analytics-queries.md has the SQL for a modern server. The
+# profile holds the settings every server since 18.16 knows, and those of later
+# servers that the running one lists (an unknown setting breaks a profile).
 #
-#   CLICKHOUSE_HTTP              server to check (http://127.0.0.1:8123)
+#   CLICKHOUSE_HTTP              server to check (http://127.0.0.1:8123); its user reads system.settings
 #   CLICKHOUSE_QUERY_USER        user name (latchkey_query)
 #   CLICKHOUSE_QUERY_PASSWORD    its password (latchkey_query_test: a local test server only)
 #   CLICKHOUSE_QUERY_DATABASES   databases it may read, space-separated
@@ -46,7 +48,52 @@ sha=$(printf '%s' "$password" | sha256sum | cut -d' ' -f1)
 allowed=""
 for db in $databases; do allowed+="<database>$db</database>"; done
 
-# The profile is the limit: readonly=1, so a query may not change any setting (nor call table functions).
+# The profile is the limit: readonly=1, so a query may change no setting to another value (nor call table
+# functions). Every server since 18.16 knows these.
+settings=(
+  readonly=1
+  max_execution_time=10
+  max_result_rows=10000
+  max_result_bytes=67108864
+  result_overflow_mode=throw
+  max_memory_usage=1000000000
+  output_format_json_quote_64bit_integers=0
+  # Shared by every tenant: threads per query, and the user's queries and memory in all (ingest is another user).
+  max_threads=2
+  max_concurrent_queries_for_user=32
+  max_memory_usage_for_user=8000000000
+  # Tenants' expressions stay above the views' workspace filter (services/analytics/src/query-settings.ts).
+  enable_optimize_predicate_expression=0
+  optimize_move_to_prewhere=0
+)
+# Later servers' settings. An unknown setting in a profile breaks the user (or the server's start), so each is
+# written only where the running server lists it in system.settings.
+later=(
+  enable_optimize_predicate_expression_to_final_subquery=0
+  allow_push_predicate_when_subquery_contains_with=0
+  optimize_move_to_prewhere_if_final=0
+  move_all_conditions_to_prewhere=0
+  enable_multiple_prewhere_read_steps=0
+  allow_reorder_prewhere_conditions=0
+  query_plan_filter_push_down=0
+  query_plan_merge_filters=0
+  query_plan_optimize_prewhere=0
+  http_write_exception_in_output_format=0
+  cancel_http_readonly_queries_on_client_close=1
+)
+names=""
+for s in "${later[@]}"; do names+="${names:+,}'${s%%=*}'"; done
+known=$(curl -sf "$http/" --data-binary "SELECT name FROM system.settings WHERE name IN ($names)" 2>/dev/null || true)
+for s in "${later[@]}"; do
+  if grep -qx "${s%%=*}" <<<"$known"; then settings+=("$s"); fi
+done
+profile=""
+pairs=""
+for s in "${settings[@]}"; do
+  profile+="      <${s%%=*}>${s#*=}</${s%%=*}>"$'\n'
+  pairs+="${pairs:+,}('${s%%=*}','${s#*=}')"
+done
+
 xml=$(
   cat <<EOF
 <?xml version="1.0"?>
@@ -54,13 +101,7 @@ xml=$(
 <yandex>
   <profiles>
     <latchkey_query>
-      <readonly>1</readonly>
-      <max_execution_time>10</max_execution_time>
-      <max_result_rows>10000</max_result_rows>
-      <max_result_bytes>67108864</max_result_bytes>
-      <result_overflow_mode>throw</result_overflow_mode>
-      <max_memory_usage>1000000000</max_memory_usage>
-      <output_format_json_quote_64bit_integers>0</output_format_json_quote_64bit_integers>
+${profile%$'\n'}
     </latchkey_query>
   </profiles>
   <users>
@@ -88,12 +129,14 @@ if [ "$(cat "$file" 2>/dev/null || true)" != "$xml" ]; then
   fi
 fi
 
-# The server reloads users.d every few seconds: wait until the user logs in.
+# The server reloads users.d every few seconds: wait until the user logs in with this profile.
 for _ in $(seq 1 60); do
-  if [ "$(curl -sf -u "$user:$password" "$http/" --data-binary 'SELECT 1' 2>/dev/null)" = "1" ]; then
+  seen=$(curl -sf -u "$user:$password" "$http/" \
+    --data-binary "SELECT count() FROM system.settings WHERE (name, value) IN ($pairs)" 2>/dev/null || true)
+  if [ "$seen" = "${#settings[@]}" ]; then
     exit 0
   fi
   sleep 0.5
 done
-echo "clickhouse-users: user $user cannot log in to $http after 30 s" >&2
+echo "clickhouse-users: user $user cannot log in to $http with its profile after 30 s" >&2
 exit 1

@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
-import type { Logger } from "@latchkey/runtime";
+import { type Logger, LoopProgress } from "@latchkey/runtime";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BufferedIngest } from "./buffered-ingest.ts";
 import { decodeMessage, KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
@@ -25,6 +25,8 @@ class FakeStore implements AnalyticsStore {
   maxInFlight = 0;
   private held: (() => void)[] = [];
   hold = false;
+  /** Each insert takes this long (a slow database). */
+  delayMs = 0;
 
   insertVerifications(rows: readonly Verification[], batchId?: string) {
     return this.insert("verifications", rows, batchId);
@@ -57,6 +59,7 @@ class FakeStore implements AnalyticsStore {
     try {
       this.attempts.push({ kind, requestIds: rows.map((r) => r.requestId), batchId });
       if (this.hold) await new Promise<void>((r) => this.held.push(r));
+      if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
       if (this.failures > 0) {
         this.failures--;
         throw new Error("connection refused");
@@ -283,6 +286,39 @@ describe("BufferedIngest", () => {
     expect(errors.at(-1)).toBe("analytics events not stored before shutdown: dropped");
     expect(ingest.stats()).toEqual({ buffered: 0, published: 0, dropped: 3 });
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("works through a backlog of 50,000 events while the store is slow and briefly down: counts move, the loop's mark advances, nothing is lost", async () => {
+    const progress = new LoopProgress("analytics.ingest.test");
+    const ingest = new BufferedIngest(store, log, { progress });
+    store.delayMs = 50;
+    store.failures = 3;
+    const ids = publishMany(ingest, 50_000);
+    expect(ingest.stats()).toEqual({ buffered: 50_000, published: 0, dropped: 0 });
+
+    // Down: three failed attempts, a second apart; nothing stored, no progress.
+    await vi.advanceTimersByTimeAsync(2_500);
+    expect(store.attempts).toHaveLength(3);
+    expect(store.stored()).toHaveLength(0);
+    expect(progress.marks).toBe(0);
+
+    // Back, and slow: 50 ms a batch of 1,000. Every second about 20 batches move, and each marks.
+    const seen: { stored: number; marks: number; at: number }[] = [];
+    for (let second = 0; second < 3; second++) {
+      await vi.advanceTimersByTimeAsync(1_000);
+      seen.push({ stored: store.stored().length, marks: progress.marks, at: progress.lastAt });
+    }
+    for (let i = 1; i < seen.length; i++) {
+      const [before, after] = [seen[i - 1]!, seen[i]!];
+      expect(after.stored - before.stored).toBeGreaterThanOrEqual(15_000);
+      expect(after.marks - before.marks).toBeGreaterThanOrEqual(15);
+      expect(after.at).toBeGreaterThan(before.at);
+    }
+
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(store.stored()).toEqual(ids);
+    expect(ingest.stats()).toEqual({ buffered: 0, published: 50_000, dropped: 0 });
+    expect(progress.marks).toBe(50);
   });
 
   it("ignores subjects it does not count", async () => {

@@ -1,5 +1,13 @@
 import type { Message } from "@bufbuild/protobuf";
-import { type EventSink, type EventSinkStats, type EventType, type Logger, newId } from "@latchkey/runtime";
+import {
+  type EventSink,
+  type EventSinkStats,
+  type EventType,
+  type Logger,
+  type LoopProgress,
+  loopProgress,
+  newId,
+} from "@latchkey/runtime";
 import { type AnalyticsEvent, eventOf } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
 
@@ -12,6 +20,8 @@ export interface BufferedIngestOptions {
   maxBuffered?: number;
   /** Wait before a failed insert is tried again. */
   retryMs?: number;
+  /** Marked at each batch stored (it runs no timer while idle); loopProgress("analytics.ingest") by default. */
+  progress?: LoopProgress;
 }
 
 /** Rows cut from the front of the buffers and written together under one id, retried as they are. */
@@ -58,6 +68,7 @@ export class BufferedIngest implements EventSink {
   private readonly intervalMs: number;
   private readonly maxBuffered: number;
   private readonly retryMs: number;
+  private readonly progress: LoopProgress;
 
   constructor(
     private readonly store: AnalyticsStore,
@@ -68,6 +79,7 @@ export class BufferedIngest implements EventSink {
     this.intervalMs = options.intervalMs ?? 100;
     this.maxBuffered = options.maxBuffered ?? 100_000;
     this.retryMs = options.retryMs ?? 1_000;
+    this.progress = options.progress ?? loopProgress("analytics.ingest");
   }
 
   publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
@@ -167,6 +179,7 @@ export class BufferedIngest implements EventSink {
           batch.ratelimits = [];
         }
         this.batch = undefined;
+        this.progress.mark();
       } catch (err) {
         this.log.error(
           { err, buffered: this.buffered(), retryInMs: this.retryMs },

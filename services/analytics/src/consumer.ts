@@ -1,4 +1,11 @@
-import { EVENT_BATCH_HEADER, EVENTS_STREAM, ensureEventsStream, type Logger } from "@latchkey/runtime";
+import {
+  EVENT_BATCH_HEADER,
+  EVENTS_STREAM,
+  ensureEventsStream,
+  type Logger,
+  type LoopProgress,
+  loopProgress,
+} from "@latchkey/runtime";
 import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { Gauge } from "prom-client";
@@ -19,6 +26,8 @@ export interface ConsumerOptions {
   maxBackoffMs?: number;
   /** Where a new durable consumer starts: the whole stream (default) or only what arrives from now on. */
   startAt?: "all" | "new";
+  /** Marked at each batch stored and each interval that finds nothing waiting; loopProgress("analytics.consumer") by default. */
+  progress?: LoopProgress;
 }
 
 export interface ConsumerStats {
@@ -63,6 +72,7 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
   const batchSize = options.batchSize ?? 5_000;
   const intervalMs = options.intervalMs ?? 1_000;
   const maxBackoffMs = options.maxBackoffMs ?? 10_000;
+  const progress = options.progress ?? loopProgress("analytics.consumer");
 
   await ensureEventsStream(nats);
   const jsm = await jetstreamManager(nats);
@@ -121,6 +131,7 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
         // A message carries many events, all in this batch: it is acknowledged once.
         for (const msg of new Set(batch.map((h) => h.msg))) msg.ack();
         stats.acked += batch.length;
+        progress.mark();
         return;
       } catch (err) {
         stats.failedInserts++;
@@ -159,7 +170,9 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
   }
 
   const timer = setInterval(() => {
-    if (!inFlight && pending.length > 0) void flush();
+    if (inFlight) return;
+    if (pending.length > 0) void flush();
+    else progress.mark();
   }, intervalMs);
 
   const loop = (async () => {

@@ -40,6 +40,7 @@ export function queryLimitsFromEnv(): QueryLimits {
     maxBytes: env.int("ANALYTICS_QUERY_MAX_BYTES", 8_388_608, 1),
     structuredMaxRows: env.int("ANALYTICS_STRUCTURED_MAX_ROWS", 100_000, 1),
     concurrency: env.int("ANALYTICS_QUERY_CONCURRENCY", 4, 1),
+    totalConcurrency: env.int("ANALYTICS_QUERY_TOTAL_CONCURRENCY", 16, 2),
   };
 }
 
@@ -52,12 +53,13 @@ export function createAnalyticsDeps(options: {
   log?: Logger;
   limits?: QueryLimits;
 }): AnalyticsDeps {
-  const store = new ClickHouseAnalyticsStore(options.clickhouse, options.queryRunner);
+  const log = options.log ?? createLogger("analytics");
+  const store = new ClickHouseAnalyticsStore(options.clickhouse, options.queryRunner, log);
   const connected = watchConnection(options.nats);
   return {
     store,
     limits: options.limits ?? queryLimitsFromEnv(),
-    log: options.log ?? createLogger("analytics"),
+    log,
     ready: async () => connected() && (await store.ping().catch(() => false)),
   };
 }

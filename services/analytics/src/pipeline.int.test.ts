@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import { createLogger, EVENTS_STREAM, JetStreamEventSink } from "@latchkey/runtime";
+import { createLogger, EVENTS_STREAM, JetStreamEventSink, LoopProgress } from "@latchkey/runtime";
 import { ownNatsServer } from "@latchkey/runtime/testing";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -72,6 +72,8 @@ async function pipeline(options: {
   nats: NatsConnection;
   clickhouseUrl?: (db: TestClickHouse) => Promise<string>;
   wrap?: (store: AnalyticsStore) => AnalyticsStore;
+  batchSize?: number;
+  progress?: LoopProgress;
 }): Promise<Pipeline> {
   const db = await createTestClickHouse();
   cleanups.push(() => db.drop());
@@ -85,10 +87,11 @@ async function pipeline(options: {
     store: (options.wrap ?? ((s) => s))(new ClickHouseAnalyticsStore(client)),
     log,
     durable,
-    batchSize: 500,
+    batchSize: options.batchSize ?? 500,
     intervalMs: 200,
     maxBackoffMs: 500,
     startAt: "new",
+    ...(options.progress && { progress: options.progress }),
   });
   cleanups.push(async () => {
     await consumer.stop(1_000);
@@ -247,6 +250,53 @@ describe("the analytics pipeline: JetStream to ClickHouse to GetVerifications", 
     expect(await stored(p.db, p.workspaceId)).toBe(1_000);
     expect(p.consumer.stats()).toMatchObject({ inserted: 1_000, acked: 1_000, duplicates: 0 });
   });
+
+  it("works through a backlog of 30,000 events while ClickHouse is slow and then briefly down: counts move, the loop's mark advances, nothing is lost", async () => {
+    const nats = await connect({ servers: testNatsUrl() });
+    cleanups.push(() => nats.close());
+    const progress = new LoopProgress("analytics.consumer.test");
+    let down = false;
+    const p = await pipeline({
+      nats,
+      batchSize: 2_000,
+      progress,
+      // Slow: each insert waits 300 ms first. Down: it fails, as a refused connection would.
+      wrap: (store) =>
+        Object.assign(Object.create(store) as AnalyticsStore, {
+          insertVerifications: async (rows: Parameters<AnalyticsStore["insertVerifications"]>[0]) => {
+            await new Promise((r) => setTimeout(r, 300));
+            if (down) throw new Error("connect ECONNREFUSED");
+            return store.insertVerifications(rows);
+          },
+        }),
+    });
+    const N = 30_000;
+    p.publish(0, N);
+    await p.sink.flush(30_000);
+    expect(p.sink.stats().dropped).toBe(0);
+
+    // Slow, with a backlog: inserts and marks keep coming while events still wait.
+    await eventually(async () => p.consumer.stats().inserted > 0, 30_000);
+    const first = { inserted: p.consumer.stats().inserted, marks: progress.marks, at: progress.lastAt };
+    await eventually(async () => p.consumer.stats().inserted >= first.inserted + 4_000, 30_000);
+    expect(progress.marks).toBeGreaterThan(first.marks);
+    expect(progress.lastAt).toBeGreaterThan(first.at);
+    expect(p.consumer.stats().inserted).toBeLessThan(N);
+
+    // Down for a while: nothing stored, nothing acknowledged, nothing lost.
+    down = true;
+    const failuresBefore = p.consumer.stats().failedInserts;
+    await eventually(async () => p.consumer.stats().failedInserts >= failuresBefore + 3, 30_000);
+    const during = p.consumer.stats().inserted;
+    down = false;
+
+    // Back: the rest lands, exactly once, and the mark moves on.
+    await eventually(async () => (await stored(p.db, p.workspaceId)) >= N, 60_000);
+    expect(p.consumer.stats().inserted).toBeGreaterThan(during);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await stored(p.db, p.workspaceId)).toBe(N);
+    expect(progress.lastAt).toBeGreaterThan(first.at);
+  }, 120_000);
 });
 
 /** A TCP proxy to ClickHouse that can be stopped (connections refused, open ones cut) and started again on the same port. */

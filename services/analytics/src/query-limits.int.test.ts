@@ -1,9 +1,10 @@
 import { createClient as createConnectClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, Granularity, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
-import { createLogger, ErrorReason } from "@latchkey/runtime";
+import { createLogger, ErrorReason, errorDetailOf } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { QueryRunner } from "./clickhouse.ts";
 import type { AnalyticsDeps } from "./deps.ts";
+import { ISOLATION_SETTINGS } from "./query-settings.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { verification } from "./store/analytics-store.contract.ts";
 import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./store/analytics-store.ts";
@@ -125,6 +126,38 @@ describe("the read-only query user (connected to directly)", () => {
     expect(insert).toMatch(/readonly|READONLY|Not enough privileges/i);
   });
 
+  it("has a profile that pins every isolation setting this server knows, and bounds each query's threads and memory and the user's queries and memory in all", async () => {
+    const names = [
+      ...Object.keys(ISOLATION_SETTINGS),
+      "max_threads",
+      "max_memory_usage",
+      "max_execution_time",
+      "max_concurrent_queries_for_user",
+      "max_memory_usage_for_user",
+    ];
+    const seen = Object.fromEntries(
+      (
+        JSON.parse(
+          await asQueryUser(
+            `SELECT name, value FROM system.settings WHERE name IN (${names.map((n) => `'${n}'`).join(", ")})`,
+          ),
+        ) as { name: string; value: string }[]
+      ).map((r) => [r.name, r.value]),
+    );
+    expect(seen).toMatchObject({
+      enable_optimize_predicate_expression: "0",
+      optimize_move_to_prewhere: "0",
+      max_threads: "2",
+      max_memory_usage: "1000000000",
+      max_execution_time: "10",
+      max_concurrent_queries_for_user: "32",
+      max_memory_usage_for_user: "8000000000",
+    });
+    for (const [name, value] of Object.entries(ISOLATION_SETTINGS)) {
+      if (name in seen) expect(seen[name], name).toBe(value);
+    }
+  });
+
   it("answers at most its profile's 10,000 rows: ClickHouse refuses more, whatever the service allows", async () => {
     const refused = await rejection(
       service({ maxRows: 50_000, maxBytes: 64 * 1024 * 1024 }).getVerifications({
@@ -154,7 +187,7 @@ describe("limits of raw queries, through the service", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query answers more than 100 rows, the limit for analytics queries; aggregate, or add a LIMIT.",
+        "The query answers more than 100 rows, the limit for analytics queries; aggregate, or add a LIMIT (code: row_limit).",
     });
   });
 
@@ -186,7 +219,7 @@ describe("limits of raw queries, through the service", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups.",
+        "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups (code: memory_limit).",
     });
   });
 
@@ -213,6 +246,47 @@ describe("limits of raw queries, through the service", () => {
     await Promise.all(held);
     expect((await client.getVerifications({ caller: big, query: "SELECT 1 AS x" })).rows).toEqual([{ x: 1 }]);
   });
+});
+
+describe("one workspace at its worst, on real ClickHouse", () => {
+  it("takes at most its share of the process's queries, each on two threads and within the time limit, while another workspace's queries answer", async () => {
+    const client = service({ concurrency: 4, totalConcurrency: 8, timeoutMs: 6_000 });
+    const small = callerOf("ws_small", "api.*.read_analytics");
+    const started = Date.now();
+    let bigDone = 0;
+    // Six of the slowest queries at once: four run (its share), two are refused at once.
+    const worst = Array.from({ length: 6 }, () =>
+      client.getVerifications({ caller: big, query: SLOW }).then(
+        () => {
+          bigDone++;
+          return "answered";
+        },
+        (err: unknown) => {
+          bigDone++;
+          return String(errorDetailOf(err)?.reason);
+        },
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 3; i++) {
+      const asked = Date.now();
+      const answer = await client.getVerifications({
+        caller: small,
+        query: "SELECT count() AS n FROM key_verifications_v1",
+      });
+      expect(answer.rows).toEqual([{ n: 1 }]);
+      expect(Date.now() - asked).toBeLessThan(5_000);
+    }
+    // ws_small was answered while ws_big's queries still ran.
+    expect(bigDone).toBe(2);
+    const answers = await Promise.all(worst);
+    expect(answers.filter((a) => a === String(ErrorReason.TOO_MANY_ANALYTICS_QUERIES))).toHaveLength(2);
+    // Four at once on this machine's cores: each answers, or stops at the time limit.
+    expect(
+      answers.filter((a) => a === "answered" || a === String(ErrorReason.ANALYTICS_QUERY_LIMIT)),
+    ).toHaveLength(4);
+    expect(Date.now() - started).toBeGreaterThan(1_000);
+  }, 60_000);
 });
 
 describe("limits of structured queries on ClickHouse", () => {

@@ -18,14 +18,14 @@ const RAW =
   "SELECT request_id, time, workspace_id, api_id, api_id AS key_space_id, key_id, identity_id, external_id, outcome, tags, spent_credits, latency FROM key_verifications_raw";
 
 describe("checkRawQuery", () => {
-  it("renders Unkey's example from its tree, the view a filtered subquery, with a LIMIT one past maxRows", () => {
+  it("renders Unkey's example from its tree, the view a filtered subquery closed by BARRIER, with a LIMIT one past maxRows", () => {
     const { sql, maxRows } = checkRawQuery(
       "SELECT COUNT(*) as total FROM key_verifications_v1 WHERE outcome = 'VALID' AND time >= now() - INTERVAL 7 DAY",
       scope,
     );
     expect(maxRows).toBe(10_000);
     expect(sql).toBe(
-      `SELECT * FROM (SELECT count(*) AS \`total\` FROM (${RAW} WHERE key_verifications_raw.workspace_id = 'ws_1') AS \`key_verifications_v1\` WHERE ((\`outcome\` = 'VALID') AND (\`time\` >= (now() - INTERVAL 7 DAY)))) LIMIT 10001`,
+      `SELECT * FROM (SELECT count(*) AS \`total\` FROM (${RAW} WHERE key_verifications_raw.workspace_id = 'ws_1' LIMIT 1000000000000000000) AS \`key_verifications_v1\` WHERE ((\`outcome\` = 'VALID') AND (\`time\` >= (now() - INTERVAL 7 DAY)))) LIMIT 10001`,
     );
   });
 
@@ -35,7 +35,7 @@ describe("checkRawQuery", () => {
       { workspaceId: "ws_1", apiIds: ["api_1", "api_2"] },
     );
     expect(sql).toContain(
-      "WHERE key_verifications_per_day.workspace_id = 'ws_1' AND key_verifications_per_day.api_id IN ('api_1', 'api_2'))) AS `v` GROUP BY `v`.`key_id`",
+      "WHERE key_verifications_per_day.workspace_id = 'ws_1' AND key_verifications_per_day.api_id IN ('api_1', 'api_2') LIMIT 1000000000000000000)) AS `v` GROUP BY `v`.`key_id`",
     );
     expect(sql.match(/workspace_id = 'ws_1'/g)).toHaveLength(1);
   });

@@ -38,21 +38,35 @@ const COLUMNS =
 const DIMENSIONS = "workspace_id, api_id, key_space_id, key_id, identity_id, external_id, outcome, tags";
 
 /**
+ * A LIMIT no workspace reaches, closing each view's filtered subquery. No
+ * optimizer moves a filter below a LIMIT (that would change which rows it
+ * keeps), so the caller's WHERE, HAVING, ON and SELECT expressions run only
+ * above the workspace filter and only ever see the caller's rows: without it,
+ * ClickHouse's predicate push-down, filter merging and PREWHERE (on by default
+ * in current releases, whatever enable_optimize_predicate_expression says)
+ * evaluate them beside the workspace filter, on other workspaces' rows, and an
+ * expression that throws quotes those rows. The query settings of
+ * query-settings.ts switch those optimizations off as well.
+ */
+export const BARRIER = "LIMIT 1000000000000000000";
+
+/**
  * The documented views and what each reads; `where` is the scope filter over
- * the named table. The filter names its columns with the table's name, which no
- * alias can shadow (aliases are plain identifiers, never dotted).
+ * the named table, closed by BARRIER. The filter names its columns with the
+ * table's name, which no alias can shadow (aliases are plain identifiers, never
+ * dotted).
  */
 export const VIEWS: Record<string, (where: (table: string) => string) => string> = {
   key_verifications_v1: (where) =>
-    `SELECT request_id, time, ${COLUMNS}, spent_credits, latency FROM key_verifications_raw WHERE ${where("key_verifications_raw")}`,
+    `SELECT request_id, time, ${COLUMNS}, spent_credits, latency FROM key_verifications_raw WHERE ${where("key_verifications_raw")} ${BARRIER}`,
   key_verifications_per_minute_v1: (where) =>
-    `SELECT toStartOfMinute(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count() AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, spent_credits FROM key_verifications_raw WHERE ${where("key_verifications_raw")}) GROUP BY time, ${DIMENSIONS}`,
+    `SELECT toStartOfMinute(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count() AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, spent_credits FROM key_verifications_raw WHERE ${where("key_verifications_raw")} ${BARRIER}) GROUP BY time, ${DIMENSIONS}`,
   key_verifications_per_hour_v1: (where) =>
-    `SELECT toDateTime(intDiv(t, 1000), 'UTC') AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_hour WHERE ${where("key_verifications_per_hour")})`,
+    `SELECT toDateTime(intDiv(t, 1000), 'UTC') AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_hour WHERE ${where("key_verifications_per_hour")} ${BARRIER})`,
   key_verifications_per_day_v1: (where) =>
-    `SELECT toDate(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")})`,
+    `SELECT toDate(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, count, spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")} ${BARRIER})`,
   key_verifications_per_month_v1: (where) =>
-    `SELECT toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, sum(count) AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")}) GROUP BY time, ${DIMENSIONS}`,
+    `SELECT toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, sum(count) AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")} ${BARRIER}) GROUP BY time, ${DIMENSIONS}`,
 };
 
 const VIEW_LIST = Object.keys(VIEWS).join(", ");

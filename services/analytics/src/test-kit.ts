@@ -59,18 +59,19 @@ export function queryUserUrl(database: string): string {
 
 let provisioned: Promise<void> | undefined;
 
-/** Makes sure the query user logs in, running scripts/clickhouse-users.sh (idempotent) when it does not. */
+/**
+ * Makes sure the query user logs in with the profile scripts/clickhouse-users.sh
+ * writes, running the script (idempotent: it rewrites the user only when its
+ * file differs, and returns once the user has that profile) once per process.
+ */
 export function ensureQueryUser(): Promise<void> {
   provisioned ??= (async () => {
-    const login = async () => {
-      const res = await fetch(new URL("/?query=SELECT%201", testClickHouseUrl()), {
-        headers: { authorization: `Basic ${btoa(`${QUERY_USER.name}:${QUERY_USER.password}`)}` },
-      }).catch(() => undefined);
-      return res?.ok === true;
-    };
-    if (await login()) return;
     const script = fileURLToPath(new URL("../../../scripts/clickhouse-users.sh", import.meta.url));
-    execFileSync("bash", [script], { stdio: "inherit", timeout: 60_000 });
+    execFileSync("bash", [script], {
+      stdio: "inherit",
+      timeout: 60_000,
+      env: { ...process.env, CLICKHOUSE_HTTP: testClickHouseUrl() },
+    });
   })();
   return provisioned;
 }

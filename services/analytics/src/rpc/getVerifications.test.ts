@@ -215,3 +215,62 @@ describe("getVerifications' concurrency cap", () => {
     expect((await again).buckets).toEqual([]);
   });
 });
+
+describe("getVerifications' cap on all workspaces' queries", () => {
+  it("caps the process's queries in all, gives one workspace at most half of them, and answers another workspace while it is at its worst", async () => {
+    const deps = createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") });
+    deps.limits = { ...DEFAULT_QUERY_LIMITS, concurrency: 10, totalConcurrency: 6 };
+    const release: (() => void)[] = [];
+    const real = deps.store.verifications.bind(deps.store);
+    deps.store.verifications = (q) =>
+      new Promise<void>((resolve) => release.push(resolve)).then(() => real(q));
+    const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
+    const ask = (workspaceId: string) =>
+      client.getVerifications({ ...range, caller: callerOf(workspaceId, "api.*.read_analytics") }).then(
+        () => "answered",
+        (err: unknown) => errorDetailOf(err)?.reason,
+      );
+    const settle = () => new Promise((r) => setTimeout(r, 10));
+
+    // ws_1 at its worst: ten queries at once. Three run (half of six), seven are refused at once.
+    const worst = Array.from({ length: 10 }, () => ask("ws_1"));
+    await settle();
+    expect(release).toHaveLength(3);
+    const refused = await rejection(
+      client.getVerifications({ ...range, caller: callerOf("ws_1", "api.*.read_analytics") }),
+    );
+    expect(refused).toEqual({
+      reason: ErrorReason.TOO_MANY_ANALYTICS_QUERIES,
+      message:
+        "A workspace may run at most 3 analytics queries at once (ANALYTICS_QUERY_CONCURRENCY); retry when one has finished.",
+    });
+
+    // Another workspace is still served: its query runs while ws_1's are held, and answers.
+    const other = ask("ws_2");
+    await settle();
+    expect(release).toHaveLength(4);
+    release.pop()?.();
+    expect(await other).toBe("answered");
+
+    // Three workspaces fill the rest; past six in all, the next is refused whoever asks.
+    const more = [ask("ws_2"), ask("ws_3"), ask("ws_3")];
+    await settle();
+    expect(release).toHaveLength(6);
+    expect(
+      await rejection(
+        client.getVerifications({ ...range, caller: callerOf("ws_4", "api.*.read_analytics") }),
+      ),
+    ).toEqual({
+      reason: ErrorReason.TOO_MANY_ANALYTICS_QUERIES,
+      message:
+        "Analytics are running as many queries as they may at once (6, ANALYTICS_QUERY_TOTAL_CONCURRENCY); retry shortly.",
+    });
+
+    for (const r of release.splice(0)) r();
+    const answers = await Promise.all([...worst, ...more]);
+    expect(answers.filter((a) => a === "answered")).toHaveLength(6);
+    expect(answers.filter((a) => a === ErrorReason.TOO_MANY_ANALYTICS_QUERIES)).toHaveLength(7);
+    deps.store.verifications = real;
+    expect(await ask("ws_4")).toBe("answered");
+  });
+});

@@ -10,6 +10,7 @@ import {
 import { domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
 import { readableApis } from "../access.ts";
 import type { AnalyticsDeps } from "../deps.ts";
+import { CALLER_FAILURES, failureMessage, QueryFailedError } from "../query-errors.ts";
 import { checkRawQuery } from "../raw-query.ts";
 import {
   type Granularity as BucketSize,
@@ -20,7 +21,6 @@ import {
   type QueryLimit,
   QueryLimitError,
   type QueryLimits,
-  RawQueryError,
   type VerificationCount,
   type VerificationQuery,
 } from "../store/analytics-store.ts";
@@ -51,7 +51,7 @@ const TIMER_GRACE_MS = 500;
 
 export function getVerifications(deps: AnalyticsDeps) {
   const limits = deps.limits ?? DEFAULT_QUERY_LIMITS;
-  const gate = new WorkspaceGate(limits.concurrency);
+  const gate = new QueryGate(limits.totalConcurrency, limits.concurrency);
   const bounded: Bounded = (req, run) => boundedCall(deps, limits, gate, req, run);
   return async (req: GetVerificationsRequest): Promise<Response> => {
     if (req.query !== undefined) return rawQuery(deps, limits, bounded, req);
@@ -67,26 +67,40 @@ export function getVerifications(deps: AnalyticsDeps) {
 type Bounded = <T>(req: GetVerificationsRequest, run: (signal: AbortSignal) => Promise<T>) => Promise<T>;
 
 /**
- * How many queries each workspace has running. A slot is held until the store
- * call settles, not merely until the caller is answered: a query answered at
- * its time limit that the database is still finishing still counts.
+ * How many queries run, in all and per workspace. A workspace may hold at most
+ * `perWorkspace` slots, and never more than half of `total`, so one workspace
+ * at its worst leaves at least half of the process's queries to the others. A
+ * slot is held until the store call settles, not merely until the caller is
+ * answered: a query answered at its time limit that the database is still
+ * finishing still counts.
  */
-export class WorkspaceGate {
+export class QueryGate {
   private readonly running = new Map<string, number>();
+  private all = 0;
+  readonly perWorkspace: number;
 
-  constructor(readonly max: number) {}
+  constructor(
+    readonly total: number,
+    perWorkspace: number,
+  ) {
+    this.perWorkspace = Math.max(1, Math.min(perWorkspace, Math.floor(total / 2)));
+  }
 
-  tryEnter(workspaceId: string): boolean {
+  /** Takes a slot for the workspace; answers which bound refused it, if one did. */
+  tryEnter(workspaceId: string): "ok" | "workspace" | "total" {
     const n = this.running.get(workspaceId) ?? 0;
-    if (n >= this.max) return false;
+    if (n >= this.perWorkspace) return "workspace";
+    if (this.all >= this.total) return "total";
     this.running.set(workspaceId, n + 1);
-    return true;
+    this.all++;
+    return "ok";
   }
 
   leave(workspaceId: string): void {
     const n = (this.running.get(workspaceId) ?? 1) - 1;
     if (n <= 0) this.running.delete(workspaceId);
     else this.running.set(workspaceId, n);
+    this.all = Math.max(0, this.all - 1);
   }
 }
 
@@ -99,15 +113,22 @@ export class WorkspaceGate {
 async function boundedCall<T>(
   deps: AnalyticsDeps,
   limits: QueryLimits,
-  gate: WorkspaceGate,
+  gate: QueryGate,
   req: GetVerificationsRequest,
   run: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   const workspaceId = req.caller?.workspaceId ?? "";
-  if (!gate.tryEnter(workspaceId)) {
+  const entered = gate.tryEnter(workspaceId);
+  if (entered === "workspace") {
     throw domainError(
       ErrorReason.TOO_MANY_ANALYTICS_QUERIES,
-      `A workspace may run at most ${limits.concurrency} analytics queries at once (ANALYTICS_QUERY_CONCURRENCY); retry when one has finished.`,
+      `A workspace may run at most ${gate.perWorkspace} analytics queries at once (ANALYTICS_QUERY_CONCURRENCY); retry when one has finished.`,
+    );
+  }
+  if (entered === "total") {
+    throw domainError(
+      ErrorReason.TOO_MANY_ANALYTICS_QUERIES,
+      `Analytics are running as many queries as they may at once (${gate.total}, ANALYTICS_QUERY_TOTAL_CONCURRENCY); retry shortly.`,
     );
   }
   const controller = new AbortController();
@@ -287,19 +308,31 @@ async function rawQuery(
   return { rows: rows.map(toJson) };
 }
 
+/** The code of each limit in a caller's message (docs/analytics-queries.md). */
+const LIMIT_CODES: Record<QueryLimit, string> = {
+  time: "time_limit",
+  rows: "row_limit",
+  bytes: "byte_limit",
+  memory: "memory_limit",
+};
+
 /** What a caller reads when a query passes a limit. */
 function limitMessage(limit: QueryLimit, limits: QueryLimits, raw: boolean): string {
+  return `${limitText(limit, limits, raw)} (code: ${LIMIT_CODES[limit]}).`;
+}
+
+function limitText(limit: QueryLimit, limits: QueryLimits, raw: boolean): string {
   switch (limit) {
     case "time":
-      return `The query ran longer than ${limits.timeoutMs / 1000} s, the limit for analytics queries; narrow its time range or aggregate more.`;
+      return `The query ran longer than ${limits.timeoutMs / 1000} s, the limit for analytics queries; narrow its time range or aggregate more`;
     case "rows":
       return raw
-        ? `The query answers more than ${limits.maxRows} rows, the limit for analytics queries; aggregate, or add a LIMIT.`
-        : `The query counts more than ${limits.structuredMaxRows} (bucket, group, outcome) rows; shorten the range, use a coarser granularity or filter.`;
+        ? `The query answers more than ${limits.maxRows} rows, the limit for analytics queries; aggregate, or add a LIMIT`
+        : `The query counts more than ${limits.structuredMaxRows} (bucket, group, outcome) rows; shorten the range, use a coarser granularity or filter`;
     case "bytes":
-      return `The query answers more than ${limits.maxBytes} bytes, the limit for analytics queries; select fewer columns or rows.`;
+      return `The query answers more than ${limits.maxBytes} bytes, the limit for analytics queries; select fewer columns or rows`;
     case "memory":
-      return "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups.";
+      return "The query needs more memory than an analytics query may use; aggregate over fewer rows or groups";
   }
 }
 
@@ -320,13 +353,37 @@ async function answer<T>(
         limitMessage(err.limit, limits, req.query !== undefined),
       );
     }
-    if (err instanceof RawQueryError) throw domainError(ErrorReason.INVALID_ANALYTICS_QUERY, err.message);
+    if (err instanceof QueryFailedError) throw failed(deps, req, err);
     deps.log.error(
       { err, workspaceId: req.caller?.workspaceId, operation: "GetVerifications" },
       "analytics store failed",
     );
     throw domainError(ErrorReason.UNAVAILABLE, "Analytics are unavailable right now; retry shortly.");
   }
+}
+
+/**
+ * A failed raw query's answer: its class's code and our message. ClickHouse's
+ * text is logged at debug only: it quotes the values an expression failed on.
+ * A failure of ClickHouse itself (not of the query) is logged as an error too,
+ * by its code alone.
+ */
+function failed(deps: AnalyticsDeps, req: GetVerificationsRequest, err: QueryFailedError): ConnectError {
+  const workspaceId = req.caller?.workspaceId;
+  const { failure, clickhouse } = err;
+  const code = { clickhouseCode: clickhouse?.code, clickhouseError: clickhouse?.type };
+  deps.log.debug(
+    { workspaceId, failure, ...code, clickhouseText: clickhouse?.text },
+    "analytics query failed",
+  );
+  if (CALLER_FAILURES.has(failure)) {
+    return domainError(ErrorReason.INVALID_ANALYTICS_QUERY, failureMessage(failure));
+  }
+  if (failure === "server_busy") {
+    return domainError(ErrorReason.TOO_MANY_ANALYTICS_QUERIES, failureMessage(failure));
+  }
+  deps.log.error({ workspaceId, failure, ...code, operation: "GetVerifications" }, "analytics store failed");
+  return domainError(ErrorReason.UNAVAILABLE, failureMessage(failure));
 }
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };

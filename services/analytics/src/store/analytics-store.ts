@@ -87,8 +87,13 @@ export interface QueryLimits {
   maxBytes: number;
   /** Most (bucket, group, outcome) counts a structured query reads (ANALYTICS_STRUCTURED_MAX_ROWS). */
   structuredMaxRows: number;
-  /** Most queries of one workspace running at once, per analytics process (ANALYTICS_QUERY_CONCURRENCY). */
+  /**
+   * Most queries of one workspace running at once, per analytics process
+   * (ANALYTICS_QUERY_CONCURRENCY); never more than half of totalConcurrency.
+   */
   concurrency: number;
+  /** Most queries of all workspaces running at once, per analytics process (ANALYTICS_QUERY_TOTAL_CONCURRENCY). */
+  totalConcurrency: number;
 }
 
 export const DEFAULT_QUERY_LIMITS: QueryLimits = {
@@ -97,6 +102,7 @@ export const DEFAULT_QUERY_LIMITS: QueryLimits = {
   maxBytes: 8 * 1024 * 1024,
   structuredMaxRows: 100_000,
   concurrency: 4,
+  totalConcurrency: 16,
 };
 
 /** How a store runs one query: within these limits, stopped when `signal` aborts. */
@@ -165,6 +171,3 @@ export function bucketOf(time: number, granularity: Granularity): number {
     }
   }
 }
-
-/** The store refused a raw query (its syntax, a limit it hit); the message says why and is safe to show. */
-export class RawQueryError extends Error {}

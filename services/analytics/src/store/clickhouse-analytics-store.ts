@@ -1,16 +1,23 @@
-import { type ClickHouseClient, ClickHouseError } from "@clickhouse/client";
+import type { ClickHouseClient } from "@clickhouse/client";
+import type { Logger } from "@latchkey/runtime";
 import { int, type QueryRunner, quote, quoteList } from "../clickhouse.ts";
+import { failureOf } from "../query-errors.ts";
+import {
+  QUERY_MAX_THREADS,
+  querySettings,
+  readServerProfile,
+  type ServerProfile,
+} from "../query-settings.ts";
 import {
   type AnalyticsStore,
   type CheckedRawQuery,
   DAY,
+  DEFAULT_QUERY_LIMITS,
   type Granularity,
   HOUR,
-  type QueryLimit,
   QueryLimitError,
   type QueryOptions,
   type RatelimitCheck,
-  RawQueryError,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -33,6 +40,9 @@ interface Segment {
  * raw table only for the ragged edges.
  */
 export class ClickHouseAnalyticsStore implements AnalyticsStore {
+  /** The raw queries' server, read at their first use (and again after a failed read). */
+  private profile: Promise<ServerProfile> | undefined;
+
   /**
    * `ch` ingests, migrates and answers structured queries; `runner` runs raw
    * ones (the read-only query user, or `ch` itself with readonly=2 and the
@@ -41,6 +51,8 @@ export class ClickHouseAnalyticsStore implements AnalyticsStore {
   constructor(
     private readonly ch: ClickHouseClient,
     private readonly runner: QueryRunner = { client: ch, mode: "fallback" },
+    /** Where a query user whose profile lacks an isolation setting is reported, once. */
+    private readonly log?: Logger,
   ) {}
 
   async insertVerifications(rows: readonly Verification[]): Promise<number> {
@@ -188,6 +200,7 @@ GROUP BY bucket, grp, ext, outcome`,
           max_execution_time: Math.ceil(options.limits.timeoutMs / 1000),
           max_result_rows: String(options.limits.structuredMaxRows + 1),
           result_overflow_mode: "throw",
+          max_threads: QUERY_MAX_THREADS,
         },
       }),
     });
@@ -209,45 +222,57 @@ GROUP BY bucket, grp, ext, outcome`,
     }));
   }
 
+  /**
+   * Runs a checked raw query. Every error becomes a QueryLimitError or a
+   * QueryFailedError naming its class: ClickHouse's text goes no further than
+   * the error's `clickhouse` field, which getVerifications logs at debug.
+   */
   async rawQuery(query: CheckedRawQuery, options: QueryOptions): Promise<Record<string, unknown>[]> {
     try {
       return await this.runRaw(query, options);
     } catch (err) {
-      const limit = limitOf(err);
-      if (limit) throw limit;
-      // The server refused the query (syntax, unknown column): the caller's to fix.
-      if (serverCode(err) !== undefined) {
-        throw new RawQueryError(`ClickHouse refused the query: ${(err as Error).message.slice(0, 500)}`);
-      }
-      throw err;
+      throw failureOf(err);
     }
+  }
+
+  private serverProfile(): Promise<ServerProfile> {
+    this.profile ??= readServerProfile(this.runner.client).then(
+      (profile) => {
+        const { unpinned } = querySettings(profile, this.runner.mode, DEFAULT_QUERY_LIMITS, 0);
+        if (unpinned.length > 0) {
+          // Raw queries still run: raw-query.ts's BARRIER keeps tenants' expressions on their own rows.
+          this.log?.error(
+            { version: profile.version, unpinned },
+            "the ClickHouse query user's profile does not pin these settings, and readonly=1 keeps them from being sent with each query: add them to it (scripts/clickhouse-users.sh, docs/analytics-queries.md)",
+          );
+        }
+        return profile;
+      },
+      (err: unknown) => {
+        this.profile = undefined;
+        throw err;
+      },
+    );
+    return this.profile;
   }
 
   /**
    * Streams the answer, counting rows and bytes, and stops reading (closing
-   * the request, which cancels the query) as soon as either passes its limit:
-   * no answer is held whole before it is known to fit.
+   * the request, which cancels the query) as soon as either passes its limit.
+   * The server holds the answer until the query ends (wait_end_of_query), so
+   * an error in the middle comes back as an error status, not after rows.
    */
   private async runRaw(
     query: CheckedRawQuery,
     { limits, signal }: QueryOptions,
   ): Promise<Record<string, unknown>[]> {
     const maxRows = Math.min(query.maxRows, limits.maxRows);
+    const profile = await this.serverProfile();
     const rs = await this.runner.client.query({
       query: query.sql,
       format: "JSONEachRow",
       abort_signal: signal,
-      // The query user's profile holds the limits and may not be changed; the fallback sends them.
-      ...(this.runner.mode === "fallback" && {
-        clickhouse_settings: {
-          readonly: "2",
-          max_execution_time: Math.ceil(limits.timeoutMs / 1000),
-          max_result_rows: String(maxRows + 1),
-          max_result_bytes: String(limits.maxBytes * 8),
-          result_overflow_mode: "throw",
-          max_memory_usage: "1000000000",
-        },
-      }),
+      clickhouse_settings: querySettings(profile, this.runner.mode, limits, maxRows).settings,
     });
     const rows: Record<string, unknown>[] = [];
     let bytes = 0;
@@ -258,6 +283,17 @@ GROUP BY bucket, grp, ext, outcome`,
           bytes += row.text.length + 1;
           if (rows.length >= maxRows) throw new QueryLimitError("rows");
           if (bytes > limits.maxBytes) throw new QueryLimitError("bytes");
+          // A server that writes an error into the output format ends the rows with {"exception": "Code: N. ..."}.
+          if (row.text.startsWith('{"exception":')) {
+            const { exception, ...rest } = row.json() as { exception?: unknown };
+            if (
+              Object.keys(rest).length === 0 &&
+              typeof exception === "string" &&
+              /^Code: \d+/.test(exception)
+            ) {
+              throw failureOf(new Error(exception));
+            }
+          }
           rows.push(row.json());
         }
       }
@@ -272,30 +308,10 @@ GROUP BY bucket, grp, ext, outcome`,
   }
 }
 
-/** ClickHouse's error code: a ClickHouseError's, or 18.16's "Code: N, e.displayText() = ..." text. */
-function serverCode(err: unknown): number | undefined {
-  if (err instanceof ClickHouseError) return Number(err.code);
-  const m = /^Code: (\d+)/.exec((err as Error | undefined)?.message ?? "");
-  return m ? Number(m[1]) : undefined;
-}
-
-/** ClickHouse's codes for a query past a limit of its profile or settings. */
-const LIMIT_CODES: Record<number, QueryLimit> = {
-  159: "time", // TIMEOUT_EXCEEDED
-  158: "rows", // TOO_MANY_ROWS
-  396: "rows", // TOO_MANY_ROWS_OR_BYTES (max_result_rows / max_result_bytes)
-  307: "bytes", // TOO_MANY_BYTES
-  241: "memory", // MEMORY_LIMIT_EXCEEDED
-};
-
+/** A structured query's limit error, if ClickHouse's error is one. */
 function limitOf(err: unknown): QueryLimitError | undefined {
-  if (err instanceof QueryLimitError) return err;
-  const code = serverCode(err);
-  const limit = code === undefined ? undefined : LIMIT_CODES[code];
-  if (limit === undefined) return undefined;
-  // 396 is rows or bytes; ClickHouse's text says which.
-  if (code === 396 && /max bytes/i.test((err as Error).message)) return new QueryLimitError("bytes");
-  return new QueryLimitError(limit);
+  const failure = failureOf(err);
+  return failure instanceof QueryLimitError ? failure : undefined;
 }
 
 /** A ClickHouse tuple of strings for IN. */

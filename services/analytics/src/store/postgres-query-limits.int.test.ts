@@ -54,7 +54,7 @@ describe("structured queries on PostgreSQL", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query counts more than 100 (bucket, group, outcome) rows; shorten the range, use a coarser granularity or filter.",
+        "The query counts more than 100 (bucket, group, outcome) rows; shorten the range, use a coarser granularity or filter (code: row_limit).",
     });
   });
 
@@ -63,7 +63,7 @@ describe("structured queries on PostgreSQL", () => {
     expect(refused).toEqual({
       reason: ErrorReason.ANALYTICS_QUERY_LIMIT,
       message:
-        "The query ran longer than 0.001 s, the limit for analytics queries; narrow its time range or aggregate more.",
+        "The query ran longer than 0.001 s, the limit for analytics queries; narrow its time range or aggregate more (code: time_limit).",
     });
   });
 });
