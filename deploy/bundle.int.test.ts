@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-// deploy/ depends on no workspace package (its lockfile entry stays two devDependencies),
+// deploy/ depends on no workspace package (its devDependencies are build and test tools only),
 // so the runtime's test helper is imported by path.
 import { createTestDatabase, type TestDatabase } from "../packages/runtime/src/testing.ts";
 import { bundle, repoRoot } from "./bundle.ts";

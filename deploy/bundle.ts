@@ -14,7 +14,7 @@ export interface Bundle {
 
 /**
  * Bundles one entrypoint, its workspace packages and its node_modules into one
- * ESM file that runs on plain Node 20: the image then needs no node_modules,
+ * ESM file that runs on plain Node (20, 22 or 24): the image then needs no node_modules,
  * no tsx and no TypeScript. With `outdir` undefined nothing is written and only
  * the list of sources comes back (the manifest test reads env names from it).
  */

@@ -17,7 +17,7 @@ export const callerOf = (workspaceId: string, ...permissions: string[]): Caller 
 
 /**
  * The PostgreSQL server integration tests use: TEST_DATABASE_URL, else
- * DATABASE_URL, else the one start-services.sh runs.
+ * DATABASE_URL, else the one scripts/services.sh runs.
  */
 export const testServerUrl = () =>
   process.env["TEST_DATABASE_URL"] ??

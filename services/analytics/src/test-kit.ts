@@ -12,7 +12,7 @@ import { openClickHouse, openClickHouseQueryUser, type QueryRunner } from "./cli
 import { KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import { migrateClickHouse } from "./migrations.ts";
 
-/** The ClickHouse server integration tests use: TEST_CLICKHOUSE_URL, else the one start-services.sh runs. */
+/** The ClickHouse server integration tests use: TEST_CLICKHOUSE_URL, else the one scripts/services.sh runs. */
 export const testClickHouseUrl = () => process.env["TEST_CLICKHOUSE_URL"] ?? "http://127.0.0.1:8123";
 
 export const testNatsUrl = () => process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222";
