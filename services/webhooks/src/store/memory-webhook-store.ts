@@ -23,6 +23,8 @@ const clone = <T>(value: T): T => structuredClone(value);
 export class MemoryWebhookStore implements WebhookStore {
   private webhooks = new Map<string, WebhookRecord>();
   private deliveries = new Map<string, DeliveryRecord>();
+  /** Each first delivery's webhook and event (PostgreSQL's webhook_deliveries_once). */
+  private firsts = new Set<string>();
   /** Leased deliveries and when their lease ends (PostgreSQL's leased_until). */
   private leases = new Map<string, number>();
   readonly audit = new MemoryAuditLog();
@@ -86,6 +88,7 @@ export class MemoryWebhookStore implements WebhookStore {
       if (d.webhookId === id) {
         this.deliveries.delete(dId);
         this.leases.delete(dId);
+        if (d.redeliveryOf === null) this.firsts.delete(`${id}\u0000${d.eventId}`);
       }
     }
     this.audit.add(audit);
@@ -106,10 +109,7 @@ export class MemoryWebhookStore implements WebhookStore {
         .filter((w) => w.workspaceId === e.workspaceId && w.enabled && w.events.includes(e.type))
         .sort((a, b) => byteOrder(a.id, b.id));
       for (const w of hooks) {
-        const taken = [...this.deliveries.values()].some(
-          (d) => d.webhookId === w.id && d.eventId === e.id && d.redeliveryOf === null,
-        );
-        if (taken) continue;
+        if (this.firsts.has(`${w.id}\u0000${e.id}`)) continue;
         let left = room.get(e.workspaceId);
         if (left === undefined) {
           const pending = [...this.deliveries.values()].filter(
@@ -123,6 +123,7 @@ export class MemoryWebhookStore implements WebhookStore {
           continue;
         }
         room.set(e.workspaceId, left - 1);
+        this.firsts.add(`${w.id}\u0000${e.id}`);
         const id = newId("dlv");
         this.deliveries.set(id, {
           id,
@@ -295,6 +296,7 @@ export class MemoryWebhookStore implements WebhookStore {
         if (n === batch) break;
         if (d.status !== "pending" && d.createdAt < before) {
           this.deliveries.delete(id);
+          if (d.redeliveryOf === null) this.firsts.delete(`${d.webhookId}\u0000${d.eventId}`);
           n++;
         }
       }
