@@ -180,7 +180,8 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
       // Which webhooks take which events, in one statement whatever the batch: each event (the
       // first of a repeated id) with each enabled webhook of its workspace that wants its type and
       // has not taken it, and whether it fits under its workspace's bound of pending deliveries,
-      // counted up to the bound on the pending index, earlier events first.
+      // counted up to the bound on the pending index (once per workspace: room is materialized, or
+      // the planner counts again for every pair), earlier events first.
       const pairs = await tx<{ ord: number; webhook_id: string; fits: boolean }[]>`
         WITH ev AS (
           SELECT DISTINCT ON (e.id, e.workspace_id) e.id, e.type, e.workspace_id, e.ord
@@ -191,10 +192,12 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         ), pairs AS (
           SELECT ev.ord, ev.workspace_id, w.id AS webhook_id
           FROM ev JOIN webhooks w ON w.workspace_id = ev.workspace_id AND w.enabled AND ev.type = ANY(w.events)
+          -- OFFSET 0 keeps this a probe of the unique index on both columns per pair; pulled up into
+          -- an anti join, the planner may probe by event id alone and read the whole index each time.
           WHERE NOT EXISTS (
             SELECT 1 FROM webhook_deliveries d
-            WHERE d.webhook_id = w.id AND d.event_id = ev.id AND d.redelivery_of IS NULL)
-        ), room AS (
+            WHERE d.webhook_id = w.id AND d.event_id = ev.id AND d.redelivery_of IS NULL OFFSET 0)
+        ), room AS MATERIALIZED (
           SELECT s.workspace_id, ${max}::int - (
             SELECT count(*) FROM (
               SELECT 1 FROM webhook_deliveries d
