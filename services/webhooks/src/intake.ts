@@ -169,16 +169,18 @@ export async function writeFairly(events: readonly EventRecord[], w: IntakeWrite
   for (let i = 0; i < ordered.length; i++) {
     const left = await writeEach(ordered[i]!, {
       write: async (part) => {
-        const result = await w.store.intake(part, w.clock.now(), { firstDelayMs: w.firstDelayMs });
-        w.written(part.length, result.added);
-        webhookDeliveriesAdded.inc(result.added);
-        for (const [workspaceId, refused] of result.refused) {
-          webhookDeliveriesRefused.inc(refused);
-          w.log.warn(
-            { workspaceId, refused },
-            "webhook deliveries not queued: the workspace has the most pending deliveries it may have",
-          );
-        }
+        const added = await w.store.intake(part, w.clock.now(), {
+          firstDelayMs: w.firstDelayMs,
+          refused: (workspaceId, refused) => {
+            webhookDeliveriesRefused.inc(refused);
+            w.log.warn(
+              { workspaceId, refused },
+              "webhook deliveries not queued: the workspace has the most pending deliveries it may have",
+            );
+          },
+        });
+        w.written(part.length, added);
+        webhookDeliveriesAdded.inc(added);
       },
       maxTries: w.maxTries ?? MAX_WRITE_TRIES,
       wait: w.wait,

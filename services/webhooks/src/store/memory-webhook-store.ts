@@ -8,7 +8,6 @@ import {
   type DeliveryStatus,
   type EventRecord,
   type IntakeOptions,
-  type IntakeResult,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -96,7 +95,7 @@ export class MemoryWebhookStore implements WebhookStore {
   }
 
   async intake(events: readonly EventRecord[], now: number, options: IntakeOptions = {}) {
-    const result: IntakeResult = { added: 0, refused: new Map() };
+    const result = { added: 0, refused: new Map<string, number>() };
     const max =
       options.maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? Number.POSITIVE_INFINITY;
     const seen = new Set<string>();
@@ -143,7 +142,8 @@ export class MemoryWebhookStore implements WebhookStore {
         result.added++;
       }
     }
-    return result;
+    for (const [workspaceId, n] of result.refused) options.refused?.(workspaceId, n);
+    return result.added;
   }
 
   async listDeliveries(workspaceId: string, webhookId: string, page: PageQuery, status?: DeliveryStatus) {

@@ -15,7 +15,6 @@ import {
   type DeliveryStatus,
   type EventRecord,
   type IntakeOptions,
-  type IntakeResult,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -172,11 +171,11 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
   }
 
   async intake(events: readonly EventRecord[], now: number, options: IntakeOptions = {}) {
-    const result: IntakeResult = { added: 0, refused: new Map() };
-    if (events.length === 0) return result;
+    const result = { added: 0, refused: new Map<string, number>() };
+    if (events.length === 0) return 0;
     const max = options.maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? 2 ** 31 - 1;
     const due = now + (options.firstDelayMs ?? 0);
-    return this.sql.begin(async (tx) => {
+    await this.sql.begin(async (tx) => {
       // Which webhooks take which events, in one statement whatever the batch: each event (the
       // first of a repeated id) with each enabled webhook of its workspace that wants its type and
       // has not taken it, and whether it fits under its workspace's bound of pending deliveries,
@@ -216,7 +215,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         const ws = events[p.ord - 1]!.workspaceId;
         result.refused.set(ws, (result.refused.get(ws) ?? 0) + 1);
       }
-      if (rows.length === 0) return result;
+      if (rows.length === 0) return;
       const inserted = await tx`
         INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at,
                                         data_json, status, next_attempt_at, created_at)
@@ -230,8 +229,10 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         ON CONFLICT (webhook_id, event_id) WHERE redelivery_of IS NULL DO NOTHING
         RETURNING 1`;
       result.added = inserted.length;
-      return result;
     });
+    // Told once committed, so a write that is retried tells it once.
+    for (const [workspaceId, n] of result.refused) options.refused?.(workspaceId, n);
+    return result.added;
   }
 
   async listDeliveries(workspaceId: string, webhookId: string, page: PageQuery, status?: DeliveryStatus) {

@@ -95,15 +95,13 @@ export interface ClaimCaps {
 export interface IntakeOptions {
   /** The retry schedule's first wait: a new delivery is due this long after it is written. */
   firstDelayMs?: number;
-  /** Pending deliveries a workspace may hold; past it its new deliveries are refused. Unbounded when unset. */
+  /**
+   * Pending deliveries a workspace may hold; past it its new deliveries are refused. The store's own
+   * bound (its constructor's) when unset, else none.
+   */
   maxPendingPerWorkspace?: number;
-}
-
-export interface IntakeResult {
-  /** Deliveries written. */
-  added: number;
-  /** Deliveries refused because their workspace held its most pending, by workspace id. */
-  refused: Map<string, number>;
+  /** Told, per workspace, how many of its deliveries the bound refused (once per workspace and call). */
+  refused?: (workspaceId: string, deliveries: number) => void;
 }
 
 /** What became of a delivery after an attempt. */
@@ -146,10 +144,10 @@ export interface WebhookStore extends AuditLogStore {
    * wait), per enabled webhook of the event's workspace that wants its type; an event already taken
    * for a webhook is not taken again (idempotent on webhook and event id). A workspace holding
    * `maxPendingPerWorkspace` pending deliveries gets no more: the rest of its deliveries are
-   * refused (counted by workspace), the earlier events of the batch first. All events in one
-   * transaction.
+   * refused (told to `refused`), the earlier events of the batch first. All events in one
+   * transaction. Answers how many deliveries were added.
    */
-  intake(events: readonly EventRecord[], now: number, options?: IntakeOptions): Promise<IntakeResult>;
+  intake(events: readonly EventRecord[], now: number, options?: IntakeOptions): Promise<number>;
 
   /**
    * The deliveries of a webhook of the workspace, newest first, with their attempts; `after` is the
