@@ -83,6 +83,70 @@ const failPending = (sql: Sql | TransactionSql, webhookId: string) =>
   sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL
       WHERE webhook_id = ${webhookId} AND status = 'pending'`;
 
+/**
+ * The claim that goes round the workspaces (migration 4's indexes). `spaces` steps through the
+ * workspaces with pending deliveries, one index probe each, reading each one's earliest; `leased`
+ * counts the attempts in flight per webhook from the few leased rows. Of the workspaces with
+ * something due and room under their cap, those with the fewest in flight come first (then the
+ * earliest due), as many as could each take one of the `limit` slots, plus one for each
+ * workspace with a webhook at its cap (which may have nothing to give); each of those webhooks
+ * gives its oldest due up to what it may still have in flight. The slots go by turns: every
+ * workspace's first before any's second, counting what each already has in flight.
+ */
+export function fairClaimStatement(
+  sql: Sql | TransactionSql,
+  now: number,
+  limit: number,
+  lease: number,
+  caps: ClaimCaps,
+) {
+  return sql`
+    WITH RECURSIVE spaces AS (
+      (SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+       WHERE d.status = 'pending' ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1)
+      UNION ALL
+      SELECT n.workspace_id, n.next_attempt_at FROM spaces s CROSS JOIN LATERAL (
+        SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id > s.workspace_id
+        ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1) n
+    ), leased AS (
+      SELECT workspace_id, webhook_id, count(*)::int AS n FROM webhook_deliveries
+      WHERE leased_until IS NOT NULL AND leased_until > ${now}
+      GROUP BY workspace_id, webhook_id
+    ), due_spaces AS (
+      SELECT * FROM (
+        SELECT s.workspace_id, s.next_attempt_at AS first_due,
+               COALESCE((SELECT sum(l.n) FROM leased l WHERE l.workspace_id = s.workspace_id), 0)::int AS busy
+        FROM spaces s WHERE s.next_attempt_at <= ${now}) x
+      WHERE busy < ${caps.perWorkspace}
+      ORDER BY busy, first_due
+      LIMIT ${limit} + (SELECT count(DISTINCT workspace_id) FROM leased WHERE n >= ${caps.perWebhook})
+    ), candidates AS (
+      SELECT c.id, c.next_attempt_at, ds.busy,
+             row_number() OVER (PARTITION BY ds.workspace_id ORDER BY c.next_attempt_at, c.id) AS rn
+      FROM due_spaces ds
+      JOIN webhooks w ON w.workspace_id = ds.workspace_id AND w.enabled
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}
+        ORDER BY d.next_attempt_at
+        LIMIT GREATEST(${caps.perWebhook} - COALESCE((SELECT l.n FROM leased l WHERE l.webhook_id = w.id), 0), 0)
+      ) c
+    ), picked AS (
+      SELECT id FROM candidates WHERE rn <= ${caps.perWorkspace} - busy
+      ORDER BY busy + rn, next_attempt_at, id
+      LIMIT ${limit}
+    ), locked AS (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND d.next_attempt_at <= ${now}
+      FOR UPDATE OF d SKIP LOCKED
+    )
+    UPDATE webhook_deliveries d SET next_attempt_at = ${lease}, leased_until = ${lease}
+    FROM locked, webhooks w
+    WHERE d.id = locked.id AND w.id = d.webhook_id
+    RETURNING d.*, w.url, w.sealed_secret`;
+}
+
 /** Deliveries deleted per statement by pruneDeliveries. */
 const PRUNE_BATCH = 5_000;
 
@@ -293,7 +357,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           // committed, so together they keep the caps (the lock is taken before the statement, whose
           // snapshot then sees them).
           await tx`SELECT pg_advisory_xact_lock(hashtext('webhooks:claim'))`;
-          return this.fairClaim(tx, now, limit, lease, caps);
+          return tx<ClaimRow[]>`${fairClaimStatement(tx, now, limit, lease, caps)}`;
         })
       : await this.sql<ClaimRow[]>`
           WITH due AS (
@@ -323,64 +387,6 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         lease,
       }),
     );
-  }
-
-  /**
-   * The claim that goes round the workspaces (migration 4's indexes). `spaces` steps through the
-   * workspaces with pending deliveries, one index probe each, reading each one's earliest; `leased`
-   * counts the attempts in flight per webhook from the few leased rows. Of the workspaces with
-   * something due and room under their cap, those with the fewest in flight come first (then the
-   * earliest due), as many as could each take one of the `limit` slots, plus one for each
-   * workspace with a webhook at its cap (which may have nothing to give); each of those webhooks
-   * gives its oldest due up to what it may still have in flight. The slots go by turns: every
-   * workspace's first before any's second, counting what each already has in flight.
-   */
-  private fairClaim(tx: TransactionSql, now: number, limit: number, lease: number, caps: ClaimCaps) {
-    return tx<ClaimRow[]>`
-      WITH RECURSIVE spaces AS (
-        (SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
-         WHERE d.status = 'pending' ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1)
-        UNION ALL
-        SELECT n.workspace_id, n.next_attempt_at FROM spaces s CROSS JOIN LATERAL (
-          SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
-          WHERE d.status = 'pending' AND d.workspace_id > s.workspace_id
-          ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1) n
-      ), leased AS (
-        SELECT workspace_id, webhook_id, count(*)::int AS n FROM webhook_deliveries
-        WHERE leased_until IS NOT NULL AND leased_until > ${now}
-        GROUP BY workspace_id, webhook_id
-      ), due_spaces AS (
-        SELECT * FROM (
-          SELECT s.workspace_id, s.next_attempt_at AS first_due,
-                 COALESCE((SELECT sum(l.n) FROM leased l WHERE l.workspace_id = s.workspace_id), 0)::int AS busy
-          FROM spaces s WHERE s.next_attempt_at <= ${now}) x
-        WHERE busy < ${caps.perWorkspace}
-        ORDER BY busy, first_due
-        LIMIT ${limit} + (SELECT count(DISTINCT workspace_id) FROM leased WHERE n >= ${caps.perWebhook})
-      ), candidates AS (
-        SELECT c.id, c.next_attempt_at, ds.busy,
-               row_number() OVER (PARTITION BY ds.workspace_id ORDER BY c.next_attempt_at, c.id) AS rn
-        FROM due_spaces ds
-        JOIN webhooks w ON w.workspace_id = ds.workspace_id AND w.enabled
-        CROSS JOIN LATERAL (
-          SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-          WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}
-          ORDER BY d.next_attempt_at
-          LIMIT GREATEST(${caps.perWebhook} - COALESCE((SELECT l.n FROM leased l WHERE l.webhook_id = w.id), 0), 0)
-        ) c
-      ), picked AS (
-        SELECT id FROM candidates WHERE rn <= ${caps.perWorkspace} - busy
-        ORDER BY busy + rn, next_attempt_at, id
-        LIMIT ${limit}
-      ), locked AS (
-        SELECT d.id FROM webhook_deliveries d
-        WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND d.next_attempt_at <= ${now}
-        FOR UPDATE OF d SKIP LOCKED
-      )
-      UPDATE webhook_deliveries d SET next_attempt_at = ${lease}, leased_until = ${lease}
-      FROM locked, webhooks w
-      WHERE d.id = locked.id AND w.id = d.webhook_id
-      RETURNING d.*, w.url, w.sealed_secret`;
   }
 
   async recordAttempt(
