@@ -42,5 +42,5 @@ export const webhookEventsDropped = new Counter({
 /** Deliveries the intake did not queue because their workspace had the most pending deliveries it may have. */
 export const webhookDeliveriesRefused = new Counter({
   name: "latchkey_webhook_deliveries_refused_total",
-  help: "Webhook deliveries not queued because their workspace had WEBHOOK_MAX_PENDING_PER_WORKSPACE pending",
+  help: "Webhook deliveries not queued because their workspace had WEBHOOK_WORKSPACE_MAX_PENDING pending",
 });

@@ -85,7 +85,7 @@ export function webhookSettingsFromEnv(): WebhookSettings {
     retentionMs: env.int("WEBHOOK_DELIVERY_RETENTION_MS", 2_592_000_000, 1),
     pollMs: env.int("WEBHOOK_POLL_MS", 1_000, 1),
     batchSize: env.int("WEBHOOK_WORKER_BATCH", 10, 1),
-    maxInFlightPerWorkspace: env.int("WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE", 5, 1),
-    maxPendingPerWorkspace: env.int("WEBHOOK_MAX_PENDING_PER_WORKSPACE", 10_000, 1),
+    maxInFlightPerWorkspace: env.int("WEBHOOK_WORKSPACE_MAX_IN_FLIGHT", 5, 1),
+    maxPendingPerWorkspace: env.int("WEBHOOK_WORKSPACE_MAX_PENDING", 10_000, 1),
   };
 }

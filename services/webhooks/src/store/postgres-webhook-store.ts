@@ -160,7 +160,7 @@ export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
 export class PostgresWebhookStore extends PostgresAuditedStore implements WebhookStore {
   /**
    * `maxPendingPerWorkspace` is intake's bound when its caller gives none (the settings'
-   * WEBHOOK_MAX_PENDING_PER_WORKSPACE, through deps.ts); unbounded when unset.
+   * WEBHOOK_WORKSPACE_MAX_PENDING, through deps.ts); unbounded when unset.
    */
   constructor(
     sql: Sql,

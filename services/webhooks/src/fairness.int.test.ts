@@ -102,11 +102,10 @@ describe("one workspace's slow and failing receivers against another's deliverie
       FROM webhook_deliveries d WHERE d.workspace_id = ${attacker}`) as unknown as [
       { delivered: number; attempts: number },
     ];
-    console.log(
-      `victim p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms, max ${Math.max(...latencies)} ms over ${latencies.length}; attacker delivered ${delivered}, attempts ${attempts}, to the failing receiver ${failing.received.length}, most in flight ${mostOpen}`,
-    );
     expect(delivered).toBeGreaterThanOrEqual(20);
     expect(failing.received.length).toBeGreaterThanOrEqual(10);
+    // Failed attempts recorded besides the successes (the failing receiver's, and slow ones past the timeout).
+    expect(attempts).toBeGreaterThanOrEqual(delivered + 10);
     expect(mostOpen).toBeLessThanOrEqual(5);
     expect(progress.marks - marksBefore).toBeGreaterThanOrEqual(delivered);
   }, 90_000);
