@@ -152,6 +152,28 @@ export interface IntakeWriter {
 }
 
 /**
+ * The log of refused deliveries: a workspace's first refusal at once, then at most one line per
+ * workspace every 10 s with the count since, so a flood at its bound does not flood the log.
+ */
+const refusals = {
+  last: new Map<string, { at: number; since: number }>(),
+  note(workspaceId: string, refused: number, log: Logger): void {
+    const now = Date.now();
+    const seen = this.last.get(workspaceId);
+    if (seen && now - seen.at < 10_000) {
+      seen.since += refused;
+      return;
+    }
+    if (this.last.size >= 1_000) this.last.clear();
+    this.last.set(workspaceId, { at: now, since: 0 });
+    log.warn(
+      { workspaceId, refused: refused + (seen?.since ?? 0) },
+      "webhook deliveries not queued: the workspace has the most pending deliveries it may have",
+    );
+  },
+};
+
+/**
  * Writes a batch's events one workspace at a time, the workspace with the fewest events first: a
  * workspace that floods the intake fills the end of the batch, so another's few events are committed
  * before its many, not after. Each workspace's events keep their order and are written with
@@ -173,10 +195,7 @@ export async function writeFairly(events: readonly EventRecord[], w: IntakeWrite
           firstDelayMs: w.firstDelayMs,
           refused: (workspaceId, refused) => {
             webhookDeliveriesRefused.inc(refused);
-            w.log.warn(
-              { workspaceId, refused },
-              "webhook deliveries not queued: the workspace has the most pending deliveries it may have",
-            );
+            refusals.note(workspaceId, refused, w.log);
           },
         });
         w.written(part.length, added);
@@ -207,6 +226,7 @@ export class InProcessIntake {
   private buffered = 0;
   private writing: Promise<void> | undefined;
   private dropped = 0;
+  private lastDropLog = 0;
   private taken = 0;
   private closed = false;
   private readonly progress = loopProgress("webhooks.intake");
@@ -275,9 +295,13 @@ export class InProcessIntake {
     }
   }
 
+  /** Counted each; logged at most once a second, so a flood past its bound does not flood the log. */
   private drop(event: DomainEvent, reason: "buffer_full" | "workspace_buffer_full"): void {
     this.dropped++;
     webhookEventsDropped.inc({ reason });
+    const now = Date.now();
+    if (now - this.lastDropLog < 1_000) return;
+    this.lastDropLog = now;
     this.log.error(
       { dropped: this.dropped, eventId: event.id, workspaceId: event.workspaceId, reason },
       "webhook intake buffer full: event dropped",
