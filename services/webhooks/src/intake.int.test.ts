@@ -220,6 +220,8 @@ describe("the intake from JetStream (events.domain)", () => {
       clock: bounded.clock,
       log,
       durable: `webhooks_${randomUUID().slice(0, 8)}`,
+      // Less than one of the flood's messages: the reader holds one at a time and waits for room.
+      maxArrivedBytes: 16 * 1024,
     });
     cleanups.push(() => intake.stop());
     const marks = progress.marks;

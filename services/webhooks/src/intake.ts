@@ -424,6 +424,8 @@ export interface IntakeConsumerOptions {
   firstDelayMs?: number;
   /** Events written per round at most (whole messages; one message may hold more). */
   windowEvents?: number;
+  /** Bytes of messages held before they are written, at most (one message past it); ARRIVED_BYTES. */
+  maxArrivedBytes?: number;
 }
 
 export interface RunningIntake {
@@ -439,6 +441,8 @@ export interface RunningIntake {
 
 /** Events the JetStream intake writes per round at most, in whole messages. */
 const WINDOW_EVENTS = 1_000;
+/** Bytes of messages the JetStream intake holds before it writes them, at most (about; one message past it). */
+const ARRIVED_BYTES = 8 * 1024 * 1024;
 
 /**
  * The intake where NATS is configured: a durable pull consumer of events.domain on the events
@@ -482,10 +486,18 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
   let reading = true;
   let stopping = false;
 
+  // What has arrived is held to ARRIVED_BYTES (JetStream's max_ack_pending alone would let a
+  // thousand messages of up to 512 KiB wait in memory): the reader waits while it is full.
+  let arrivedBytes = 0;
+  const room = new Wakeup();
   const reader = (async () => {
     for await (const msg of messages) {
       arrived.push(msg);
+      arrivedBytes += msg.data.length;
       wakeup.notify();
+      while (arrivedBytes >= (options.maxArrivedBytes ?? ARRIVED_BYTES) && !stopping) {
+        await room.wait(IDLE_MARK_MS);
+      }
     }
   })()
     .catch((err: unknown) => log.error({ err }, "webhook intake stopped reading on an error"))
@@ -507,6 +519,8 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
         );
       } catch (err) {
         arrived.shift();
+        arrivedBytes -= msg.data.length;
+        room.notify();
         stats.undecodable++;
         stats.messages++;
         webhookEventsDropped.inc({ reason: "undecodable" });
@@ -516,6 +530,8 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
       }
       if (round.length > 0 && events + decoded.length > (options.windowEvents ?? WINDOW_EVENTS)) break;
       arrived.shift();
+      arrivedBytes -= msg.data.length;
+      room.notify();
       round.push({ msg, events: decoded });
       events += decoded.length;
     }
@@ -591,6 +607,7 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
     async stop() {
       stopping = true;
       wakeup.notify();
+      room.notify();
       await messages.close();
       await reader;
       await writer;
