@@ -30,10 +30,11 @@ export interface WebhookDepsOptions {
 
 /** Production dependencies: the PostgreSQL store. The database belongs to the caller. */
 export function createWebhookDeps(options: WebhookDepsOptions): WebhookDeps {
+  const settings = { ...DEFAULT_SETTINGS, ...options.settings };
   return {
-    store: new PostgresWebhookStore(options.sql),
+    store: new PostgresWebhookStore(options.sql, { maxPendingPerWorkspace: settings.maxPendingPerWorkspace }),
     vault: new SecretVault(options.encryptionKey),
-    settings: { ...DEFAULT_SETTINGS, ...options.settings },
+    settings,
     clock: options.clock ?? systemClock,
     log: options.log ?? createLogger("webhooks"),
   };
@@ -43,10 +44,11 @@ export function createWebhookDeps(options: WebhookDepsOptions): WebhookDeps {
 export function createMemoryWebhookDeps(
   options: { settings?: Partial<WebhookSettings>; clock?: Clock; log?: Logger } = {},
 ): WebhookDeps & { store: MemoryWebhookStore } {
+  const settings = { ...DEFAULT_SETTINGS, ...options.settings };
   return {
-    store: new MemoryWebhookStore(),
+    store: new MemoryWebhookStore({ maxPendingPerWorkspace: settings.maxPendingPerWorkspace }),
     vault: new SecretVault(randomBytes(32)),
-    settings: { ...DEFAULT_SETTINGS, ...options.settings },
+    settings,
     clock: options.clock ?? systemClock,
     log: options.log ?? createLogger("webhooks"),
   };

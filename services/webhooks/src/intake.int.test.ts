@@ -1,5 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createLogger, DOMAIN_EVENT, domainEvent, JetStreamEventSink, migrate } from "@latchkey/runtime";
+import {
+  createLogger,
+  DOMAIN_EVENT,
+  domainEvent,
+  JetStreamEventSink,
+  loopProgress,
+  migrate,
+} from "@latchkey/runtime";
 import { createTestDatabase, ownNatsServer, type TestDatabase } from "@latchkey/runtime/testing";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -191,5 +198,55 @@ describe("the intake from JetStream (events.domain)", () => {
     const deliveries = await deliveriesOf(ws, hook);
     expect(deliveries).toHaveLength(N);
     expect(new Set(deliveries.map((d) => d.eventId))).toEqual(new Set(ids));
+  }, 60_000);
+
+  it("writes another workspace's event within seconds behind a flood of 5,000 events to 20 webhooks, queuing the flooder's deliveries only up to its bound, and marks its progress", async () => {
+    const nats = await ownNats();
+    const nc = await nats.connection();
+    const bounded = createWebhookDeps({
+      sql: db.sql,
+      encryptionKey: randomBytes(32),
+      log,
+      settings: { maxPendingPerWorkspace: 2_000 },
+    });
+    const flooder = `ws_${randomUUID()}`;
+    for (let i = 0; i < 20; i++) await webhookIn(flooder);
+    const victim = `ws_${randomUUID()}`;
+    const victimHook = await webhookIn(victim);
+    const progress = loopProgress("webhooks.intake");
+    const intake = await startIntakeConsumer({
+      nats: nc,
+      store: bounded.store,
+      clock: bounded.clock,
+      log,
+      durable: `webhooks_${randomUUID().slice(0, 8)}`,
+      // Less than one of the flood's messages: the reader holds one at a time and waits for room.
+      maxArrivedBytes: 16 * 1024,
+    });
+    cleanups.push(() => intake.stop());
+    const marks = progress.marks;
+    const sink = new JetStreamEventSink(nc, log, { intervalMs: 10, batchSize: 500 });
+    cleanups.push(() => sink.close());
+    for (let i = 0; i < 5_000; i++) {
+      const e = domainEvent("key.created", flooder, { keyId: `key_${i}`, apiId: "api_1" }, i);
+      sink.publish(DOMAIN_EVENT, e.id, e);
+    }
+    await sink.flush(30_000);
+    const e = domainEvent("key.created", victim, { keyId: "key_v", apiId: "api_1" }, 1);
+    sink.publish(DOMAIN_EVENT, e.id, e);
+    await sink.flush();
+    const published = Date.now();
+    await eventually(async () => (await deliveriesOf(victim, victimHook)).length === 1, 30_000);
+    const took = Date.now() - published;
+    await eventually(() => intake.stats().messages === 11, 30_000);
+    const [{ n }] = (await db.sql`
+      SELECT count(*)::int AS n FROM webhook_deliveries WHERE workspace_id = ${flooder} AND status = 'pending'`) as unknown as [
+      { n: number },
+    ];
+    expect(n).toBe(2_000);
+    expect(intake.stats()).toMatchObject({ messages: 11, taken: 2_001, unwritable: 0, failedWrites: 0 });
+    expect(took).toBeLessThan(10_000);
+    // A round per message at least (rounds of whole messages up to 1,000 events).
+    expect(progress.marks - marks).toBeGreaterThanOrEqual(6);
   }, 60_000);
 });

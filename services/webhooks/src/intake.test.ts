@@ -4,10 +4,12 @@ import {
   DOMAIN_EVENT,
   domainEvent,
   type EventType,
+  loopProgress,
   TestClock,
 } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { eventRecordOf, InProcessIntake, withDomainEvents, writeErrorKind } from "./intake.ts";
+import { webhookDeliveriesRefused, webhookEventsDropped } from "./metrics.ts";
 import { MemoryWebhookStore } from "./store/memory-webhook-store.ts";
 import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
 
@@ -194,5 +196,137 @@ describe("the in-process intake (npm start without NATS)", () => {
     expect(intake.stats().dropped).toBe(1);
     await intake.flush();
     expect(store.allDeliveries()).toHaveLength(2);
+  });
+
+  it("writes another workspace's events ahead of a flood: the flooder's queue waits, not the others'", async () => {
+    const store = new MemoryWebhookStore();
+    for (let i = 0; i < 20; i++) {
+      await store.createWebhook(
+        {
+          id: `wh_flood_${i}`,
+          workspaceId: "ws_flood",
+          url: "https://example.com",
+          events: ["key.created"],
+          description: "",
+          enabled: true,
+          disabledReason: null,
+          sealedSecret: "x",
+          consecutiveFailures: 0,
+          createdAt: 0,
+          updatedAt: 0,
+        },
+        20,
+      );
+    }
+    await store.createWebhook(
+      {
+        id: "wh_victim",
+        workspaceId: "ws_victim",
+        url: "https://example.com",
+        events: ["key.created"],
+        description: "",
+        enabled: true,
+        disabledReason: null,
+        sealedSecret: "x",
+        consecutiveFailures: 0,
+        createdAt: 0,
+        updatedAt: 0,
+      },
+      20,
+    );
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const writes: string[][] = [];
+    const gated: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        await gate;
+        writes.push([...new Set(events.map((e) => e.workspaceId))]);
+        return store.intake(events, now);
+      },
+    });
+    const progress = loopProgress("webhooks.intake");
+    const marks = progress.marks;
+    const intake = new InProcessIntake(gated, clock, log);
+    for (let i = 0; i < 3_000; i++) {
+      intake.take(domainEvent("key.created", "ws_flood", { keyId: `k${i}`, apiId: "a" }, 1));
+    }
+    const victim = domainEvent("key.created", "ws_victim", { keyId: "kv", apiId: "a" }, 1);
+    intake.take(victim);
+    release();
+    await intake.flush();
+    // The first write was the flood's first event, taken as it came; the next batch writes the
+    // victim's event first, then the flood's share of the batch.
+    expect(writes.slice(0, 3)).toEqual([["ws_flood"], ["ws_victim"], ["ws_flood"]]);
+    expect(intake.stats()).toEqual({ buffered: 0, taken: 3_001, dropped: 0 });
+    expect(store.allDeliveries()).toHaveLength(3_000 * 20 + 1);
+    // Every batch of the flood marked the loop's progress: 1 + 3,000 / 200 batches.
+    expect(progress.marks - marks).toBe(16);
+  });
+
+  it("bounds what each workspace may have waiting, apart from the total, and says which bound dropped an event", async () => {
+    const store = await storeWithWebhook();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const gated: WebhookStore = Object.assign(Object.create(store), {
+      async intake(events: readonly EventRecord[], now: number) {
+        await gate;
+        return store.intake(events, now);
+      },
+    });
+    const dropped = async () =>
+      Object.fromEntries((await webhookEventsDropped.get()).values.map((v) => [v.labels.reason, v.value]));
+    const before = await dropped();
+    const intake = new InProcessIntake(gated, clock, log, { maxBufferedPerWorkspace: 3, maxBuffered: 5 });
+    for (let i = 0; i < 5; i++)
+      intake.take(domainEvent("key.created", "ws_1", { keyId: `k${i}`, apiId: "a" }, 1));
+    // Three of ws_1's wait (the one being written among them); its fourth and fifth find its queue full.
+    for (let i = 0; i < 3; i++)
+      intake.take(domainEvent("key.created", "ws_2", { keyId: `j${i}`, apiId: "a" }, 1));
+    // ws_2's first two fill the five in all; its third finds the whole buffer full.
+    expect(intake.stats()).toEqual({ buffered: 5, taken: 0, dropped: 3 });
+    const after = await dropped();
+    expect((after["workspace_buffer_full"] ?? 0) - (before["workspace_buffer_full"] ?? 0)).toBe(2);
+    expect((after["buffer_full"] ?? 0) - (before["buffer_full"] ?? 0)).toBe(1);
+    release();
+    await intake.flush();
+    expect(intake.stats()).toEqual({ buffered: 0, taken: 5, dropped: 3 });
+  });
+
+  it("queues no more of a workspace's deliveries than its bound of pending ones, counting those refused", async () => {
+    const store = new MemoryWebhookStore({ maxPendingPerWorkspace: 50 });
+    await store.createWebhook(
+      {
+        id: "wh_1",
+        workspaceId: "ws_1",
+        url: "https://example.com",
+        events: ["key.created"],
+        description: "",
+        enabled: true,
+        disabledReason: null,
+        sealedSecret: "x",
+        consecutiveFailures: 0,
+        createdAt: 0,
+        updatedAt: 0,
+      },
+      20,
+    );
+    const refused = async () => (await webhookDeliveriesRefused.get()).values[0]?.value ?? 0;
+    const before = await refused();
+    const intake = new InProcessIntake(store, clock, log);
+    for (let i = 0; i < 80; i++)
+      intake.take(domainEvent("key.created", "ws_1", { keyId: `k${i}`, apiId: "a" }, 1));
+    await intake.flush();
+    expect(store.allDeliveries()).toHaveLength(50);
+    expect((await refused()) - before).toBe(30);
+    expect(intake.stats()).toEqual({ buffered: 0, taken: 80, dropped: 0 });
+  });
+
+  it("marks its progress every second while nothing waits", async () => {
+    const progress = loopProgress("webhooks.intake");
+    const intake = new InProcessIntake(await storeWithWebhook(), clock, log);
+    const marks = progress.marks;
+    await new Promise((r) => setTimeout(r, 2_300));
+    expect(progress.marks - marks).toBeGreaterThanOrEqual(2);
+    await intake.close();
   });
 });

@@ -10,11 +10,13 @@ import {
   type EventType,
   ensureEventsStream,
   type Logger,
+  loopProgress,
 } from "@latchkey/runtime";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { webhookDeliveriesAdded, webhookEventsDropped } from "./metrics.ts";
+import { webhookDeliveriesAdded, webhookDeliveriesRefused, webhookEventsDropped } from "./metrics.ts";
 import type { EventRecord, WebhookStore } from "./store/webhook-store.ts";
+import { Wakeup } from "./wakeup.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -127,19 +129,108 @@ export async function writeEach(events: readonly EventRecord[], o: WriteEach): P
   return 0;
 }
 
+/** Events written per transaction by the in-process intake, taken from the workspaces by turns. */
+const INTAKE_BATCH = 200;
+/** Events one workspace may have waiting in the in-process intake (docs/limits.md). */
+export const MAX_BUFFERED_PER_WORKSPACE = 10_000;
+/** How often an intake with nothing to do says it looked (its progress mark). */
+const IDLE_MARK_MS = 1_000;
+
+/** How an intake writes a batch and what it does with what it cannot. */
+export interface IntakeWriter {
+  store: WebhookStore;
+  clock: Clock;
+  log: Logger;
+  firstDelayMs?: number;
+  maxTries?: number;
+  /** After a failure to retry: waits; false to give up for now (shutting down). */
+  wait(tries: number, err: unknown): Promise<boolean>;
+  /** An event no write will take (writeEach). */
+  unwritable(event: EventRecord, err: unknown): void;
+  /** A write passed: `events` written, as `deliveries` deliveries. */
+  written(events: number, deliveries: number): void;
+}
+
+/**
+ * The log of refused deliveries: a workspace's first refusal at once, then at most one line per
+ * workspace every 10 s with the count since, so a flood at its bound does not flood the log.
+ */
+const refusals = {
+  last: new Map<string, { at: number; since: number }>(),
+  note(workspaceId: string, refused: number, log: Logger): void {
+    const now = Date.now();
+    const seen = this.last.get(workspaceId);
+    if (seen && now - seen.at < 10_000) {
+      seen.since += refused;
+      return;
+    }
+    if (this.last.size >= 1_000) this.last.clear();
+    this.last.set(workspaceId, { at: now, since: 0 });
+    log.warn(
+      { workspaceId, refused: refused + (seen?.since ?? 0) },
+      "webhook deliveries not queued: the workspace has the most pending deliveries it may have",
+    );
+  },
+};
+
+/**
+ * Writes a batch's events one workspace at a time, the workspace with the fewest events first: a
+ * workspace that floods the intake fills the end of the batch, so another's few events are committed
+ * before its many, not after. Each workspace's events keep their order and are written with
+ * writeEach (retried, the unwritable one dropped); deliveries its bound of pending ones refuses are
+ * counted and logged. Answers how many events were neither written nor dropped (writeEach gave up).
+ */
+export async function writeFairly(events: readonly EventRecord[], w: IntakeWriter): Promise<number> {
+  const groups = new Map<string, EventRecord[]>();
+  for (const e of events) {
+    const group = groups.get(e.workspaceId);
+    if (group) group.push(e);
+    else groups.set(e.workspaceId, [e]);
+  }
+  const ordered = [...groups.values()].sort((a, b) => a.length - b.length);
+  for (let i = 0; i < ordered.length; i++) {
+    const left = await writeEach(ordered[i]!, {
+      write: async (part) => {
+        const added = await w.store.intake(part, w.clock.now(), {
+          firstDelayMs: w.firstDelayMs,
+          refused: (workspaceId, refused) => {
+            webhookDeliveriesRefused.inc(refused);
+            refusals.note(workspaceId, refused, w.log);
+          },
+        });
+        w.written(part.length, added);
+        webhookDeliveriesAdded.inc(added);
+      },
+      maxTries: w.maxTries ?? MAX_WRITE_TRIES,
+      wait: w.wait,
+      drop: w.unwritable,
+    });
+    if (left > 0) return left + ordered.slice(i + 1).reduce((n, g) => n + g.length, 0);
+  }
+  return 0;
+}
+
 /**
  * The one-process intake (`npm start` without NATS): DomainEvents handed over in process are queued
  * and written as delivery rows by a loop of their own, the rows being the outbox the worker drains.
- * Publishing only appends to the queue; a failed write is retried, the same events again (intake is
- * idempotent), except an event no write will take (writeEach), which is dropped, counted and
- * logged. Bounded: past `maxBuffered` an event is dropped, counted and logged.
+ * Publishing only appends to the queue. Each workspace has a queue of its own, bounded
+ * (`maxBufferedPerWorkspace`, and `maxBuffered` in all), and each batch takes the workspaces'
+ * events by turns, so one workspace's flood fills its own queue and the end of each batch while
+ * another's events go into the next batch. A failed write is retried, the same events again (intake
+ * is idempotent), except an event no write will take (writeEach), which is dropped, counted and
+ * logged; past a bound an event is dropped, counted and logged. The loop marks its progress
+ * (`webhooks.intake`) per batch, and every second while nothing waits.
  */
 export class InProcessIntake {
-  private queue: EventRecord[] = [];
+  private queues = new Map<string, { events: EventRecord[]; head: number }>();
+  private buffered = 0;
   private writing: Promise<void> | undefined;
   private dropped = 0;
+  private lastDropLog = 0;
   private taken = 0;
   private closed = false;
+  private readonly progress = loopProgress("webhooks.intake");
+  private readonly idle: NodeJS.Timeout;
 
   constructor(
     private readonly store: WebhookStore,
@@ -147,29 +238,40 @@ export class InProcessIntake {
     private readonly log: Logger,
     private readonly options: {
       maxBuffered?: number;
+      maxBufferedPerWorkspace?: number;
       retryMs?: number;
       maxTries?: number;
       /** The retry schedule's first wait: a new delivery is due this long after it is written. */
       firstDelayMs?: number;
+      /** Events per transaction. */
+      batchSize?: number;
     } = {},
-  ) {}
+  ) {
+    this.idle = setInterval(() => {
+      if (this.writing === undefined && this.buffered === 0) this.progress.mark();
+    }, IDLE_MARK_MS);
+    this.idle.unref();
+  }
 
   take(event: DomainEvent): void {
-    if (this.queue.length >= (this.options.maxBuffered ?? 100_000)) {
-      this.dropped++;
-      webhookEventsDropped.inc({ reason: "buffer_full" });
-      this.log.error(
-        { dropped: this.dropped, eventId: event.id },
-        "webhook intake buffer full: event dropped",
-      );
+    const queue = this.queues.get(event.workspaceId);
+    const waiting = queue ? queue.events.length - queue.head : 0;
+    if (this.buffered >= (this.options.maxBuffered ?? 100_000)) {
+      this.drop(event, "buffer_full");
       return;
     }
-    this.queue.push(eventRecordOf(event));
+    if (waiting >= (this.options.maxBufferedPerWorkspace ?? MAX_BUFFERED_PER_WORKSPACE)) {
+      this.drop(event, "workspace_buffer_full");
+      return;
+    }
+    if (queue) queue.events.push(eventRecordOf(event));
+    else this.queues.set(event.workspaceId, { events: [eventRecordOf(event)], head: 0 });
+    this.buffered++;
     this.writing ??= this.drain();
   }
 
   stats() {
-    return { buffered: this.queue.length, taken: this.taken, dropped: this.dropped };
+    return { buffered: this.buffered, taken: this.taken, dropped: this.dropped };
   }
 
   /** Resolves once every event handed over so far is written (or close gave up). */
@@ -183,35 +285,93 @@ export class InProcessIntake {
    */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.idle);
     await this.flush();
-    if (this.queue.length > 0) {
-      this.log.error({ events: this.queue.length }, "webhook intake closed with events not written: dropped");
-      this.dropped += this.queue.length;
-      this.queue = [];
+    if (this.buffered > 0) {
+      this.log.error({ events: this.buffered }, "webhook intake closed with events not written: dropped");
+      this.dropped += this.buffered;
+      this.buffered = 0;
+      this.queues.clear();
     }
   }
 
+  /** Counted each; logged at most once a second, so a flood past its bound does not flood the log. */
+  private drop(event: DomainEvent, reason: "buffer_full" | "workspace_buffer_full"): void {
+    this.dropped++;
+    webhookEventsDropped.inc({ reason });
+    const now = Date.now();
+    if (now - this.lastDropLog < 1_000) return;
+    this.lastDropLog = now;
+    this.log.error(
+      { dropped: this.dropped, eventId: event.id, workspaceId: event.workspaceId, reason },
+      "webhook intake buffer full: event dropped",
+    );
+  }
+
+  /**
+   * The next batch: one event of each workspace in turn, oldest first within each, until the batch
+   * is full. Taken out of the queues once written or given up (`commit`).
+   */
+  private nextBatch(): { events: EventRecord[]; commit(): void } {
+    const limit = this.options.batchSize ?? INTAKE_BATCH;
+    const taken = new Map<string, number>();
+    const events: EventRecord[] = [];
+    let more = true;
+    while (events.length < limit && more) {
+      more = false;
+      for (const [workspaceId, q] of this.queues) {
+        const n = taken.get(workspaceId) ?? 0;
+        if (q.head + n >= q.events.length) continue;
+        events.push(q.events[q.head + n]!);
+        taken.set(workspaceId, n + 1);
+        more = true;
+        if (events.length === limit) break;
+      }
+    }
+    return {
+      events,
+      commit: () => {
+        for (const [workspaceId, n] of taken) {
+          const q = this.queues.get(workspaceId)!;
+          q.head += n;
+          this.buffered -= n;
+          if (q.head === q.events.length) this.queues.delete(workspaceId);
+          else if (q.head > 1_024) {
+            q.events = q.events.slice(q.head);
+            q.head = 0;
+          }
+          // The workspace goes to the back of the turns.
+          if (this.queues.has(workspaceId)) {
+            this.queues.delete(workspaceId);
+            this.queues.set(workspaceId, q);
+          }
+        }
+      },
+    };
+  }
+
   private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, 500);
-      const left = await writeEach(batch, {
-        write: async (events) => {
-          webhookDeliveriesAdded.inc(
-            await this.store.intake(events, this.clock.now(), this.options.firstDelayMs),
-          );
-          this.taken += events.length;
+    while (this.buffered > 0) {
+      const batch = this.nextBatch();
+      const left = await writeFairly(batch.events, {
+        store: this.store,
+        clock: this.clock,
+        log: this.log,
+        firstDelayMs: this.options.firstDelayMs,
+        maxTries: this.options.maxTries,
+        written: (events) => {
+          this.taken += events;
         },
-        maxTries: this.options.maxTries ?? MAX_WRITE_TRIES,
         wait: async (_tries, err) => {
           this.log.warn(
-            { err: (err as Error).message, events: batch.length },
+            { err: (err as Error).message, events: batch.events.length },
             "webhook intake failed; retrying",
           );
           if (this.closed) return false;
           await sleep(this.options.retryMs ?? 1_000);
           return true;
         },
-        drop: (event, err) => {
+        unwritable: (event, err) => {
           this.dropped++;
           webhookEventsDropped.inc({ reason: "unwritable" });
           this.log.error(
@@ -220,9 +380,17 @@ export class InProcessIntake {
           );
         },
       });
-      this.queue.splice(0, batch.length - left);
-      if (left > 0) break;
+      // Given up (closing while the database is down): the batch's events not written are dropped.
+      batch.commit();
+      this.dropped += left;
+      if (left > 0) {
+        this.log.error({ events: left }, "webhook intake closed with events not written: dropped");
+        break;
+      }
+      this.progress.mark();
     }
+    // Cleared in the same turn as the check above, so a take() either sees this drain running
+    // (and its event is in the queue the loop reads) or starts the next one.
     this.writing = undefined;
   }
 }
@@ -254,6 +422,10 @@ export interface IntakeConsumerOptions {
   maxTries?: number;
   /** The retry schedule's first wait: a new delivery is due this long after it is written. */
   firstDelayMs?: number;
+  /** Events written per round at most (whole messages; one message may hold more). */
+  windowEvents?: number;
+  /** Bytes of messages held before they are written, at most (one message past it); ARRIVED_BYTES. */
+  maxArrivedBytes?: number;
 }
 
 export interface RunningIntake {
@@ -267,14 +439,24 @@ export interface RunningIntake {
   stop(): Promise<void>;
 }
 
+/** Events the JetStream intake writes per round at most, in whole messages. */
+const WINDOW_EVENTS = 1_000;
+/** Bytes of messages the JetStream intake holds before it writes them, at most (about; one message past it). */
+const ARRIVED_BYTES = 8 * 1024 * 1024;
+
 /**
  * The intake where NATS is configured: a durable pull consumer of events.domain on the events
- * stream. Each message's events are written in one transaction and the message is acknowledged
- * only after the commit; while the database is down the write is retried and the message kept
- * from redelivery (working()). An event no write will take (writeEach) is dropped, counted and
- * logged, and a message none of whose events could be written is terminated, so it holds up no
- * other workspace's events. A redelivered message adds nothing (intake is idempotent on webhook
- * and event id), so nothing is lost and nothing is delivered twice.
+ * stream. One task reads messages as JetStream hands them over (at most `max_ack_pending`
+ * unacknowledged); a loop writes what has arrived in rounds of whole messages, up to
+ * `windowEvents` events, one workspace at a time, the fewest events first (writeFairly), so a
+ * workspace flooding the stream neither delays another's events in the same round behind its own
+ * nor, once its pending deliveries reach their bound, costs more than reading its events. A message
+ * is acknowledged only once its events are written; while the database is down the write is
+ * retried and the messages held are kept from redelivery (working()). An event no write will take
+ * (writeEach) is dropped, counted and logged, and a message none of whose events could be written
+ * is terminated, so it holds up no other workspace's events. A redelivered message adds nothing
+ * (intake is idempotent on webhook and event id), so nothing is lost and nothing is delivered twice.
+ * The loop marks its progress (`webhooks.intake`) per round, and every second while nothing waits.
  */
 export async function startIntakeConsumer(options: IntakeConsumerOptions): Promise<RunningIntake> {
   const { nats, store, log, clock } = options;
@@ -298,53 +480,125 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
   const consumer = await jetstream(nats).consumers.get(EVENTS_STREAM, durable);
   const messages = await consumer.consume({ max_messages: 100 });
   const stats = { taken: 0, messages: 0, undecodable: 0, failedWrites: 0, unwritable: 0 };
+  const progress = loopProgress("webhooks.intake");
+  const wakeup = new Wakeup();
+  const arrived: JsMsg[] = [];
+  let reading = true;
   let stopping = false;
 
-  const loop = (async () => {
+  // What has arrived is held to ARRIVED_BYTES (JetStream's max_ack_pending alone would let a
+  // thousand messages of up to 512 KiB wait in memory): the reader waits while it is full.
+  let arrivedBytes = 0;
+  const room = new Wakeup();
+  const reader = (async () => {
     for await (const msg of messages) {
-      let events: DomainEvent[];
+      arrived.push(msg);
+      arrivedBytes += msg.data.length;
+      wakeup.notify();
+      while (arrivedBytes >= (options.maxArrivedBytes ?? ARRIVED_BYTES) && !stopping) {
+        await room.wait(IDLE_MARK_MS);
+      }
+    }
+  })()
+    .catch((err: unknown) => log.error({ err }, "webhook intake stopped reading on an error"))
+    .finally(() => {
+      reading = false;
+      wakeup.notify();
+    });
+
+  /** The next round: whole messages, decoded, up to windowEvents events (at least one message). */
+  const nextRound = () => {
+    const round: { msg: JsMsg; events: EventRecord[] }[] = [];
+    let events = 0;
+    while (arrived.length > 0) {
+      const msg = arrived[0]!;
+      let decoded: EventRecord[];
       try {
-        events = decodeDomainEvents(msg.data, msg.headers?.get(EVENT_BATCH_HEADER) === "1");
+        decoded = decodeDomainEvents(msg.data, msg.headers?.get(EVENT_BATCH_HEADER) === "1").map(
+          eventRecordOf,
+        );
       } catch (err) {
+        arrived.shift();
+        arrivedBytes -= msg.data.length;
+        room.notify();
         stats.undecodable++;
+        stats.messages++;
         webhookEventsDropped.inc({ reason: "undecodable" });
         log.error({ err: (err as Error).message, seq: msg.seq }, "undecodable domain event dropped");
         msg.term();
         continue;
       }
-      let backoff = 100;
-      let dropped = 0;
-      const left = await writeEach(events.map(eventRecordOf), {
-        write: async (records) => {
-          const added = await store.intake(records, clock.now(), options.firstDelayMs);
-          stats.taken += added;
-          webhookDeliveriesAdded.inc(added);
-        },
-        maxTries: options.maxTries ?? MAX_WRITE_TRIES,
-        wait: async (_tries, err) => {
-          stats.failedWrites++;
-          log.warn({ err: (err as Error).message, retryInMs: backoff }, "webhook intake failed; retrying");
-          if (stopping) return false;
-          msg.working();
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, maxBackoffMs);
-          return true;
-        },
-        drop: (event, err) => {
-          dropped++;
-          stats.unwritable++;
-          webhookEventsDropped.inc({ reason: "unwritable" });
-          log.error(
-            { err: (err as Error).message, eventId: event.id, workspaceId: event.workspaceId, seq: msg.seq },
-            "webhook intake: event cannot be written, dropped",
-          );
-        },
+      if (round.length > 0 && events + decoded.length > (options.windowEvents ?? WINDOW_EVENTS)) break;
+      arrived.shift();
+      arrivedBytes -= msg.data.length;
+      room.notify();
+      round.push({ msg, events: decoded });
+      events += decoded.length;
+    }
+    return round;
+  };
+
+  const writer = (async () => {
+    while (!stopping && (reading || arrived.length > 0)) {
+      const round = nextRound();
+      if (round.length === 0) {
+        progress.mark();
+        await wakeup.wait(IDLE_MARK_MS);
+        continue;
+      }
+      const messageOf = new Map<EventRecord, number>();
+      round.forEach((m, i) => {
+        for (const e of m.events) messageOf.set(e, i);
       });
+      const dropped = round.map(() => 0);
+      let backoff = 100;
+      const left = await writeFairly(
+        round.flatMap((m) => m.events),
+        {
+          store,
+          clock,
+          log,
+          firstDelayMs: options.firstDelayMs,
+          maxTries: options.maxTries,
+          written: (_events, deliveries) => {
+            stats.taken += deliveries;
+          },
+          wait: async (_tries, err) => {
+            stats.failedWrites++;
+            log.warn({ err: (err as Error).message, retryInMs: backoff }, "webhook intake failed; retrying");
+            if (stopping) return false;
+            for (const m of round) m.msg.working();
+            for (const msg of arrived) msg.working();
+            await sleep(backoff);
+            backoff = Math.min(backoff * 2, maxBackoffMs);
+            return true;
+          },
+          unwritable: (event, err) => {
+            const i = messageOf.get(event)!;
+            dropped[i]!++;
+            stats.unwritable++;
+            webhookEventsDropped.inc({ reason: "unwritable" });
+            log.error(
+              {
+                err: (err as Error).message,
+                eventId: event.id,
+                workspaceId: event.workspaceId,
+                seq: round[i]!.msg.seq,
+              },
+              "webhook intake: event cannot be written, dropped",
+            );
+          },
+        },
+      );
+      // Given up (stopping while the database is down): nothing is acknowledged, so JetStream hands
+      // the round's messages over again.
       if (left > 0) break;
-      if (dropped === events.length && dropped > 0) msg.term();
-      else msg.ack();
-      stats.messages++;
-      if (stopping) break;
+      round.forEach((m, i) => {
+        if (dropped[i] === m.events.length && dropped[i]! > 0) m.msg.term();
+        else m.msg.ack();
+        stats.messages++;
+      });
+      progress.mark();
     }
   })().catch((err: unknown) => log.error({ err }, "webhook intake stopped on an error"));
 
@@ -352,8 +606,11 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
     stats: () => ({ ...stats }),
     async stop() {
       stopping = true;
+      wakeup.notify();
+      room.notify();
       await messages.close();
-      await loop;
+      await reader;
+      await writer;
     },
   };
 }

@@ -32,9 +32,15 @@ export const webhookStaleAttempts = new Counter({
   help: "Webhook attempts not recorded because their claim's lease had ended and another worker held the delivery",
 });
 
-/** DomainEvents the intake dropped, by reason: `unwritable` (a write error no retry can fix), `undecodable`, `buffer_full`. */
+/** DomainEvents the intake dropped, by reason: `unwritable` (a write error no retry can fix), `undecodable`, `buffer_full`, `workspace_buffer_full` (npm start). */
 export const webhookEventsDropped = new Counter({
   name: "latchkey_webhook_events_dropped_total",
   help: "Domain events the webhook intake dropped without writing them, by reason",
   labelNames: ["reason"] as const,
+});
+
+/** Deliveries the intake did not queue because their workspace had the most pending deliveries it may have. */
+export const webhookDeliveriesRefused = new Counter({
+  name: "latchkey_webhook_deliveries_refused_total",
+  help: "Webhook deliveries not queued because their workspace had WEBHOOK_WORKSPACE_MAX_PENDING pending",
 });

@@ -10,6 +10,24 @@ import { auditTableSql, type Migration } from "@latchkey/runtime";
  * idempotent: an event handed over twice (a JetStream redelivery, a repeated DomainEvent id) is one
  * delivery. Redeliveries are rows of their own, apart from it.
  */
+/**
+ * An error text kept before migration 5 in the owner's words of sender.ts (ATTEMPT_ERRORS), as SQL
+ * over `text`: what an attempt got is kept (a status, a timeout), what node said is not.
+ */
+const ownersWords = (text: string) => `CASE
+  WHEN ${text} ~ '^answered [0-9]+: redirects are not followed$'
+    THEN 'status ' || substring(${text} from '^answered ([0-9]+)') || ': the answer was a redirect, which is not followed'
+  WHEN ${text} ~ '^answered [0-9]+$' THEN 'status ' || substring(${text} from '^answered ([0-9]+)$')
+  WHEN ${text} ~ '^(status [0-9]+|timed out after [0-9]+ ms)$' OR ${text} = 'the URL is not valid' THEN ${text}
+  WHEN ${text} LIKE 'refused: % is not http or https' THEN 'the URL is not http or https'
+  WHEN ${text} LIKE 'refused: % resolves to %' OR ${text} LIKE '%getaddrinfo%' OR ${text} LIKE '%ENOTFOUND%'
+       OR ${text} LIKE '%EAI_AGAIN%' OR ${text} LIKE '% has no address'
+    THEN 'address not allowed or not found: the host did not resolve to a public address; nothing was sent'
+  WHEN ${text} LIKE 'refused: %' THEN 'address not allowed: deliveries go to public addresses only; nothing was sent'
+  WHEN ${text} LIKE 'the attempt could not be signed%' THEN 'the attempt could not be signed'
+  WHEN ${text} LIKE '%ECONNRESET%' OR ${text} = 'socket hang up' THEN 'the connection closed before an answer'
+  ELSE 'could not connect' END`;
+
 export const webhookMigrations: Migration[] = [
   {
     version: 1,
@@ -75,5 +93,39 @@ CREATE TABLE webhook_attempts (
     // without reading the others.
     sql: `CREATE INDEX webhook_deliveries_status_page
   ON webhook_deliveries (webhook_id, status, created_at DESC, id COLLATE "C" DESC);`,
+  },
+  {
+    version: 4,
+    name: "webhook_deliveries claimed fairly between workspaces",
+    // The claim goes round the workspaces with due deliveries (store/postgres-webhook-store.ts):
+    // it steps from one workspace's pending deliveries to the next's and reads the first due of
+    // each webhook, so its cost follows the workspaces and webhooks waiting, not the rows. A claim
+    // marks its deliveries leased until its lease ends, so the attempts in flight per workspace and
+    // per webhook are counted across every worker from the few leased rows. Nothing else read the
+    // due index.
+    sql: `
+ALTER TABLE webhook_deliveries ADD COLUMN leased_until bigint;
+CREATE INDEX webhook_deliveries_pending_workspace
+  ON webhook_deliveries (workspace_id, next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_pending_webhook
+  ON webhook_deliveries (webhook_id, next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_leased
+  ON webhook_deliveries (workspace_id, webhook_id) WHERE leased_until IS NOT NULL;
+DROP INDEX webhook_deliveries_due;
+`,
+  },
+  {
+    version: 5,
+    name: "delivery errors in the owner's words",
+    // Errors were kept as node said them, which told a workspace what an internal name resolved
+    // to ("localhost resolves to 127.0.0.1 ...", "getaddrinfo ENOTFOUND ..."); the attempts and the
+    // reasons of disabled webhooks kept since are put in the words sender.ts now keeps.
+    sql: `
+UPDATE webhook_attempts SET error = ${ownersWords("error")}
+WHERE error IS NOT NULL AND error IS DISTINCT FROM (${ownersWords("error")});
+UPDATE webhooks SET disabled_reason = regexp_replace(disabled_reason, 'the last: .*\\. Fix the receiver',
+  'the last: ' || (${ownersWords("substring(disabled_reason from 'the last: (.*)\\. Fix the receiver')")}) || '. Fix the receiver')
+WHERE disabled_reason LIKE '%the last: %. Fix the receiver%';
+`,
   },
 ];

@@ -19,8 +19,15 @@ export interface WebhookSettings {
   retentionMs: number;
   /** How often the worker looks for due deliveries. */
   pollMs: number;
-  /** Deliveries one worker claims, and sends at once, per round. */
+  /** Attempts one worker has in flight at most (its slots). */
   batchSize: number;
+  /**
+   * Attempts in flight to one workspace's webhooks at most, counted over every worker and replica:
+   * below the slots of a worker, so a workspace's slow receivers leave slots to the others.
+   */
+  maxInFlightPerWorkspace: number;
+  /** Pending deliveries one workspace may have; past it its new events are not queued for it. */
+  maxPendingPerWorkspace: number;
 }
 
 export const DEFAULT_RETRY_SCHEDULE_MS = [
@@ -43,6 +50,8 @@ export const DEFAULT_SETTINGS: WebhookSettings = {
   retentionMs: 30 * 24 * 3600_000,
   pollMs: 1_000,
   batchSize: 10,
+  maxInFlightPerWorkspace: 5,
+  maxPendingPerWorkspace: 10_000,
 };
 
 /** Most attempts a schedule may hold (docs/limits.md). */
@@ -76,5 +85,7 @@ export function webhookSettingsFromEnv(): WebhookSettings {
     retentionMs: env.int("WEBHOOK_DELIVERY_RETENTION_MS", 2_592_000_000, 1),
     pollMs: env.int("WEBHOOK_POLL_MS", 1_000, 1),
     batchSize: env.int("WEBHOOK_WORKER_BATCH", 10, 1),
+    maxInFlightPerWorkspace: env.int("WEBHOOK_WORKSPACE_MAX_IN_FLIGHT", 5, 1),
+    maxPendingPerWorkspace: env.int("WEBHOOK_WORKSPACE_MAX_PENDING", 10_000, 1),
   };
 }

@@ -1,16 +1,24 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
-import { createLogger, migrate, systemClock, TestClock } from "@latchkey/runtime";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
+import { createLogger, loopProgress, migrate, systemClock, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
 import { webhookAttempts } from "./metrics.ts";
 import { webhookMigrations } from "./migrations.ts";
+import { webhookRoutes } from "./routes.ts";
 import { newSigningSecret } from "./secret.ts";
 import type { WebhookSettings } from "./settings.ts";
-import type { EventRecord } from "./store/webhook-store.ts";
+import {
+  eventIn,
+  eventually,
+  keepingLogger,
+  receiver as startReceiver,
+  status,
+  webhookTo,
+} from "./test-kit.ts";
 import { deliverDue, startWorker } from "./worker.ts";
 
 let db: TestDatabase;
@@ -28,35 +36,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
+/** A receiver (test-kit.ts) closed after the file's tests. */
+async function receiver(answer?: Parameters<typeof startReceiver>[0]) {
+  const r = await startReceiver(answer);
+  cleanups.push(r.close);
+  return r;
 }
-
-/** A local receiver answering each request with `answer(n)` (n counts from 1); it records every request it got. */
-async function receiver(answer: (n: number, res: http.ServerResponse) => void = (_n, res) => res.end()) {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      received.push({ headers: req.headers, body });
-      answer(received.length, res);
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  cleanups.push(() => {
-    server.closeAllConnections();
-    return new Promise((r) => server.close(r));
-  });
-  const { port } = server.address() as AddressInfo;
-  return { received, port, url: `http://127.0.0.1:${port}/hook` };
-}
-
-const status = (code: number) => (_n: number, res: http.ServerResponse) => {
-  res.statusCode = code;
-  res.end();
-};
 
 function depsWith(settings: Partial<WebhookSettings>, clock = systemClock): WebhookDeps {
   return createWebhookDeps({
@@ -67,48 +52,6 @@ function depsWith(settings: Partial<WebhookSettings>, clock = systemClock): Webh
     settings: { allowPrivateUrls: true, pollMs: 20, ...settings },
   });
 }
-
-/** A webhook in a workspace of its own, straight into the store, and its secret. */
-async function webhookTo(deps: WebhookDeps, url: string, events = ["key.created"]) {
-  const workspaceId = `ws_${randomUUID()}`;
-  const id = `wh_${randomUUID()}`;
-  const secret = newSigningSecret();
-  const now = deps.clock.now();
-  await deps.store.createWebhook(
-    {
-      id,
-      workspaceId,
-      url,
-      events,
-      description: "",
-      enabled: true,
-      disabledReason: null,
-      sealedSecret: deps.vault.seal(id, workspaceId, secret),
-      consecutiveFailures: 0,
-      createdAt: now,
-      updatedAt: now,
-    },
-    20,
-  );
-  return { id, workspaceId, secret };
-}
-
-const eventIn = (workspaceId: string, over: Partial<EventRecord> = {}): EventRecord => ({
-  id: `evt_${randomUUID()}`,
-  type: "key.created",
-  workspaceId,
-  occurredAt: Date.UTC(2026, 10, 26, 9, 0, 0),
-  dataJson: '{"keyId":"key_1","apiId":"api_1"}',
-  ...over,
-});
-
-const eventually = async (check: () => Promise<boolean> | boolean, withinMs = 10_000) => {
-  const until = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("not within time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 const page = { limit: 100, after: undefined };
 
@@ -165,7 +108,7 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
 
     const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
     expect(d!.attempts.map((a) => a.statusCode)).toEqual([500, 500, 500, 200]);
-    expect(d!.attempts.map((a) => a.error)).toEqual(["answered 500", "answered 500", "answered 500", null]);
+    expect(d!.attempts.map((a) => a.error)).toEqual(["status 500", "status 500", "status 500", null]);
     expect(d!.attempts.every((a) => a.latencyMs >= 0 && a.latencyMs < 5_000)).toBe(true);
     expect(d!.deliveredAt).toBe(d!.attempts[3]!.attemptedAt);
     expect(d!.nextAttemptAt).toBe(null);
@@ -336,8 +279,8 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     expect(d?.status).toBe("failed");
     expect(d?.attempts).toHaveLength(1);
     expect(d?.attempts[0]?.statusCode).toBe(null);
-    expect(d?.attempts[0]?.error).toMatch(
-      /^refused: localhost resolves to (127\.0\.0\.1|::1) is a loopback address; nothing was sent$/,
+    expect(d?.attempts[0]?.error).toBe(
+      "address not allowed or not found: the host did not resolve to a public address; nothing was sent",
     );
     expect(r.received).toEqual([]);
   });
@@ -349,7 +292,9 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     await deps.store.intake([eventIn(hook.workspaceId)], deps.clock.now());
     await deliverDue(deps);
     const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
-    expect(d?.attempts[0]?.error).toBe("refused: 127.0.0.1 is a loopback address; nothing was sent");
+    expect(d?.attempts[0]?.error).toBe(
+      "address not allowed: deliveries go to public addresses only; nothing was sent",
+    );
     expect(r.received).toEqual([]);
   });
 
@@ -367,7 +312,7 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     const [d] = await deps.store.listDeliveries(hook.workspaceId, hook.id, page);
     expect(d?.status).toBe("failed");
     expect(d?.attempts.map((a) => [a.statusCode, a.error])).toEqual([
-      [307, "answered 307: redirects are not followed"],
+      [307, "status 307: the answer was a redirect, which is not followed"],
     ]);
     expect(r.received).toHaveLength(1);
     expect(target.received).toEqual([]);
@@ -420,5 +365,174 @@ describe("the delivery worker, against PostgreSQL and a real HTTP receiver", () 
     await deliverDue(deps);
     expect(r.received.map((x) => x.headers["webhook-id"])).toEqual([e.id, e.id]);
     expect(r.received[0]!.body).toBe(r.received[1]!.body);
+  });
+
+  it("keeps claiming when every slot was busy as it looked: no wake-up is lost", async () => {
+    // Two slots, each attempt 150 ms, a look every 20 ms: most looks find no free slot.
+    const r = await receiver((_n, res) => setTimeout(() => res.end(), 150));
+    const deps = depsWith({ batchSize: 2, pollMs: 20 });
+    const hooks = [await webhookTo(deps, r.url)];
+    for (let i = 0; i < 3; i++)
+      hooks.push(await webhookTo(deps, r.url, { workspaceId: hooks[0]!.workspaceId }));
+    await deps.store.intake(
+      Array.from({ length: 4 }, () => eventIn(hooks[0]!.workspaceId)),
+      deps.clock.now(),
+    );
+    const worker = startWorker(deps);
+    cleanups.push(() => worker.stop());
+    await eventually(() => r.received.length === 16, 15_000);
+    await worker.stop();
+    for (const h of hooks) {
+      const statuses = (await deps.store.listDeliveries(h.workspaceId, h.id, page)).map((d) => d.status);
+      expect(statuses).toEqual(Array(4).fill("delivered"));
+    }
+  });
+
+  it("goes on while every slot is held by receivers that never answer: each timeout frees a slot, another workspace takes it first, and the delivery loop marks its progress", async () => {
+    const silent = await receiver(() => {}); // answers nothing; the attempt ends at the timeout
+    const healthy = await receiver();
+    const timeoutMs = 1_500;
+    const deps = depsWith({ batchSize: 10, maxInFlightPerWorkspace: 5, timeoutMs, pollMs: 200 });
+    // Two workspaces, each with as many attempts in flight as it may have: all 10 slots.
+    const flooders: { id: string; workspaceId: string }[] = [];
+    for (const _ of [1, 2]) {
+      const first = await webhookTo(deps, silent.url);
+      flooders.push(first);
+      for (let i = 0; i < 4; i++)
+        flooders.push(await webhookTo(deps, silent.url, { workspaceId: first.workspaceId }));
+      await deps.store.intake(
+        Array.from({ length: 20 }, () => eventIn(first.workspaceId)),
+        deps.clock.now(),
+      );
+    }
+    const progress = loopProgress("webhooks.delivery");
+    const worker = startWorker(deps);
+    cleanups.push(() => worker.stop());
+    await eventually(() => silent.received.length === 10, 5_000);
+    const marks = progress.marks;
+    const lastAt = progress.lastAt;
+    const victim = await webhookTo(deps, healthy.url);
+    await deps.store.intake([eventIn(victim.workspaceId)], deps.clock.now());
+    const asked = Date.now();
+    await eventually(() => healthy.received.length === 1, timeoutMs + 5_000);
+    // It waited at most for the first attempts to time out: the freed slot went to it first.
+    expect(Date.now() - asked).toBeLessThan(timeoutMs + 3_000);
+    // The flooders' attempts went on: each of the first ten timed out and was recorded.
+    await eventually(async () => {
+      const [{ n }] = (await db.sql`
+        SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+        WHERE d.workspace_id IN ${db.sql(flooders.map((f) => f.workspaceId))}
+          AND a.error = ${`timed out after ${timeoutMs} ms`}`) as unknown as [{ n: number }];
+      return n >= 10;
+    }, timeoutMs + 5_000);
+    expect(silent.received.length).toBeGreaterThanOrEqual(10);
+    expect(progress.marks).toBeGreaterThanOrEqual(marks + 10);
+    expect(progress.lastAt).toBeGreaterThan(lastAt);
+    await worker.stop();
+  });
+
+  it("deletes a large backlog of old deliveries in batches, marking each, while deliveries go on", async () => {
+    const r = await receiver();
+    const deps = depsWith({ retentionMs: 1_000 });
+    const old = await webhookTo(deps, r.url);
+    // 10,001 delivered deliveries a day old: three statements of at most 5,000.
+    await db.sql`
+      INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
+                                      status, next_attempt_at, created_at, delivered_at)
+      SELECT 'dlv_old_' || i, ${old.id}, ${old.workspaceId}, 'evt_old_' || i, 'key.created', 0, '{}',
+             'delivered', NULL, ${Date.now() - 86_400_000}, ${Date.now() - 86_400_000}
+      FROM generate_series(1, 10001) i`;
+    const retention = loopProgress("webhooks.retention");
+    const marks = retention.marks;
+    const fresh = await webhookTo(deps, r.url);
+    await deps.store.intake([eventIn(fresh.workspaceId)], deps.clock.now());
+    const worker = startWorker(deps, { retentionEveryMs: 60_000 });
+    cleanups.push(() => worker.stop());
+    await eventually(async () => {
+      const [{ n }] = (await db.sql`
+        SELECT count(*)::int AS n FROM webhook_deliveries WHERE workspace_id = ${old.workspaceId}`) as unknown as [
+        { n: number },
+      ];
+      return n === 0;
+    }, 20_000);
+    await eventually(() => r.received.length === 1, 5_000);
+    // 5,000, 5,000, then the rest (and whatever else is old in this file's database), each marked.
+    expect(retention.marks - marks).toBeGreaterThanOrEqual(3);
+    expect((await deps.store.listDeliveries(fresh.workspaceId, fresh.id, page)).map((d) => d.status)).toEqual(
+      ["delivered"],
+    );
+    await worker.stop();
+  });
+
+  it("tells the webhook's owner no address a host resolved to and no resolver's words; Latchkey's log has them", async () => {
+    const r = await receiver();
+    const keeping = keepingLogger();
+    const deps = createWebhookDeps({
+      sql: db.sql,
+      encryptionKey,
+      log: keeping,
+      settings: { allowPrivateUrls: false, retryScheduleMs: [0], disableAfterFailures: 1, pollMs: 20 },
+    });
+    const loopback = await webhookTo(deps, `http://localhost:${r.port}/hook`);
+    const nowhere = await webhookTo(deps, "http://latchkey-test-no-such-host.invalid/hook");
+    const literal = await webhookTo(deps, `http://127.0.0.1:${r.port}/hook`);
+    for (const h of [loopback, nowhere, literal]) {
+      await deps.store.intake([eventIn(h.workspaceId)], deps.clock.now());
+    }
+    const worker = startWorker(deps);
+    cleanups.push(() => worker.stop());
+    const client = createClient(WebhookService, createRouterTransport(webhookRoutes(deps)));
+    const caller = (workspaceId: string) => ({ workspaceId, rootKeyId: "rk_test", permissions: ["*"] });
+    const answered = async (h: { id: string; workspaceId: string }) => {
+      const deliveries = await client.listDeliveries({ caller: caller(h.workspaceId), webhookId: h.id });
+      const webhooks = await client.listWebhooks({ caller: caller(h.workspaceId) });
+      return { deliveries: deliveries.deliveries, webhook: webhooks.webhooks[0]! };
+    };
+    for (const h of [loopback, nowhere, literal]) {
+      await eventually(async () => (await answered(h)).deliveries[0]?.status === "failed", 15_000);
+    }
+    await worker.stop();
+    const hostRefused =
+      "address not allowed or not found: the host did not resolve to a public address; nothing was sent";
+    const addressRefused = "address not allowed: deliveries go to public addresses only; nothing was sent";
+    for (const [h, error] of [
+      [loopback, hostRefused],
+      [nowhere, hostRefused],
+      [literal, addressRefused],
+    ] as const) {
+      const { deliveries, webhook } = await answered(h);
+      expect(deliveries.map((d) => d.attempts.map((a) => [a.statusCode ?? null, a.error]))).toEqual([
+        [[null, error]],
+      ]);
+      expect(webhook.enabled).toBe(false);
+      expect(webhook.disabledReason).toMatch(
+        new RegExp(`; the last: ${error.replace(/[.*()]/g, "\\$&")}\\. Fix`),
+      );
+      // All it is told but the URL it gave.
+      const text = JSON.stringify({ deliveries, webhook: { ...webhook, url: "" } }, (_k, v) =>
+        typeof v === "bigint" ? String(v) : v,
+      );
+      for (const leak of [
+        "127.0.0.1",
+        "::1",
+        "getaddrinfo",
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "loopback",
+        "resolves",
+      ]) {
+        expect(text).not.toContain(leak);
+      }
+    }
+    expect(r.received).toEqual([]);
+    // The details are Latchkey's: what localhost resolved to, what the resolver said.
+    const details = keeping.lines
+      .filter((l) => l.msg === "webhook attempt failed")
+      .map((l) => [l["webhookId"], String(l["detail"])]);
+    expect(details.find(([id]) => id === loopback.id)?.[1]).toMatch(
+      /^WEBHOOK_BLOCKED_ADDRESS: refused: localhost resolves to (127\.0\.0\.1|::1) is a loopback address; nothing was sent$/,
+    );
+    expect(details.find(([id]) => id === nowhere.id)?.[1]).toMatch(/^(ENOTFOUND|EAI_AGAIN): getaddrinfo /);
+    expect(details.find(([id]) => id === literal.id)?.[1]).toBe("127.0.0.1 is a loopback address");
   });
 });

@@ -1,10 +1,11 @@
-import { auditSuccess, type Clock, type Logger } from "@latchkey/runtime";
+import { auditSuccess, type Clock, type Logger, loopProgress } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
 import { webhookAttemptSeconds, webhookAttempts, webhookStaleAttempts, webhooksDisabled } from "./metrics.ts";
 import type { SecretVault } from "./secret.ts";
-import { type AttemptResult, send } from "./sender.ts";
+import { ATTEMPT_ERRORS, type AttemptResult, send } from "./sender.ts";
 import type { WebhookSettings } from "./settings.ts";
 import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from "./store/webhook-store.ts";
+import { Wakeup } from "./wakeup.ts";
 
 export interface WorkerDeps {
   store: WebhookStore;
@@ -52,7 +53,8 @@ export function outcomeOf(
 
 /** Why a webhook was disabled, as its owner reads it in webhooks.list. */
 export function disabledReasonOf(at: number, failures: number, last: AttemptResult): string {
-  const what = last.statusCode !== null ? `status ${last.statusCode}` : (last.error ?? "no answer");
+  const what =
+    last.error ?? (last.statusCode !== null ? ATTEMPT_ERRORS.status(last.statusCode) : "no answer");
   return `Disabled automatically at ${new Date(at).toISOString()} after ${failures} consecutive failed attempts; the last: ${what}. Fix the receiver, then enable it with webhooks.update.`;
 }
 
@@ -77,11 +79,21 @@ export async function attempt(deps: WorkerDeps, d: ClaimedDelivery): Promise<Att
         timeoutMs: settings.timeoutMs,
         allowPrivate: settings.allowPrivateUrls,
       })
-    : {
-        statusCode: null,
-        latencyMs: 0,
-        error: "the attempt could not be signed: the secret does not open with the configured encryption key",
-      };
+    : { statusCode: null, latencyMs: 0, error: ATTEMPT_ERRORS.unsigned };
+  if (result.detail !== undefined) {
+    // What the owner is not told (the address a host resolved to, the resolver's or socket's
+    // words) is Latchkey's to see; never the URL, which may carry a token.
+    deps.log.info(
+      {
+        deliveryId: d.id,
+        webhookId: d.webhookId,
+        workspaceId: d.workspaceId,
+        error: result.error,
+        detail: result.detail,
+      },
+      "webhook attempt failed",
+    );
+  }
   webhookAttempts.inc({ result: result.error === null ? "success" : "failure" });
   webhookAttemptSeconds.observe(result.latencyMs / 1000);
   const now = deps.clock.now();
@@ -141,8 +153,11 @@ export async function deliverDue(deps: WorkerDeps): Promise<number> {
   return claimed.length;
 }
 
-/** Attempts one worker has in flight to one webhook at most (docs/limits.md), so a slow one cannot take every slot. */
+/** Attempts in flight to one webhook at most, over every worker (docs/limits.md), so a slow one cannot take every slot. */
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 2;
+
+/** How often the retention loop deletes what retention no longer keeps. */
+const RETENTION_EVERY_MS = 3600_000;
 
 export interface RunningWorker {
   /** Waits for the attempts in flight, then stops. */
@@ -150,27 +165,28 @@ export interface RunningWorker {
 }
 
 /**
- * The delivery worker: `batchSize` slots of attempts in flight. Every `pollMs`, and again as each
- * attempt ends, it claims due deliveries for its free slots (several workers, in several replicas,
- * share them through FOR UPDATE SKIP LOCKED), at most MAX_IN_FLIGHT_PER_WEBHOOK per webhook, so a
- * receiver that answers just under the timeout holds two slots, not the round, and no other
- * workspace waits behind it. Once an hour it deletes what retention no longer keeps. Off every
- * request's path.
+ * The delivery worker: `batchSize` slots of attempts in flight, filled by one loop that claims due
+ * deliveries for its free slots whenever it is woken (an attempt ended) and every `pollMs`. Several
+ * workers, in several replicas, share the deliveries through the claim (store/webhook-store.ts),
+ * which counts every worker's attempts in flight and keeps each workspace within
+ * `maxInFlightPerWorkspace` and each webhook within MAX_IN_FLIGHT_PER_WEBHOOK, the workspaces taking
+ * the slots by turns: one workspace's slow or failing receivers hold its share of the slots, not the
+ * others'. A second loop deletes, once an hour, what retention no longer keeps. Off every request's
+ * path. Each loop marks its progress (`webhooks.delivery`, `webhooks.retention`).
  */
-export function startWorker(deps: WorkerDeps): RunningWorker {
+export function startWorker(deps: WorkerDeps, options: { retentionEveryMs?: number } = {}): RunningWorker {
   const { settings } = deps;
   // Held past the attempt's timeout, so only a worker that died leaves a delivery to be taken again.
   const leaseMs = settings.timeoutMs + 30_000;
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let lastPrune = 0;
-  const busy = new Map<string, number>();
+  const caps = { perWorkspace: settings.maxInFlightPerWorkspace, perWebhook: MAX_IN_FLIGHT_PER_WEBHOOK };
+  const delivery = loopProgress("webhooks.delivery");
+  const retention = loopProgress("webhooks.retention");
+  const wakeup = new Wakeup();
+  const retentionWakeup = new Wakeup();
   const inFlight = new Set<Promise<void>>();
-  let filling: Promise<void> | undefined;
-  let fillAgain = false;
+  let stopping = false;
 
   const start = (d: ClaimedDelivery) => {
-    busy.set(d.webhookId, (busy.get(d.webhookId) ?? 0) + 1);
     const running: Promise<void> = attempt(deps, d)
       .then(
         () => undefined,
@@ -181,66 +197,56 @@ export function startWorker(deps: WorkerDeps): RunningWorker {
           ),
       )
       .finally(() => {
-        const n = (busy.get(d.webhookId) ?? 1) - 1;
-        if (n > 0) busy.set(d.webhookId, n);
-        else busy.delete(d.webhookId);
         inFlight.delete(running);
-        fill();
+        delivery.mark();
+        wakeup.notify();
       });
     inFlight.add(running);
   };
 
-  /** Claims for the free slots, again while a claim came back full; one fill at a time. */
-  const fill = () => {
-    if (stopping) return;
-    if (filling) {
-      fillAgain = true;
-      return;
-    }
-    filling = (async () => {
-      try {
-        do {
-          fillAgain = false;
-          for (;;) {
-            const free = settings.batchSize - inFlight.size;
-            if (stopping || free <= 0) break;
-            const claimed = await deps.store.claimDue(deps.clock.now(), free, leaseMs, {
-              max: MAX_IN_FLIGHT_PER_WEBHOOK,
-              busy,
-            });
-            for (const d of claimed) start(d);
-            if (claimed.length < free) break;
-          }
-        } while (fillAgain && !stopping);
-      } catch (err) {
-        deps.log.warn({ err: (err as Error).message }, "webhook delivery round failed; trying again");
-      } finally {
-        filling = undefined;
+  const deliveries = (async () => {
+    while (!stopping) {
+      const free = settings.batchSize - inFlight.size;
+      if (free > 0) {
+        try {
+          const claimed = await deps.store.claimDue(deps.clock.now(), free, leaseMs, caps);
+          // Started even when stopping: they are leased, and stop() waits for what is in flight.
+          for (const d of claimed) start(d);
+          if (claimed.length === 0) delivery.mark();
+        } catch (err) {
+          deps.log.warn({ err: (err as Error).message }, "webhook delivery claim failed; trying again");
+        }
       }
-    })();
-  };
+      await wakeup.wait(settings.pollMs);
+    }
+  })();
 
-  const tick = async () => {
-    fill();
-    try {
-      const now = deps.clock.now();
-      if (now - lastPrune >= 3600_000) {
-        lastPrune = now;
-        const pruned = await deps.store.pruneDeliveries(now - settings.retentionMs);
+  const pruning = (async () => {
+    while (!stopping) {
+      try {
+        const pruned = await deps.store.pruneDeliveries(
+          deps.clock.now() - settings.retentionMs,
+          undefined,
+          () => {
+            retention.mark();
+            return !stopping;
+          },
+        );
         if (pruned > 0) deps.log.info({ pruned }, "old webhook deliveries deleted");
+      } catch (err) {
+        deps.log.warn({ err: (err as Error).message }, "webhook retention failed; trying again");
       }
-    } catch (err) {
-      deps.log.warn({ err: (err as Error).message }, "webhook retention failed; trying again");
+      await retentionWakeup.wait(options.retentionEveryMs ?? RETENTION_EVERY_MS);
     }
-    if (!stopping) timer = setTimeout(() => (ticking = tick()), settings.pollMs);
-  };
-  let ticking = tick();
+  })();
+
   return {
     async stop() {
       stopping = true;
-      clearTimeout(timer);
-      await ticking;
-      await filling;
+      wakeup.notify();
+      retentionWakeup.notify();
+      await deliveries;
+      await pruning;
       while (inFlight.size > 0) await Promise.all(inFlight);
     },
   };

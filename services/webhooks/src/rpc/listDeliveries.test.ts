@@ -21,7 +21,7 @@ describe("ListDeliveries", () => {
     const [claimed] = await deps.store.claimDue(t0, 1, 60_000);
     await deps.store.recordAttempt(
       claimed!,
-      { attemptedAt: t0 + 5, statusCode: 500, latencyMs: 7, error: "answered 500" },
+      { attemptedAt: t0 + 5, statusCode: 500, latencyMs: 7, error: "status 500" },
       { status: "pending", nextAttemptAt: t0 + 5_005 },
       15,
       "",
@@ -41,7 +41,7 @@ describe("ListDeliveries", () => {
       status: "pending",
       createdAt: BigInt(t0),
       nextAttemptAt: BigInt(t0 + 5_005),
-      attempts: [{ attemptedAt: BigInt(t0 + 5), statusCode: 500, latencyMs: 7n, error: "answered 500" }],
+      attempts: [{ attemptedAt: BigInt(t0 + 5), statusCode: 500, latencyMs: 7n, error: "status 500" }],
     });
     const failed = await client.listDeliveries({ caller: all, webhookId, status: "failed" });
     expect(failed.deliveries).toEqual([]);

@@ -2,10 +2,12 @@ import { type AuditQuery, type AuditRecord, MemoryAuditLog, newId } from "@latch
 import {
   type AttemptOutcome,
   type AttemptRecord,
+  type ClaimCaps,
   type ClaimedDelivery,
   type DeliveryRecord,
   type DeliveryStatus,
   type EventRecord,
+  type IntakeOptions,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -20,7 +22,14 @@ const clone = <T>(value: T): T => structuredClone(value);
 export class MemoryWebhookStore implements WebhookStore {
   private webhooks = new Map<string, WebhookRecord>();
   private deliveries = new Map<string, DeliveryRecord>();
+  /** Each first delivery's webhook and event (PostgreSQL's webhook_deliveries_once). */
+  private firsts = new Set<string>();
+  /** Leased deliveries and when their lease ends (PostgreSQL's leased_until). */
+  private leases = new Map<string, number>();
   readonly audit = new MemoryAuditLog();
+
+  /** As PostgresWebhookStore's: intake's bound when its caller gives none. */
+  constructor(private readonly bounds: { maxPendingPerWorkspace?: number } = {}) {}
 
   recordAudit(record: AuditRecord): Promise<void> {
     return this.audit.recordAudit(record);
@@ -74,20 +83,46 @@ export class MemoryWebhookStore implements WebhookStore {
     const w = this.webhooks.get(id);
     if (!w || w.workspaceId !== workspaceId) return false;
     this.webhooks.delete(id);
-    for (const [dId, d] of this.deliveries) if (d.webhookId === id) this.deliveries.delete(dId);
+    for (const [dId, d] of this.deliveries) {
+      if (d.webhookId === id) {
+        this.deliveries.delete(dId);
+        this.leases.delete(dId);
+        if (d.redeliveryOf === null) this.firsts.delete(`${id}\u0000${d.eventId}`);
+      }
+    }
     this.audit.add(audit);
     return true;
   }
 
-  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
-    let added = 0;
+  async intake(events: readonly EventRecord[], now: number, options: IntakeOptions = {}) {
+    const result = { added: 0, refused: new Map<string, number>() };
+    const max =
+      options.maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? Number.POSITIVE_INFINITY;
+    const seen = new Set<string>();
+    const room = new Map<string, number>();
     for (const e of events) {
-      for (const w of this.webhooks.values()) {
-        if (w.workspaceId !== e.workspaceId || !w.enabled || !w.events.includes(e.type)) continue;
-        const taken = [...this.deliveries.values()].some(
-          (d) => d.webhookId === w.id && d.eventId === e.id && d.redeliveryOf === null,
-        );
-        if (taken) continue;
+      const key = `${e.workspaceId}\u0000${e.id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const hooks = [...this.webhooks.values()]
+        .filter((w) => w.workspaceId === e.workspaceId && w.enabled && w.events.includes(e.type))
+        .sort((a, b) => byteOrder(a.id, b.id));
+      for (const w of hooks) {
+        if (this.firsts.has(`${w.id}\u0000${e.id}`)) continue;
+        let left = room.get(e.workspaceId);
+        if (left === undefined) {
+          const pending = [...this.deliveries.values()].filter(
+            (d) => d.workspaceId === e.workspaceId && d.status === "pending",
+          ).length;
+          left = Math.max(0, max - pending);
+        }
+        if (left <= 0) {
+          result.refused.set(e.workspaceId, (result.refused.get(e.workspaceId) ?? 0) + 1);
+          room.set(e.workspaceId, 0);
+          continue;
+        }
+        room.set(e.workspaceId, left - 1);
+        this.firsts.add(`${w.id}\u0000${e.id}`);
         const id = newId("dlv");
         this.deliveries.set(id, {
           id,
@@ -99,15 +134,16 @@ export class MemoryWebhookStore implements WebhookStore {
           dataJson: e.dataJson,
           status: "pending",
           attempts: [],
-          nextAttemptAt: now + firstDelayMs,
+          nextAttemptAt: now + (options.firstDelayMs ?? 0),
           deliveredAt: null,
           createdAt: now,
           redeliveryOf: null,
         });
-        added++;
+        result.added++;
       }
     }
-    return added;
+    for (const [workspaceId, n] of result.refused) options.refused?.(workspaceId, n);
+    return result.added;
   }
 
   async listDeliveries(workspaceId: string, webhookId: string, page: PageQuery, status?: DeliveryStatus) {
@@ -158,29 +194,49 @@ export class MemoryWebhookStore implements WebhookStore {
     return newId;
   }
 
-  async claimDue(
-    now: number,
-    limit: number,
-    leaseMs: number,
-    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
-  ) {
-    const taken = new Map(perWebhook?.busy ?? []);
+  async claimDue(now: number, limit: number, leaseMs: number, caps?: ClaimCaps) {
+    const byDue = (a: DeliveryRecord, b: DeliveryRecord) =>
+      (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || byteOrder(a.id, b.id);
     const due = [...this.deliveries.values()]
       .filter((d) => {
         const w = this.webhooks.get(d.webhookId);
         return d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now && w?.enabled;
       })
-      .sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))
-      .filter((d) => {
-        if (!perWebhook) return true;
-        const n = taken.get(d.webhookId) ?? 0;
-        if (n >= perWebhook.max) return false;
-        taken.set(d.webhookId, n + 1);
-        return true;
-      })
-      .slice(0, limit);
-    return due.map((d): ClaimedDelivery => {
+      .sort(byDue);
+    let chosen: DeliveryRecord[];
+    if (!caps) chosen = due.slice(0, limit);
+    else {
+      // As PostgreSQL's claim: in flight counted from unexpired leases, each webhook's oldest due up
+      // to its cap, each workspace's up to its cap, by turns (fewest in flight first, then oldest due).
+      const busyWs = new Map<string, number>();
+      const busyHook = new Map<string, number>();
+      for (const [id, until] of this.leases) {
+        const d = this.deliveries.get(id);
+        if (d?.status !== "pending" || until <= now) continue;
+        busyWs.set(d.workspaceId, (busyWs.get(d.workspaceId) ?? 0) + 1);
+        busyHook.set(d.webhookId, (busyHook.get(d.webhookId) ?? 0) + 1);
+      }
+      const takenHook = new Map<string, number>();
+      const rankWs = new Map<string, number>();
+      const candidates: { d: DeliveryRecord; key: number }[] = [];
+      for (const d of due) {
+        const busy = busyWs.get(d.workspaceId) ?? 0;
+        const hook = (busyHook.get(d.webhookId) ?? 0) + (takenHook.get(d.webhookId) ?? 0);
+        if (hook >= caps.perWebhook) continue;
+        const rank = (rankWs.get(d.workspaceId) ?? 0) + 1;
+        if (busy + rank > caps.perWorkspace) continue;
+        takenHook.set(d.webhookId, (takenHook.get(d.webhookId) ?? 0) + 1);
+        rankWs.set(d.workspaceId, rank);
+        candidates.push({ d, key: busy + rank });
+      }
+      chosen = candidates
+        .sort((a, b) => a.key - b.key || byDue(a.d, b.d))
+        .slice(0, limit)
+        .map((c) => c.d);
+    }
+    return chosen.map((d): ClaimedDelivery => {
       d.nextAttemptAt = now + leaseMs;
+      this.leases.set(d.id, now + leaseMs);
       const w = this.webhooks.get(d.webhookId)!;
       return {
         id: d.id,
@@ -210,6 +266,7 @@ export class MemoryWebhookStore implements WebhookStore {
     if (d?.status !== "pending" || d.nextAttemptAt !== claim.lease) {
       return { recorded: false, disabled: false };
     }
+    this.leases.delete(d.id);
     d.attempts.push({ ...attempt });
     d.status = outcome.status;
     d.nextAttemptAt = outcome.status === "pending" ? outcome.nextAttemptAt : null;
@@ -231,21 +288,28 @@ export class MemoryWebhookStore implements WebhookStore {
     return { recorded: true, disabled: false };
   }
 
-  async pruneDeliveries(before: number, _batch?: number) {
-    let n = 0;
-    for (const [id, d] of this.deliveries) {
-      if (d.status !== "pending" && d.createdAt < before) {
-        this.deliveries.delete(id);
-        n++;
+  async pruneDeliveries(before: number, batch = 5_000, onBatch?: (deleted: number) => boolean) {
+    let total = 0;
+    for (;;) {
+      let n = 0;
+      for (const [id, d] of this.deliveries) {
+        if (n === batch) break;
+        if (d.status !== "pending" && d.createdAt < before) {
+          this.deliveries.delete(id);
+          if (d.redeliveryOf === null) this.firsts.delete(`${d.webhookId}\u0000${d.eventId}`);
+          n++;
+        }
       }
+      total += n;
+      if (onBatch?.(n) === false || n < batch) return total;
     }
-    return n;
   }
 
   /** A disabled webhook's pending deliveries end failed, with no further attempt (as in PostgreSQL). */
   private failPending(webhookId: string) {
     for (const d of this.deliveries.values()) {
       if (d.webhookId === webhookId && d.status === "pending") {
+        this.leases.delete(d.id);
         d.status = "failed";
         d.nextAttemptAt = null;
       }

@@ -9,10 +9,12 @@ import {
 import {
   type AttemptOutcome,
   type AttemptRecord,
+  type ClaimCaps,
   type ClaimedDelivery,
   type DeliveryRecord,
   type DeliveryStatus,
   type EventRecord,
+  type IntakeOptions,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -49,6 +51,8 @@ interface DeliveryRow {
   redelivery_of: string | null;
 }
 
+type ClaimRow = DeliveryRow & { url: string; sealed_secret: string; attempts_made: number };
+
 interface AttemptRow {
   delivery_id: string;
   attempted_at: number;
@@ -76,8 +80,72 @@ const webhookOf = (r: WebhookRow): WebhookRecord => ({
  * sent when it is enabled again (webhooks.redeliver sends one again), and no claim scans them.
  */
 const failPending = (sql: Sql | TransactionSql, webhookId: string) =>
-  sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL
+  sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, leased_until = NULL
       WHERE webhook_id = ${webhookId} AND status = 'pending'`;
+
+/**
+ * The claim that goes round the workspaces (migration 4's indexes). `spaces` steps through the
+ * workspaces with pending deliveries, one index probe each, reading each one's earliest; `leased`
+ * counts the attempts in flight per webhook from the few leased rows. Of the workspaces with
+ * something due and room under their cap, those with the fewest in flight come first (then the
+ * earliest due), as many as could each take one of the `limit` slots, plus one for each
+ * workspace with a webhook at its cap (which may have nothing to give); each of those webhooks
+ * gives its oldest due up to what it may still have in flight. The slots go by turns: every
+ * workspace's first before any's second, counting what each already has in flight.
+ */
+export function fairClaimStatement(
+  sql: Sql | TransactionSql,
+  now: number,
+  limit: number,
+  lease: number,
+  caps: ClaimCaps,
+) {
+  return sql`
+    WITH RECURSIVE spaces AS (
+      (SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+       WHERE d.status = 'pending' ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1)
+      UNION ALL
+      SELECT n.workspace_id, n.next_attempt_at FROM spaces s CROSS JOIN LATERAL (
+        SELECT d.workspace_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.status = 'pending' AND d.workspace_id > s.workspace_id
+        ORDER BY d.workspace_id, d.next_attempt_at LIMIT 1) n
+    ), leased AS (
+      SELECT workspace_id, webhook_id, count(*)::int AS n FROM webhook_deliveries
+      WHERE leased_until IS NOT NULL AND leased_until > ${now}
+      GROUP BY workspace_id, webhook_id
+    ), due_spaces AS (
+      SELECT * FROM (
+        SELECT s.workspace_id, s.next_attempt_at AS first_due,
+               COALESCE((SELECT sum(l.n) FROM leased l WHERE l.workspace_id = s.workspace_id), 0)::int AS busy
+        FROM spaces s WHERE s.next_attempt_at <= ${now}) x
+      WHERE busy < ${caps.perWorkspace}
+      ORDER BY busy, first_due
+      LIMIT ${limit} + (SELECT count(DISTINCT workspace_id) FROM leased WHERE n >= ${caps.perWebhook})
+    ), candidates AS (
+      SELECT c.id, c.next_attempt_at, ds.busy,
+             row_number() OVER (PARTITION BY ds.workspace_id ORDER BY c.next_attempt_at, c.id) AS rn
+      FROM due_spaces ds
+      JOIN webhooks w ON w.workspace_id = ds.workspace_id AND w.enabled
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}
+        ORDER BY d.next_attempt_at
+        LIMIT GREATEST(${caps.perWebhook} - COALESCE((SELECT l.n FROM leased l WHERE l.webhook_id = w.id), 0), 0)
+      ) c
+    ), picked AS (
+      SELECT id FROM candidates WHERE rn <= ${caps.perWorkspace} - busy
+      ORDER BY busy + rn, next_attempt_at, id
+      LIMIT ${limit}
+    ), locked AS (
+      SELECT d.id FROM webhook_deliveries d
+      WHERE d.id IN (SELECT id FROM picked) AND d.status = 'pending' AND d.next_attempt_at <= ${now}
+      FOR UPDATE OF d SKIP LOCKED
+    )
+    UPDATE webhook_deliveries d SET next_attempt_at = ${lease}, leased_until = ${lease}
+    FROM locked, webhooks w
+    WHERE d.id = locked.id AND w.id = d.webhook_id
+    RETURNING d.*, w.url, w.sealed_secret`;
+}
 
 /** Deliveries deleted per statement by pruneDeliveries. */
 const PRUNE_BATCH = 5_000;
@@ -90,7 +158,14 @@ export const WEBHOOKS_AUDIT_TABLE = "webhooks_audit_log";
  * nothing crosses workspaces; the delivery rows are the outbox the worker drains.
  */
 export class PostgresWebhookStore extends PostgresAuditedStore implements WebhookStore {
-  constructor(sql: Sql) {
+  /**
+   * `maxPendingPerWorkspace` is intake's bound when its caller gives none (the settings'
+   * WEBHOOK_WORKSPACE_MAX_PENDING, through deps.ts); unbounded when unset.
+   */
+  constructor(
+    sql: Sql,
+    private readonly bounds: { maxPendingPerWorkspace?: number } = {},
+  ) {
     super(sql, WEBHOOKS_AUDIT_TABLE);
   }
 
@@ -159,27 +234,69 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async intake(events: readonly EventRecord[], now: number, firstDelayMs = 0) {
+  async intake(events: readonly EventRecord[], now: number, options: IntakeOptions = {}) {
+    const result = { added: 0, refused: new Map<string, number>() };
     if (events.length === 0) return 0;
-    return this.sql.begin(async (tx) => {
-      let added = 0;
-      for (const e of events) {
-        const hooks = await tx<{ id: string }[]>`
-          SELECT id FROM webhooks
-          WHERE workspace_id = ${e.workspaceId} AND enabled AND ${e.type} = ANY(events)`;
-        for (const h of hooks) {
-          const rows = await tx`
-            INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at,
-                                            data_json, status, next_attempt_at, created_at)
-            VALUES (${newId("dlv")}, ${h.id}, ${e.workspaceId}, ${e.id}, ${e.type}, ${e.occurredAt},
-                    ${e.dataJson}, 'pending', ${now + firstDelayMs}, ${now})
-            ON CONFLICT (webhook_id, event_id) WHERE redelivery_of IS NULL DO NOTHING
-            RETURNING id`;
-          added += rows.length;
-        }
+    const max = options.maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? 2 ** 31 - 1;
+    const due = now + (options.firstDelayMs ?? 0);
+    await this.sql.begin(async (tx) => {
+      // Which webhooks take which events, in one statement whatever the batch: each event (the
+      // first of a repeated id) with each enabled webhook of its workspace that wants its type and
+      // has not taken it, and whether it fits under its workspace's bound of pending deliveries,
+      // counted up to the bound on the pending index (once per workspace: room is materialized, or
+      // the planner counts again for every pair), earlier events first.
+      const pairs = await tx<{ ord: number; webhook_id: string; fits: boolean }[]>`
+        WITH ev AS (
+          SELECT DISTINCT ON (e.id, e.workspace_id) e.id, e.type, e.workspace_id, e.ord
+          FROM unnest(${events.map((e) => e.id)}::text[], ${events.map((e) => e.type)}::text[],
+                      ${events.map((e) => e.workspaceId)}::text[])
+               WITH ORDINALITY AS e(id, type, workspace_id, ord)
+          ORDER BY e.id, e.workspace_id, e.ord
+        ), pairs AS (
+          SELECT ev.ord, ev.workspace_id, w.id AS webhook_id
+          FROM ev JOIN webhooks w ON w.workspace_id = ev.workspace_id AND w.enabled AND ev.type = ANY(w.events)
+          -- OFFSET 0 keeps this a probe of the unique index on both columns per pair; pulled up into
+          -- an anti join, the planner may probe by event id alone and read the whole index each time.
+          WHERE NOT EXISTS (
+            SELECT 1 FROM webhook_deliveries d
+            WHERE d.webhook_id = w.id AND d.event_id = ev.id AND d.redelivery_of IS NULL OFFSET 0)
+        ), room AS MATERIALIZED (
+          SELECT s.workspace_id, ${max}::int - (
+            SELECT count(*) FROM (
+              SELECT 1 FROM webhook_deliveries d
+              WHERE d.workspace_id = s.workspace_id AND d.status = 'pending' LIMIT ${max}::int) c
+          ) AS room
+          FROM (SELECT DISTINCT workspace_id FROM pairs) s
+        )
+        SELECT p.ord::int AS ord, p.webhook_id,
+               row_number() OVER (PARTITION BY p.workspace_id ORDER BY p.ord, p.webhook_id) <= r.room AS fits
+        FROM pairs p JOIN room r ON r.workspace_id = p.workspace_id`;
+      const rows = pairs
+        .filter((p) => p.fits)
+        .map((p) => ({ e: events[p.ord - 1]!, webhookId: p.webhook_id }));
+      for (const p of pairs) {
+        if (p.fits) continue;
+        const ws = events[p.ord - 1]!.workspaceId;
+        result.refused.set(ws, (result.refused.get(ws) ?? 0) + 1);
       }
-      return added;
+      if (rows.length === 0) return;
+      const inserted = await tx`
+        INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at,
+                                        data_json, status, next_attempt_at, created_at)
+        SELECT r.id, r.webhook_id, r.workspace_id, r.event_id, r.event_type, r.occurred_at, r.data_json,
+               'pending', ${due}, ${now}
+        FROM unnest(${rows.map(() => newId("dlv"))}::text[], ${rows.map((r) => r.webhookId)}::text[],
+                    ${rows.map((r) => r.e.workspaceId)}::text[], ${rows.map((r) => r.e.id)}::text[],
+                    ${rows.map((r) => r.e.type)}::text[], ${rows.map((r) => r.e.occurredAt)}::bigint[],
+                    ${rows.map((r) => r.e.dataJson)}::text[])
+             AS r(id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json)
+        ON CONFLICT (webhook_id, event_id) WHERE redelivery_of IS NULL DO NOTHING
+        RETURNING 1`;
+      result.added = inserted.length;
     });
+    // Told once committed, so a write that is retried tells it once.
+    for (const [workspaceId, n] of result.refused) options.refused?.(workspaceId, n);
+    return result.added;
   }
 
   async listDeliveries(workspaceId: string, webhookId: string, page: PageQuery, status?: DeliveryStatus) {
@@ -232,44 +349,29 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     );
   }
 
-  async claimDue(
-    now: number,
-    limit: number,
-    leaseMs: number,
-    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
-  ) {
-    const sql = this.sql;
-    const busy = [...(perWebhook?.busy ?? new Map<string, number>())];
-    // Per webhook, its due deliveries ranked oldest first; a webhook's are taken only up to what it
-    // may still have in flight. Ranked before locking, so rows another worker holds count too (this
-    // worker takes fewer, never more).
-    const capped = perWebhook
-      ? sql`
-        AND d.id IN (
-          SELECT r.id FROM (
-            SELECT d2.id, d2.webhook_id,
-                   row_number() OVER (PARTITION BY d2.webhook_id ORDER BY d2.next_attempt_at, d2.id) AS rn
-            FROM webhook_deliveries d2
-            WHERE d2.status = 'pending' AND d2.next_attempt_at <= ${now}
-          ) r
-          LEFT JOIN unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, n]) => n)}::int[]) AS b(webhook_id, n)
-            ON b.webhook_id = r.webhook_id
-          WHERE r.rn <= ${perWebhook.max} - COALESCE(b.n, 0))`
-      : sql``;
-    const rows = await sql<(DeliveryRow & { url: string; sealed_secret: string; attempts_made: number })[]>`
-      WITH due AS (
-        SELECT d.id FROM webhook_deliveries d
-        JOIN webhooks w ON w.id = d.webhook_id AND w.enabled
-        WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}
-          ${capped}
-        ORDER BY d.next_attempt_at
-        LIMIT ${limit}
-        FOR UPDATE OF d SKIP LOCKED
-      )
-      UPDATE webhook_deliveries d SET next_attempt_at = ${now + leaseMs}
-      FROM due, webhooks w
-      WHERE d.id = due.id AND w.id = d.webhook_id
-      RETURNING d.*, w.url, w.sealed_secret`;
+  async claimDue(now: number, limit: number, leaseMs: number, caps?: ClaimCaps) {
+    const lease = now + leaseMs;
+    const rows = caps
+      ? await this.sql.begin(async (tx) => {
+          // One capped claim at a time, across replicas: each counts the leases the one before it
+          // committed, so together they keep the caps (the lock is taken before the statement, whose
+          // snapshot then sees them).
+          await tx`SELECT pg_advisory_xact_lock(hashtext('webhooks:claim'))`;
+          return tx<ClaimRow[]>`${fairClaimStatement(tx, now, limit, lease, caps)}`;
+        })
+      : await this.sql<ClaimRow[]>`
+          WITH due AS (
+            SELECT d.id FROM webhook_deliveries d
+            JOIN webhooks w ON w.id = d.webhook_id AND w.enabled
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}
+            ORDER BY d.next_attempt_at
+            LIMIT ${limit}
+            FOR UPDATE OF d SKIP LOCKED
+          )
+          UPDATE webhook_deliveries d SET next_attempt_at = ${lease}, leased_until = ${lease}
+          FROM due, webhooks w
+          WHERE d.id = due.id AND w.id = d.webhook_id
+          RETURNING d.*, w.url, w.sealed_secret`;
     return rows.map(
       (r): ClaimedDelivery => ({
         id: r.id,
@@ -282,7 +384,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
         occurredAt: r.occurred_at,
         dataJson: r.data_json,
         attemptsMade: r.attempts_made,
-        lease: now + leaseMs,
+        lease,
       }),
     );
   }
@@ -307,6 +409,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           attempts_made = attempts_made + 1,
           status = ${outcome.status},
           next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+          leased_until = NULL,
           delivered_at = ${outcome.status === "delivered" ? a.attemptedAt : null}
         WHERE id = ${claim.id} AND status = 'pending' AND next_attempt_at = ${claim.lease}
         RETURNING webhook_id, attempts_made`;
@@ -331,7 +434,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     });
   }
 
-  async pruneDeliveries(before: number, batch = PRUNE_BATCH) {
+  async pruneDeliveries(before: number, batch = PRUNE_BATCH, onBatch?: (deleted: number) => boolean) {
     // In batches, each its own short statement, so a month's backlog neither holds one long
     // transaction and its locks nor loads every id; counted in the database.
     let total = 0;
@@ -343,7 +446,7 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
           RETURNING 1)
         SELECT count(*)::int AS n FROM gone`) as unknown as [{ n: number }];
       total += n;
-      if (n < batch) return total;
+      if (onBatch?.(n) === false || n < batch) return total;
     }
   }
 

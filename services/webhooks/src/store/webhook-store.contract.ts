@@ -42,7 +42,12 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
     /** Claims what is due in this test's workspace (a shared database holds other tests' deliveries too). */
     const claim = async (now: number) =>
       (await store.claimDue(now, 1_000, 60_000)).filter((c) => c.workspaceId === wsA);
-    const failure = { attemptedAt: 2_000, statusCode: 500, latencyMs: 12, error: "answered 500" };
+    const failure = { attemptedAt: 2_000, statusCode: 500, latencyMs: 12, error: "status 500" };
+    /**
+     * Leases, far ahead, every delivery due by `now` (other tests' in a shared database), so a claim
+     * of a few slots in this test sees only this test's workspaces.
+     */
+    const isolate = (now: number) => store.claimDue(now, 1_000_000, 1e13);
 
     it("creates webhooks up to the workspace's most, and counts each workspace apart", async () => {
       expect(await store.createWebhook(webhook(), 2)).toBe(true);
@@ -159,24 +164,143 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       expect(await claim(61_000)).toHaveLength(1);
     });
 
-    it("claims at most the given number per webhook, less what the caller has in flight", async () => {
+    it("claims at most the given number per webhook, counting every worker's unexpired leases", async () => {
+      await isolate(1_000);
       const slow = webhook();
-      const fast = webhook();
+      const fast = webhook({ events: ["credits.low"] });
       await store.createWebhook(slow, 20);
       await store.createWebhook(fast, 20);
       await store.intake([event(), event(), event()], 1_000);
-      await store.updateWebhook(wsA, fast.id, { events: ["credits.low"], updatedAt: 1_000 });
-      await store.updateWebhook(wsA, slow.id, { events: ["credits.low"], updatedAt: 1_000 });
       await store.updateWebhook(wsA, fast.id, { events: ["key.created"], updatedAt: 1_000 });
+      await store.updateWebhook(wsA, slow.id, { events: ["credits.low"], updatedAt: 1_000 });
       await store.intake([event(), event()], 2_000);
-      const ids = async (now: number, busy: Map<string, number>) =>
-        (await store.claimDue(now, 1_000, 60_000, { max: 2, busy }))
+      const caps = { perWorkspace: 100, perWebhook: 2 };
+      const ids = async (now: number, limit = 1_000) =>
+        (await store.claimDue(now, limit, 60_000, caps))
           .filter((c) => c.workspaceId === wsA)
           .map((c) => c.webhookId)
           .sort();
-      expect(await ids(2_000, new Map([[slow.id, 1]]))).toEqual([slow.id, fast.id, fast.id].sort());
-      // After the leases: two of each, with nothing in flight.
-      expect(await ids(62_000, new Map())).toEqual([slow.id, slow.id, fast.id, fast.id].sort());
+      // Another worker holds one of the slow webhook's, leased until 61,000.
+      expect(await ids(1_000, 1)).toEqual([slow.id]);
+      expect(await ids(2_000)).toEqual([slow.id, fast.id, fast.id].sort());
+      // Every lease in force: nothing more for either webhook.
+      expect(await ids(3_000)).toEqual([]);
+      // After the first lease only: the slow webhook may have one more.
+      expect(await ids(61_000)).toEqual([slow.id]);
+      // After every lease: two of each, with nothing in flight.
+      expect(await ids(200_000)).toEqual([slow.id, slow.id, fast.id, fast.id].sort());
+    });
+
+    it("counts an attempt in flight until it is recorded, and not after", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      await store.intake([event(), event(), event()], 1_000);
+      const caps = { perWorkspace: 100, perWebhook: 2 };
+      const first = (await store.claimDue(1_000, 1_000, 60_000, caps)).filter((c) => c.workspaceId === wsA);
+      expect(first).toHaveLength(2);
+      expect((await store.claimDue(1_000, 1_000, 60_000, caps)).filter((c) => c.workspaceId === wsA)).toEqual(
+        [],
+      );
+      await store.recordAttempt(
+        first[0]!,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      const next = (await store.claimDue(2_000, 1_000, 60_000, caps)).filter((c) => c.workspaceId === wsA);
+      expect(next.map((c) => c.attemptsMade)).toEqual([0]);
+      // A webhook disabled while attempts are in flight leaves no lease counted against it.
+      await store.updateWebhook(wsA, w.id, { enabled: false, updatedAt: 2_000 });
+      await store.updateWebhook(wsA, w.id, { enabled: true, updatedAt: 2_000 });
+      await store.intake([event(), event()], 3_000);
+      expect(
+        (await store.claimDue(3_000, 1_000, 60_000, caps)).filter((c) => c.workspaceId === wsA),
+      ).toHaveLength(2);
+    });
+
+    it("keeps each workspace within its cap of attempts in flight and gives the slots by turns, the workspace with the fewest in flight first", async () => {
+      await isolate(4_000);
+      const wsC = `ws_${randomUUID()}`;
+      const hooksA = [webhook(), webhook(), webhook()];
+      const hookB = webhook({ workspaceId: wsB });
+      const hookC = webhook({ workspaceId: wsC });
+      for (const h of [...hooksA, hookB, hookC]) await store.createWebhook(h, 20);
+      // Workspace A's backlog is the oldest due: 10 events for each of its 3 webhooks.
+      await store.intake(
+        Array.from({ length: 10 }, () => event()),
+        1_000,
+      );
+      await store.intake([event({ workspaceId: wsB }), event({ workspaceId: wsB })], 2_000);
+      await store.intake([event({ workspaceId: wsC })], 3_000);
+      const mine = new Set([wsA, wsB, wsC]);
+      const caps = { perWorkspace: 3, perWebhook: 2 };
+      const claim3 = async (now: number, limit: number) =>
+        (await store.claimDue(now, limit, 60_000, caps)).filter((c) => mine.has(c.workspaceId));
+      const spaces = (claimed: { workspaceId: string }[]) =>
+        claimed.map((c) => (c.workspaceId === wsA ? "A" : c.workspaceId === wsB ? "B" : "C"));
+      // One slot: the oldest due of the workspaces with none in flight.
+      expect(spaces(await claim3(3_000, 1))).toEqual(["A"]);
+      // Two more: B and C have none in flight, A one: B's and C's firsts.
+      expect(spaces(await claim3(3_000, 2)).sort()).toEqual(["B", "C"]);
+      // Each has one in flight: A may have two more (its cap is 3), B its second; C has none due.
+      expect(spaces(await claim3(3_000, 1_000)).sort()).toEqual(["A", "A", "B"]);
+      // A is at its cap: nothing more for it, however much it has due.
+      expect(spaces(await claim3(4_000, 1_000))).toEqual([]);
+    });
+
+    it("gives a workspace's slots to its oldest due first", async () => {
+      const w = webhook();
+      const other = webhook();
+      await store.createWebhook(w, 20);
+      await store.createWebhook(other, 20);
+      const old = event();
+      await store.intake([old], 1_000);
+      await store.updateWebhook(wsA, other.id, { events: ["credits.low"], updatedAt: 1_000 });
+      await store.intake([event(), event()], 2_000);
+      await store.updateWebhook(wsA, other.id, { events: ["key.created"], updatedAt: 2_000 });
+      await store.updateWebhook(wsA, w.id, { events: ["credits.low"], updatedAt: 2_000 });
+      await store.intake([event()], 1_500);
+      const caps = { perWorkspace: 2, perWebhook: 2 };
+      const claimed = (await store.claimDue(3_000, 1_000, 60_000, caps)).filter((c) => c.workspaceId === wsA);
+      // Due at 1,000 (both webhooks' firsts) and at 1,500 (the other's): the two oldest.
+      expect(claimed.map((c) => c.eventId === old.id)).toEqual([true, true]);
+    });
+
+    it("queues no more than a workspace's bound of pending deliveries, earlier events first, and others' apart", async () => {
+      const hooks = [webhook(), webhook()];
+      for (const h of hooks) await store.createWebhook(h, 20);
+      const elsewhere = webhook({ workspaceId: wsB });
+      await store.createWebhook(elsewhere, 20);
+      const events = [event(), event(), event()];
+      const refused: [string, number][] = [];
+      const bounded = {
+        maxPendingPerWorkspace: 5,
+        refused: (ws: string, n: number) => refused.push([ws, n]),
+      };
+      expect(await store.intake([...events, event({ workspaceId: wsB })], 1_000, bounded)).toBe(6);
+      expect(refused.splice(0)).toEqual([[wsA, 1]]);
+      const pending = async (id: string, ws = wsA) =>
+        (await store.listDeliveries(ws, id, page())).map((d) => d.eventId).sort();
+      // The earlier events first: the third's second delivery is the one refused.
+      expect([...(await pending(hooks[0]!.id)), ...(await pending(hooks[1]!.id))].sort()).toEqual(
+        [events[0]!.id, events[0]!.id, events[1]!.id, events[1]!.id, events[2]!.id].sort(),
+      );
+      expect((await pending(elsewhere.id, wsB)).length).toBe(1);
+      // Full: nothing more, and an event already taken is not counted as refused.
+      expect(await store.intake([event(), events[0]!], 2_000, bounded)).toBe(0);
+      expect(refused.splice(0)).toEqual([[wsA, 2]]);
+      // A delivery that ends makes room for one more.
+      const [c] = await claim(2_000);
+      await store.recordAttempt(
+        c!,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      expect(await store.intake([event()], 3_000, bounded)).toBe(1);
+      expect(refused).toEqual([[wsA, 1]]);
     });
 
     it("records attempts in order, schedules the next, and fails or delivers the delivery", async () => {
@@ -340,7 +464,7 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
     it("makes new deliveries and redeliveries due after the first wait given", async () => {
       const w = webhook();
       await store.createWebhook(w, 20);
-      await store.intake([event()], 1_000, 5_000);
+      await store.intake([event()], 1_000, { firstDelayMs: 5_000 });
       const [d] = await store.listDeliveries(wsA, w.id, page());
       expect(d).toMatchObject({ createdAt: 1_000, nextAttemptAt: 6_000 });
       expect(await claim(5_999)).toEqual([]);
@@ -398,7 +522,15 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
         await store.recordAttempt(c, failure, { status: "failed" }, 100, "");
       }
       // Batches of 2: 2, 2, 1 (and any other test's finished deliveries in a shared database).
-      expect(await store.pruneDeliveries(1_001, 2)).toBeGreaterThanOrEqual(5);
+      const batches: number[] = [];
+      expect(
+        await store.pruneDeliveries(1_001, 2, (n) => {
+          batches.push(n);
+          return true;
+        }),
+      ).toBeGreaterThanOrEqual(5);
+      expect(batches.length).toBeGreaterThanOrEqual(3);
+      expect(batches.every((n) => n <= 2)).toBe(true);
       expect(await store.listDeliveries(wsA, w.id, page())).toEqual([]);
     });
 

@@ -84,6 +84,26 @@ export interface ClaimedDelivery {
   lease: number;
 }
 
+/** The caps a claim keeps, counted over every worker's deliveries in flight. */
+export interface ClaimCaps {
+  /** Attempts in flight to one workspace's webhooks at most. */
+  perWorkspace: number;
+  /** Attempts in flight to one webhook at most. */
+  perWebhook: number;
+}
+
+export interface IntakeOptions {
+  /** The retry schedule's first wait: a new delivery is due this long after it is written. */
+  firstDelayMs?: number;
+  /**
+   * Pending deliveries a workspace may hold; past it its new deliveries are refused. The store's own
+   * bound (its constructor's) when unset, else none.
+   */
+  maxPendingPerWorkspace?: number;
+  /** Told, per workspace, how many of its deliveries the bound refused (once per workspace and call). */
+  refused?: (workspaceId: string, deliveries: number) => void;
+}
+
 /** What became of a delivery after an attempt. */
 export type AttemptOutcome =
   | { status: "delivered" }
@@ -121,11 +141,13 @@ export interface WebhookStore extends AuditLogStore {
 
   /**
    * One pending delivery, created at `now` and due `firstDelayMs` later (the retry schedule's first
-   * wait), per enabled webhook of the event's workspace that wants its
-   * type; an event already taken for a webhook is not taken again (idempotent on webhook and event
-   * id). All events in one transaction. Answers how many deliveries were added.
+   * wait), per enabled webhook of the event's workspace that wants its type; an event already taken
+   * for a webhook is not taken again (idempotent on webhook and event id). A workspace holding
+   * `maxPendingPerWorkspace` pending deliveries gets no more: the rest of its deliveries are
+   * refused (told to `refused`), the earlier events of the batch first. All events in one
+   * transaction. Answers how many deliveries were added.
    */
-  intake(events: readonly EventRecord[], now: number, firstDelayMs?: number): Promise<number>;
+  intake(events: readonly EventRecord[], now: number, options?: IntakeOptions): Promise<number>;
 
   /**
    * The deliveries of a webhook of the workspace, newest first, with their attempts; `after` is the
@@ -154,17 +176,15 @@ export interface WebhookStore extends AuditLogStore {
 
   /**
    * Up to `limit` pending deliveries due at `now` to enabled webhooks, each held for `leaseMs` (its
-   * next attempt moved to now + leaseMs) so no other worker takes it meanwhile; a worker that dies
-   * leaves it to be taken again once the lease ends. Rows another worker is claiming are skipped.
-   * With `perWebhook`, at most `max` per webhook, less what the caller already has in flight
-   * (`busy`, by webhook id), so one slow webhook cannot take every slot.
+   * next attempt moved to now + leaseMs, and marked leased until then) so no other worker takes it
+   * meanwhile; a worker that dies leaves it to be taken again once the lease ends. Rows another
+   * worker is claiming are skipped. With `caps`, the attempts in flight (deliveries leased by any
+   * worker whose lease has not ended) are counted per workspace and per webhook and the claim
+   * keeps each within its cap; the workspaces with due deliveries take turns, the one with the
+   * fewest in flight first (then the oldest due), each its oldest due first, so one workspace's
+   * slow receivers or backlog cannot take the slots every other workspace needs.
    */
-  claimDue(
-    now: number,
-    limit: number,
-    leaseMs: number,
-    perWebhook?: { max: number; busy: ReadonlyMap<string, number> },
-  ): Promise<ClaimedDelivery[]>;
+  claimDue(now: number, limit: number, leaseMs: number, caps?: ClaimCaps): Promise<ClaimedDelivery[]>;
   /**
    * Records an attempt and what became of the delivery; counts the webhook's run of failures (a
    * success ends it) and, when a failure makes it reach `disableAfter`, disables the webhook with
@@ -183,9 +203,10 @@ export interface WebhookStore extends AuditLogStore {
   ): Promise<{ recorded: boolean; disabled: boolean }>;
   /**
    * Deletes delivered and failed deliveries created before `before`, `batch` (default 5,000) per
-   * statement until none is left; answers how many.
+   * statement until none is left or `onBatch`, called with each statement's count, answers false;
+   * answers how many.
    */
-  pruneDeliveries(before: number, batch?: number): Promise<number>;
+  pruneDeliveries(before: number, batch?: number, onBatch?: (deleted: number) => boolean): Promise<number>;
 }
 
 /** A delivery's page cursor: its creation time and id, the order of listDeliveries. */
