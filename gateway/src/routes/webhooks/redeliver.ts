@@ -10,7 +10,7 @@ export const redeliver = route({
   answer: Closed({ deliveryId: Type.String({ examples: ["dlv_2cGKbMxRjIzhCxo1IdjH3a"] }) }),
   example: { webhookId: "wh_2cGKbMxRjIzhCxo1IdjH3a", deliveryId: "dlv_2cGKbMxRjIzhCxo1IdjH3a" },
   rootKey: { needs: ["webhook.*.update"] },
-  errors: [404],
+  errors: [404, 412],
   schema: Closed({ webhookId: WebhookId(), deliveryId: Type.String({ minLength: 1, maxLength: 255 }) }),
   async handle(input, { caller, services }) {
     const res = await services.webhooks.redeliver({

@@ -37,6 +37,27 @@ describe("Redeliver", () => {
     );
   });
 
+  it("refuses with PRECONDITION_FAILED, and records nothing, while the workspace has its most deliveries waiting", async () => {
+    const { client, create, all, deps, clock } = harness({ maxPendingPerWorkspace: 2 });
+    const { webhookId } = await create();
+    await deps.store.intake(
+      ["evt_1", "evt_2"].map((id) => ({
+        id,
+        type: "key.created",
+        workspaceId: WS,
+        occurredAt: 1,
+        dataJson: "{}",
+      })),
+      clock.now(),
+    );
+    const [original] = (await client.listDeliveries({ caller: all, webhookId })).deliveries;
+    await expectReason(
+      client.redeliver({ caller: all, webhookId, deliveryId: original!.id }),
+      ErrorReason.PRECONDITION_FAILED,
+    );
+    expect((await client.listDeliveries({ caller: all, webhookId })).deliveries).toHaveLength(2);
+  });
+
   it("answers a missing delivery and another workspace's webhook as not found", async () => {
     const { client, create, all, deps, clock } = harness();
     const { webhookId } = await create();

@@ -1,7 +1,15 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RedeliverRequest, RedeliverResponseSchema } from "@latchkey/proto/webhooks/v1/webhooks_pb";
-import { auditSuccess, authenticatedCaller, newId, requirePermissions } from "@latchkey/runtime";
+import {
+  auditSuccess,
+  authenticatedCaller,
+  domainError,
+  ErrorReason,
+  newId,
+  requirePermissions,
+} from "@latchkey/runtime";
 import type { WebhookDeps } from "../deps.ts";
+import { OUTBOX_FULL } from "../store/webhook-store.ts";
 import { deliveryNotFound, visibleWebhook } from "../validation.ts";
 
 /**
@@ -36,8 +44,15 @@ export function redeliver(deps: WebhookDeps) {
         now,
       ),
       deps.settings.retryScheduleMs[0],
+      deps.settings.maxPendingPerWorkspace,
     );
     if (id === undefined) throw deliveryNotFound(req.deliveryId);
+    if (id === OUTBOX_FULL) {
+      throw domainError(
+        ErrorReason.PRECONDITION_FAILED,
+        `The workspace already has ${deps.settings.maxPendingPerWorkspace} deliveries waiting, the most it may have; redeliver once some are sent.`,
+      );
+    }
     return { deliveryId: id };
   };
 }

@@ -8,6 +8,7 @@ import {
   type DeliveryStatus,
   type EventRecord,
   type IntakeOptions,
+  OUTBOX_FULL,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -177,9 +178,15 @@ export class MemoryWebhookStore implements WebhookStore {
     now: number,
     audit?: AuditRecord,
     firstDelayMs = 0,
+    maxPendingPerWorkspace?: number,
   ) {
     const d = this.deliveries.get(deliveryId);
     if (!d || d.workspaceId !== workspaceId || d.webhookId !== webhookId) return undefined;
+    const max = maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? Number.POSITIVE_INFINITY;
+    const pending = [...this.deliveries.values()].filter(
+      (x) => x.workspaceId === workspaceId && x.status === "pending",
+    ).length;
+    if (pending >= max) return OUTBOX_FULL;
     this.deliveries.set(newId, {
       ...clone(d),
       id: newId,

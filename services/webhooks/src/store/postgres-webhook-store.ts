@@ -15,6 +15,7 @@ import {
   type DeliveryStatus,
   type EventRecord,
   type IntakeOptions,
+  OUTBOX_FULL,
   type PageQuery,
   parseCursor,
   type WebhookRecord,
@@ -331,10 +332,17 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
     now: number,
     audit?: AuditRecord,
     firstDelayMs = 0,
+    maxPendingPerWorkspace?: number,
   ) {
     return this.audited(
       audit,
-      async (tx) => {
+      async (tx): Promise<string | undefined | typeof OUTBOX_FULL> => {
+        // Counted up to the bound on the pending index, as intake counts it.
+        const max = maxPendingPerWorkspace ?? this.bounds.maxPendingPerWorkspace ?? 2 ** 31 - 1;
+        const [held] = await tx<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM (
+            SELECT 1 FROM webhook_deliveries WHERE workspace_id = ${workspaceId} AND status = 'pending' LIMIT ${max}
+          ) p`;
         const rows = await tx<{ id: string }[]>`
           INSERT INTO webhook_deliveries (id, webhook_id, workspace_id, event_id, event_type, occurred_at, data_json,
                                           status, next_attempt_at, created_at, redelivery_of)
@@ -342,10 +350,17 @@ export class PostgresWebhookStore extends PostgresAuditedStore implements Webhoo
                  'pending', ${now + firstDelayMs}, ${now}, COALESCE(redelivery_of, id)
           FROM webhook_deliveries
           WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}
+            AND ${held!.n < max}
           RETURNING id`;
-        return rows[0]?.id;
+        if (rows[0] !== undefined) return rows[0].id;
+        if (held!.n < max) return undefined;
+        // Full: answered as such only for a delivery the workspace has, so a missing one still reads as missing.
+        const [found] = await tx`
+          SELECT 1 FROM webhook_deliveries
+          WHERE workspace_id = ${workspaceId} AND webhook_id = ${webhookId} AND id = ${deliveryId}`;
+        return found === undefined ? undefined : OUTBOX_FULL;
       },
-      (made) => made !== undefined,
+      (made) => typeof made === "string",
     );
   }
 

@@ -1,7 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { type AuditRecord, auditSuccess, newId } from "@latchkey/runtime";
 import { beforeEach, describe, expect, it } from "vitest";
-import { cursorOf, type EventRecord, type WebhookRecord, type WebhookStore } from "./webhook-store.ts";
+import {
+  cursorOf,
+  type EventRecord,
+  OUTBOX_FULL,
+  type WebhookRecord,
+  type WebhookStore,
+} from "./webhook-store.ts";
 
 /** What every WebhookStore must do; run on memory (unit) and PostgreSQL (integration). */
 export function webhookStoreContract(name: string, makeStore: () => Promise<WebhookStore> | WebhookStore) {
@@ -301,6 +307,37 @@ export function webhookStoreContract(name: string, makeStore: () => Promise<Webh
       );
       expect(await store.intake([event()], 3_000, bounded)).toBe(1);
       expect(refused).toEqual([[wsA, 1]]);
+    });
+
+    it("redelivers nothing past the workspace's bound of pending deliveries, and a missing delivery still reads as missing", async () => {
+      const w = webhook();
+      await store.createWebhook(w, 20);
+      const other = webhook({ workspaceId: wsB });
+      await store.createWebhook(other, 20);
+      await store.intake([event(), event(), event({ workspaceId: wsB })], 1_000);
+      const [first] = await store.listDeliveries(wsA, w.id, page());
+      const [theirs] = await store.listDeliveries(wsB, other.id, page());
+      expect(await store.redeliver(wsA, w.id, first!.id, newId("dlv"), 2_000, undefined, 0, 2)).toBe(
+        OUTBOX_FULL,
+      );
+      expect(
+        await store.redeliver(wsA, w.id, "dlv_missing", newId("dlv"), 2_000, undefined, 0, 2),
+      ).toBeUndefined();
+      // Another workspace has room of its own.
+      const again = newId("dlv");
+      expect(await store.redeliver(wsB, other.id, theirs!.id, again, 2_000, undefined, 0, 2)).toBe(again);
+      // Room again once a delivery ends.
+      const [c] = await claim(2_000);
+      await store.recordAttempt(
+        c!,
+        { ...failure, statusCode: 200, error: null },
+        { status: "delivered" },
+        15,
+        "",
+      );
+      const made = newId("dlv");
+      expect(await store.redeliver(wsA, w.id, first!.id, made, 3_000, undefined, 0, 2)).toBe(made);
+      expect((await store.listDeliveries(wsA, w.id, page(), "pending")).length).toBe(2);
     });
 
     it("records attempts in order, schedules the next, and fails or delivers the delivery", async () => {

@@ -104,6 +104,9 @@ export interface IntakeOptions {
   refused?: (workspaceId: string, deliveries: number) => void;
 }
 
+/** A redelivery refused because its workspace holds as many pending deliveries as it may. */
+export const OUTBOX_FULL = Symbol("outbox full");
+
 /** What became of a delivery after an attempt. */
 export type AttemptOutcome =
   | { status: "delivered" }
@@ -162,7 +165,8 @@ export interface WebhookStore extends AuditLogStore {
   findDelivery(workspaceId: string, webhookId: string, id: string): Promise<DeliveryRecord | undefined>;
   /**
    * A new pending delivery, created at `now` and due `firstDelayMs` later, of the same event to the
-   * same webhook; undefined when the delivery is not found.
+   * same webhook; undefined when the delivery is not found, OUTBOX_FULL when the workspace already
+   * holds `maxPendingPerWorkspace` pending deliveries (the store's own bound when unset, as intake's).
    */
   redeliver(
     workspaceId: string,
@@ -172,7 +176,8 @@ export interface WebhookStore extends AuditLogStore {
     now: number,
     audit?: AuditRecord,
     firstDelayMs?: number,
-  ): Promise<string | undefined>;
+    maxPendingPerWorkspace?: number,
+  ): Promise<string | undefined | typeof OUTBOX_FULL>;
 
   /**
    * Up to `limit` pending deliveries due at `now` to enabled webhooks, each held for `leaseMs` (its
