@@ -32,8 +32,8 @@ import { type WireWriter, writeCaller, writeOr } from "@latchkey/runtime/wire/wr
  * encodes by reflection, and in the served RPC that costs more per item than
  * counting the item (services/ratelimit/bench/check-named-limits.ts prints both).
  * These give the same messages and the same bytes as fromBinary and toBinary
- * (test/in-memory/fast-codecs.test.ts checks them on random messages, and
- * codecs.test.ts on malformed input): what they do not handle they hand to
+ * (test/in-memory/fast-codecs.test.ts checks them on random messages and on
+ * malformed input): what they do not handle they hand to
  * protobuf-es, for the whole message, so nothing differs but the speed. Built on
  * the runtime's one reader and writer (packages/runtime/src/wire).
  *

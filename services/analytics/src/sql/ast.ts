@@ -2,7 +2,7 @@
  * The tree the raw-query grammar (grammar.ts) builds. It holds somewhat more
  * than analytics queries may use (qualified table names, table functions,
  * every join spelling, FINAL, SETTINGS, FORMAT, ...): those are parsed so that
- * render.ts can refuse them by name. Only render.ts decides what runs.
+ * raw-query.ts can refuse them by name. Only raw-query.ts decides what runs.
  */
 
 export interface Name {

@@ -3,12 +3,12 @@ import type { Query } from "./ast.ts";
 
 /**
  * The grammar of raw analytics queries: the SELECT subset of ClickHouse's SQL
- * that analytics queries may use, plus the spellings render.ts must refuse by
+ * that analytics queries may use, plus the spellings raw-query.ts must refuse by
  * name (qualified and table-function FROMs, every join kind, FINAL, SAMPLE,
  * PREWHERE, SETTINGS, FORMAT, INTO OUTFILE, WITH TOTALS, window functions,
  * query parameters). Anything else does not parse. Keywords are
  * case-insensitive, as in ClickHouse; identifiers keep their case and come out
- * of quotes (`x`, "x") with escapes resolved, so render.ts compares the names
+ * of quotes (`x`, "x") with escapes resolved, so raw-query.ts compares the names
  * ClickHouse would read. `--` and `/* *\/` comments are whitespace (they never
  * reach ClickHouse: the SQL that runs is rendered from the tree).
  */

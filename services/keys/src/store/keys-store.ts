@@ -2,7 +2,7 @@ import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
 
 /**
  * Storage of the keys context. Times are unix milliseconds; every value fits in
- * a JS number (see runtime/db.ts). Stores know nothing of Connect or HTTP.
+ * a JS number (see packages/runtime/src/db.ts). Stores know nothing of Connect or HTTP.
  */
 
 export interface ApiRecord {

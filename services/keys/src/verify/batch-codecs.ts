@@ -23,7 +23,7 @@ import { writeCaller, writeOr } from "@latchkey/runtime/wire/writer";
  * protobuf-es encodes and decodes by reflection, a field lookup and a string
  * conversion per field, which cost more per item than judging a cached key.
  * Same messages and bytes as fromBinary and toBinary for every input
- * (fast-codecs.test.ts checks them on random messages, batch-codecs.test.ts on
+ * (test/in-memory/fast-codecs.test.ts checks them on random messages and on
  * malformed input): what these do not handle (an item's error, unknown fields,
  * invalid UTF-8, a negative code) they hand to protobuf-es, for the whole
  * message. Built on the runtime's one reader and writer; this module imports
