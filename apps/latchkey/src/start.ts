@@ -232,8 +232,8 @@ async function main() {
     clock: systemClock,
     bus,
     rootKeyCacheTtlMs: settings.rootKeyCacheTtlMs,
-    // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
-    // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
+    // In process a batch is a function call, not an RPC, so more may be out at once (measured:
+    // docs/architecture.md, Measured settings).
     batchesInFlight: 8,
     // The web console at /, built on the first start of a checkout.
     pages: await builtConsolePages(),

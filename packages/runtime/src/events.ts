@@ -57,7 +57,7 @@ const MAX_BATCH_BYTES = 512 * 1024;
  * Buffers events in memory and publishes them to JetStream in batches, off the
  * request path: the events of one batch and subject travel as one message (an
  * EventBatch), so the cost of an acknowledged publish is paid per batch, not
- * per event (one per event cost the keys service ~60 µs per verification).
+ * per event (what one per event cost: docs/architecture.md, Measured settings).
  * While NATS is unreachable events wait (up to `maxBuffered`; the default
  * holds 60 s at 3,000 events/s) and the same messages are re-sent with the
  * same message ids when it returns, so JetStream drops any it already holds:

@@ -6,8 +6,8 @@ import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire"
  * through TextEncoder/TextDecoder, whose call into C++ costs more than the
  * conversion for a few dozen bytes; anything longer or not ASCII goes to them
  * as before. protobuf-es converts every string field through these two
- * functions; measured on a batched call of 22 verifications, this cut the CPU
- * per call by about a tenth.
+ * functions, so short fields are most of what it converts (what this saves:
+ * docs/architecture.md, Measured settings).
  */
 const SHORT = 64;
 const base = getTextEncoding();

@@ -191,10 +191,10 @@ export function assembleKeysDeps(
 }
 
 /**
- * Spend statements out at once on creditSpendsSql's connection. bench:ab, full
- * verification, 10 pairs each: 2 against 1 on the same connection +11 %
- * (pnpm start on PostgreSQL), +21 % on PGlite; 4 against 2 0.93 and 0.92 (more,
- * smaller statements: more commits for the same spends).
+ * Spend statements out at once on creditSpendsSql's connection: one more than
+ * one lets a statement be planned while the other commits; more make smaller
+ * statements and more commits for the same spends (measured:
+ * docs/architecture.md, Measured settings).
  */
 const SPENDS_OUT = 2;
 
