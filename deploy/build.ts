@@ -5,7 +5,7 @@ import { SCALAR_FILE, scalarBundle } from "../gateway/src/api-reference.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { components } from "./components.ts";
 
-// `pnpm build`: dist/<component>.mjs for every component, as the image runs them, and the web console
+// `npm run build`: dist/<component>.mjs for every component, as the image runs them, and the web console
 // in dist/console, which the gateway serves at / (console/server/pages.ts finds it beside its bundle).
 const outdir = join(repoRoot, "dist");
 rmSync(outdir, { recursive: true, force: true });

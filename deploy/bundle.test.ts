@@ -8,7 +8,7 @@ import { freePort, killBundles, startBundle, waitForOk } from "./bundle-process.
 import { components } from "./components.ts";
 import { type EnvReads, envReads } from "./env-reads.ts";
 
-// What `pnpm build` makes for the image, started the way the image starts it
+// What `npm run build` makes for the image, started the way the image starts it
 // (the Dockerfile's ENTRYPOINT, then the Deployment's args). The bundles are
 // written outside the repository, so a bundle that still needed node_modules
 // would fail here as it would in the image.
@@ -98,7 +98,7 @@ describe.each(components.map((c) => [c.name, c] as const))("dist/%s.mjs", (name,
 });
 
 describe("the console in the image", () => {
-  it("is served by dist/gateway.mjs from dist/console beside it, as pnpm build lays it out", async () => {
+  it("is served by dist/gateway.mjs from dist/console beside it, as npm run build lays it out", async () => {
     await buildConsole(join(outdir, "console"));
     const port = await freePort();
     const { child, exited } = startBundle(outdir, "gateway", {

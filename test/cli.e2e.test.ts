@@ -28,7 +28,7 @@ async function cli(...args: string[]) {
   return stdout.trim().split("\n");
 }
 
-describe("pnpm latchkey against DATABASE_URL and NATS_URL", () => {
+describe("npm run latchkey -- against DATABASE_URL and NATS_URL", () => {
   it("creates a workspace whose root key sees nothing of the default workspace", async () => {
     const apiId = (await stack.call("apis.createApi", { name: "default-api" })).body.data.apiId;
     const lines = await cli("workspace", "create", "acme");

@@ -81,7 +81,7 @@ async function rootKeyId(env: Record<string, string>, match: (line: string) => b
 }
 
 // Each test starts Latchkey (PGlite's WASM boot included) two or three times, and runs the CLI.
-describe("pnpm start with no configuration", { timeout: 300_000 }, () => {
+describe("npm start with no configuration", { timeout: 300_000 }, () => {
   it("serves on embedded storage, prints a root key once, shares it with the CLI and keeps data and analytics across restarts", async () => {
     const metricsPort = await freePort();
     const env = embedded({ METRICS_PORT: String(metricsPort) });
@@ -171,7 +171,7 @@ describe("pnpm start with no configuration", { timeout: 300_000 }, () => {
   });
 });
 
-describe("root-key revocations through the CLI while pnpm start runs", { timeout: 300_000 }, () => {
+describe("root-key revocations through the CLI while npm start runs", { timeout: 300_000 }, () => {
   // A minute-long root-key cache: an answer of 401 can only come from the revocation reaching the gateway.
   const cached = { ROOT_KEY_CACHE_TTL_MS: "60000" };
 
@@ -212,7 +212,7 @@ describe("root-key revocations through the CLI while pnpm start runs", { timeout
     }
   });
 
-  it("reach pnpm start over NATS when NATS_URL is set", async () => {
+  it("reach npm start over NATS when NATS_URL is set", async () => {
     const env = embedded({ ...cached, NATS_URL: natsUrl });
     const proc = await start(env);
     try {
@@ -227,7 +227,7 @@ describe("root-key revocations through the CLI while pnpm start runs", { timeout
   });
 });
 
-describe("pnpm start refuses a root-key cache TTL above its bound", { timeout: 300_000 }, () => {
+describe("npm start refuses a root-key cache TTL above its bound", { timeout: 300_000 }, () => {
   it("ROOT_KEY_CACHE_TTL_MS=600000 stops the start with a message naming it", async () => {
     const env = embedded({ ROOT_KEY_CACHE_TTL_MS: "600000" });
     await expect(start(env)).rejects.toThrow(/ROOT_KEY_CACHE_TTL_MS must be at most 60000/);

@@ -327,7 +327,7 @@ describe("batches in flight", () => {
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
   });
 
-  it("keeps batchesInFlight out when set (pnpm start sets 8)", async () => {
+  it("keeps batchesInFlight out when set (npm start sets 8)", async () => {
     const { out, statuses } = await outAtOnce(4);
     expect(out).toBe(4);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);

@@ -70,7 +70,7 @@ export interface GatewayDeps {
   /**
    * Batches of verifications and of limit checks out at once, per kind (default 2). Across a
    * network hop every batch costs a call, so few and large batches are cheapest. In one process
-   * (`pnpm start`) a batch costs no call, and what a verification waits on is its credit
+   * (`npm start`) a batch costs no call, and what a verification waits on is its credit
    * statement: more batches out let more of them share the next one.
    */
   batchesInFlight?: number;

@@ -3,7 +3,7 @@
 // batch id), into real PostgreSQL. Prints, per event: wall time and this process's CPU (medians of `rounds` rounds) and PostgreSQL's
 // (its backends' CPU from /proc, in 10 ms ticks, so summed over the rounds; the server must run on this
 // machine), into a scratch database that is dropped after.
-//   pnpm exec tsx services/analytics/bench-store.ts [events=10000] [batch=1000] [rounds=5] [verifications|ratelimits]
+//   npx tsx services/analytics/bench-store.ts [events=10000] [batch=1000] [rounds=5] [verifications|ratelimits]
 // TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is the server.
 import { readFileSync } from "node:fs";
 import { migrate } from "@latchkey/runtime";

@@ -1,6 +1,6 @@
 // Analytics pipeline bench: JetStreamEventSink -> LATCHKEY_EVENTS -> consumer -> ClickHouse.
 // Prints the events/s sustained into ClickHouse and the lag (now minus the newest stored event's time) at a steady rate.
-//   pnpm exec tsx services/analytics/bench.ts [events=100000] [steadySeconds=10] [steadyRate]
+//   npx tsx services/analytics/bench.ts [events=100000] [steadySeconds=10] [steadyRate]
 // NATS_URL and CLICKHOUSE_URL default to the servers scripts/services.sh runs; a scratch database and durable are removed after.
 import { randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";

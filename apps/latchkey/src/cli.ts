@@ -4,7 +4,7 @@ import { createLogger, env } from "@latchkey/runtime";
 import { openDatabase } from "./database.ts";
 import { revokeAndAnnounce } from "./key-changes.ts";
 
-const USAGE = `Usage: pnpm latchkey <command>
+const USAGE = `Usage: npm run latchkey -- <command>
 
   workspace create <name>                       a workspace and a root key holding *
   root-key create [--workspace <id or name>] --permissions <p1,p2,...>
@@ -14,8 +14,8 @@ const USAGE = `Usage: pnpm latchkey <command>
   credits refill [--at <unix ms>]               applies every credit refill due at that instant (default now)
 
 Works against DATABASE_URL, or the embedded database under DATA_DIR (default ./.latchkey),
-also while \`pnpm start\` holds it open. A new key is printed once, alone on the last line.
-A revocation reaches every \`pnpm start\` on the same database through it, and, with NATS_URL,
+also while \`npm start\` holds it open. A new key is printed once, alone on the last line.
+A revocation reaches every \`npm start\` on the same database through it, and, with NATS_URL,
 the gateways on that NATS.`;
 
 class UsageError extends Error {}

@@ -25,7 +25,7 @@ const decoded = (data: Uint8Array) => {
 };
 
 describe("root-key revocations announced to the gateways' caches", () => {
-  it("reach a pnpm start's bus through the database once committed, and not when the revocation fails", async () => {
+  it("reach a npm start's bus through the database once committed, and not when the revocation fails", async () => {
     const bus = new MemoryBus();
     const heard: ReturnType<typeof decoded>[] = [];
     bus.subscribe(KEY_CHANGED, (data) => heard.push(decoded(data)));

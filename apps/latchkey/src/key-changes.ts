@@ -12,8 +12,8 @@ import { type Bus, type Logger, NatsBus, type Sql } from "@latchkey/runtime";
  *   run as processes of their own.
  * - The database: the CLI sends a NOTIFY on KEY_CHANGES_CHANNEL in the
  *   transaction that revokes (so only a committed revocation is announced),
- *   and every `pnpm start` on that database LISTENs and relays it onto its
- *   bus. That reaches a `pnpm start` with no NATS at all, on the embedded
+ *   and every `npm start` on that database LISTENs and relays it onto its
+ *   bus. That reaches a `npm start` with no NATS at all, on the embedded
  *   database (its wire server hands a NOTIFY to the connections that LISTEN)
  *   as on PostgreSQL, at the cost of one idle connection, and no polling.
  *
@@ -55,7 +55,7 @@ export async function revokeAndAnnounce(
 }
 
 /**
- * `pnpm start`: relays every KeyChanged announced through the database onto
+ * `npm start`: relays every KeyChanged announced through the database onto
  * `bus`. Answers the function that stops it.
  */
 export async function relayKeyChanges(sql: Sql, bus: Bus, log: Logger): Promise<() => Promise<void>> {

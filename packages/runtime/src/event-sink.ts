@@ -16,7 +16,7 @@ export interface EventType<M extends Message = Message> {
  * Where services put their events (verifications, rate-limit checks), each as
  * its proto message: the one shape of an event everywhere. A sink that sends
  * bytes (JetStream) encodes it with its type's encoder; a sink in the same
- * process (the embedded analytics of `pnpm start`) takes the message as it is,
+ * process (the embedded analytics of `npm start`) takes the message as it is,
  * and the message is the sink's from then on. The request path only appends to
  * a buffer: publish never waits and never throws.
  */

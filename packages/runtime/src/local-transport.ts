@@ -30,7 +30,7 @@ class LocalResponse {
 
 /**
  * A transport that calls a service's implementation in this process: the
- * all-in-one `pnpm start`. Unlike connect's createRouterTransport, which runs
+ * all-in-one `npm start`. Unlike connect's createRouterTransport, which runs
  * the whole protocol in memory (serialise, frame, parse, both ways), a call is
  * a function call: the request message is handed over as is and the answer is
  * made a message with create(). Errors surface as the ConnectError a remote

@@ -10,7 +10,7 @@ import {
  * CPU per verification of each hand-written codec that stays, against protobuf-es on the same
  * message: a batch of 22 (what a batch carries under load), in this process. docs/architecture.md
  * relates the difference to what a verification costs end to end.
- *   pnpm exec tsx services/keys/bench/codecs.ts
+ *   npx tsx services/keys/bench/codecs.ts
  */
 // The runtime's text encoding, as every Latchkey process runs protobuf-es.
 import "@latchkey/runtime";

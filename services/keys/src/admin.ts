@@ -160,7 +160,7 @@ export async function revokeRootKey(
 
 /**
  * Makes exactly this string a root key holding `*` (for env
- * LATCHKEY_ROOT_KEY and the bootstrap key of `pnpm start`): created when
+ * LATCHKEY_ROOT_KEY and the bootstrap key of `npm start`): created when
  * missing, restored to `*` when present. A revoked one stays revoked
  * (`revoked`): revoking the bootstrap key must outlast a restart. Running it
  * again changes nothing. Creating the key or restoring its permissions is

@@ -65,7 +65,7 @@ export function effectiveRemaining(
 
 /**
  * Applies every refill due at `atMs` (unix ms), at most once per period.
- * For `pnpm latchkey credits refill --at <unix ms>` and the minute job.
+ * For `npm run latchkey -- credits refill --at <unix ms>` and the minute job.
  */
 export async function applyDueRefills(sql: Sql, atMs: number): Promise<{ refilled: number }> {
   return { refilled: await new PostgresKeysStore(sql).applyDueRefills(atMs) };

@@ -27,7 +27,7 @@ import { type Facts, type Verified, type VerifySteps, verified } from "./verify.
  * it with batches in flight at the same time): one result per item, in order, and spends of
  * one key succeed in item order. An item's error becomes its BatchError and
  * never fails the batch. Results are message literals, as verify()'s answers
- * are, so a call in process (`pnpm start`) hands them over without create().
+ * are, so a call in process (`npm start`) hands them over without create().
  */
 export async function verifyBatch(
   deps: KeysDeps,

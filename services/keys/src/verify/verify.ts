@@ -24,7 +24,7 @@ import {
 
 /**
  * A verification's answer: a message written as a literal rather than made by
- * create(), which in `pnpm start` (localTransport hands messages over as they
+ * create(), which in `npm start` (localTransport hands messages over as they
  * are) would otherwise walk every field of every answer again.
  */
 export type VerifyKeyResult = VerifyKeyResponse;
