@@ -137,32 +137,70 @@ describe("IdentityCache", () => {
     });
   });
 
-  it("bounds what it holds by bytes across workspaces: the workspace loaded longest ago goes first", async () => {
+  describe("shared by workspaces, bounded by bytes", () => {
     const KiB = 1024;
-    // Announcements lost: what is still cached answers an identity deleted since, what was dropped does not.
-    const { identity, cache } = setup(false, undefined, 1024 * KiB);
     // About 57 KiB counted each (two bytes a character), under the 64 KiB an entry may count here.
     const meta = JSON.stringify({ blob: "x".repeat(28 * KiB) });
-    const ids = new Map<string, string[]>();
-    for (const ws of ["ws_a", "ws_b", "ws_c", "ws_d", "ws_e"]) {
-      const caller = callerOf(ws, "*");
+
+    /** `count` identities of `ws`, each loaded into the cache once. */
+    async function loaded(
+      identity: ReturnType<typeof setup>["identity"],
+      cache: IdentityCache,
+      ws: string,
+      count: number,
+    ) {
       const made: string[] = [];
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < count; i++) {
+        const caller = callerOf(ws, "*");
         made.push(
           (await identity.createIdentity({ caller, externalId: `user_${i}`, metaJson: meta })).identityId,
         );
+        expect((await cache.identity(ws, made[i]!))?.metaJson).toBe(meta);
+        expect(cache.bytes).toBeLessThanOrEqual(1024 * KiB);
       }
-      ids.set(ws, made);
-      for (const id of made) expect((await cache.identity(ws, id))?.metaJson).toBe(meta);
-      expect(cache.bytes).toBeLessThanOrEqual(1024 * KiB);
+      return made;
     }
-    // 20 of them count more than the bound: the first workspace's went.
-    expect(cache.bytes).toBeGreaterThan(512 * KiB);
-    for (const [ws, made] of ids) {
-      for (const id of made) await identity.deleteIdentity({ caller: callerOf(ws, "*"), identity: id });
+
+    /** Which of `ids` the cache still holds: with announcements lost, a deleted identity it holds still answers. */
+    async function stillCached(
+      identity: ReturnType<typeof setup>["identity"],
+      cache: IdentityCache,
+      ws: string,
+      ids: string[],
+    ) {
+      for (const id of ids) await identity.deleteIdentity({ caller: callerOf(ws, "*"), identity: id });
+      const held: string[] = [];
+      for (const id of ids) if ((await cache.identity(ws, id)) !== null) held.push(id);
+      return held;
     }
-    expect(await cache.identity("ws_a", ids.get("ws_a")![0]!)).toBeNull();
-    for (const id of ids.get("ws_e")!) expect((await cache.identity("ws_e", id))?.metaJson).toBe(meta);
+
+    it("a workspace loading far more than its share drops its own oldest, never another's within its share", async () => {
+      const { identity, cache } = setup(false, undefined, 1024 * KiB);
+      const victim = await loaded(identity, cache, "ws_victim", 4);
+      const victimBytes = cache.held("ws_victim");
+      const one = victimBytes / 4;
+      // 40 of them: more than twice the bound, by one workspace.
+      const attacker = await loaded(identity, cache, "ws_attacker", 40);
+      expect(cache.held("ws_victim")).toBe(victimBytes);
+      expect(await stillCached(identity, cache, "ws_victim", victim)).toEqual(victim);
+      // The attacker keeps the room the victim leaves, with its most recent.
+      expect(cache.held("ws_attacker")).toBeGreaterThan(1024 * KiB - victimBytes - one);
+      expect(cache.held("ws_attacker")).toBeLessThanOrEqual(1024 * KiB - victimBytes);
+      expect(await stillCached(identity, cache, "ws_attacker", attacker.slice(-10))).toEqual(
+        attacker.slice(-10),
+      );
+    });
+
+    it("gives a workspace within its share room from the workspace furthest above it", async () => {
+      const { identity, cache } = setup(false, undefined, 1024 * KiB);
+      const a = await loaded(identity, cache, "ws_a", 20);
+      const full = cache.held("ws_a");
+      // Two workspaces: a share of 512 KiB (8 of these). B, within it, took its room from A.
+      const b = await loaded(identity, cache, "ws_b", 5);
+      expect(cache.held("ws_a")).toBe(full - cache.held("ws_b"));
+      expect(await stillCached(identity, cache, "ws_b", b)).toEqual(b);
+      expect(await stillCached(identity, cache, "ws_a", a.slice(-8))).toEqual(a.slice(-8));
+    });
   });
 
   it("does not keep an entry larger than a sixteenth of its bound, and answers it all the same", async () => {

@@ -236,6 +236,11 @@ export class IdentityCache {
     return this.total;
   }
 
+  /** Bytes counted for what one workspace has cached. */
+  held(workspaceId: string): number {
+    return this.bytesOf.get(workspaceId) ?? 0;
+  }
+
   close(): void {
     this.unsubscribe();
   }
@@ -289,16 +294,46 @@ export class IdentityCache {
     entries.set(name, value);
     this.count(workspaceId, bytes);
     this.dropOldest(workspaceId, entries, () => entries.size > (this.options.maxPerWorkspace ?? 100_000));
-    // Over the bound, the workspaces loaded longest ago go first (their entries expire soonest
-    // anyway); then this workspace's oldest entries.
-    for (const other of this.since.keys()) {
-      if (this.total <= maxBytes) return;
-      if (other !== workspaceId) this.evict(other);
+    // Over the bound, a workspace above its fair share (the bound divided by the workspaces holding
+    // entries) gives up its own oldest entries; one within it takes them from the workspace furthest
+    // above its share. So no workspace within its share loses entries to another's.
+    while (this.total > maxBytes) {
+      const from = this.above(workspaceId, maxBytes) ? workspaceId : this.furthestAbove();
+      if (from === undefined) return;
+      do if (!this.dropOne(from)) return;
+      while (this.total > maxBytes && this.above(from, maxBytes));
     }
+  }
+
+  /** Above its share of the bound in bytes (integers: share x workspaces against the bound). */
+  private above(workspaceId: string, maxBytes: number): boolean {
+    return (this.bytesOf.get(workspaceId) ?? 0) * this.bytesOf.size > maxBytes;
+  }
+
+  /** The workspace holding the most bytes: a scan, made only when one within its share needs room. */
+  private furthestAbove(): string | undefined {
+    let furthest: string | undefined;
+    let most = 0;
+    for (const [workspaceId, bytes] of this.bytesOf) {
+      if (bytes > most) {
+        most = bytes;
+        furthest = workspaceId;
+      }
+    }
+    return furthest;
+  }
+
+  /** Drops the workspace's oldest entry, identities first (they count the most), then roles, then permissions. */
+  private dropOne(workspaceId: string): boolean {
     for (const kind of [this.identities, this.roles, this.permissions]) {
       const own = kind.get(workspaceId) as Map<string, Cached> | undefined;
-      if (own) this.dropOldest(workspaceId, own, () => this.total > maxBytes);
+      const name = own === undefined ? undefined : this.oldest.get(own)?.next();
+      if (name === undefined) continue;
+      this.count(workspaceId, -entryBytes(name, own!.get(name) ?? null));
+      own!.delete(name);
+      return true;
     }
+    return false;
   }
 
   /** Drops a workspace's oldest entries of one kind while `over()`. */
@@ -324,7 +359,10 @@ export class IdentityCache {
 
   private count(workspaceId: string, bytes: number): void {
     this.total += bytes;
-    this.bytesOf.set(workspaceId, (this.bytesOf.get(workspaceId) ?? 0) + bytes);
+    const held = (this.bytesOf.get(workspaceId) ?? 0) + bytes;
+    // Only workspaces holding entries count toward the shares.
+    if (held === 0) this.bytesOf.delete(workspaceId);
+    else this.bytesOf.set(workspaceId, held);
   }
 }
 
