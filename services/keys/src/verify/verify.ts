@@ -85,7 +85,7 @@ export async function verified(
   const outcome = counted(result.code);
   const now = deps.clock.now();
   // Every verification of a key counts as a use, whatever its outcome (as Unkey's analytics do).
-  if (key) deps.lastUsed.record(key.id, now);
+  if (key) deps.lastUsed.record(key.workspaceId, key.id, now);
   // Without an event sink nothing is recorded: not even the record is built.
   if (deps.events === noEvents) return judgement;
   keyVerified(deps, {
