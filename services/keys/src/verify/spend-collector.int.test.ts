@@ -36,7 +36,7 @@ describe("SpendQueue on PostgreSQL", () => {
       // Costs that change often: the queue behind the first two statements is cut into many,
       // all pipelined at once, each of which must see the balance the one before it left.
       const costs = Array.from({ length: 300 }, (_, i) => (i * 7) % 4);
-      const answers = await Promise.all(costs.map((cost) => queue.spend(keyId, cost)));
+      const answers = await Promise.all(costs.map((cost) => queue.spend("ws_default", keyId, cost)));
       const [{ period }] =
         (await db.sql`SELECT credits_given_at AS period FROM keys WHERE id = ${keyId}`) as unknown as [
           { period: number },

@@ -32,7 +32,7 @@ export type VerifyKeyResult = VerifyKeyResponse;
 /** The shared steps of a verification: unary calls make their own, a batch shares them between items. */
 export interface VerifySteps {
   /** Spends credits of one key for this verification (through deps.spends, shared with concurrent ones). */
-  spend(keyId: string, cost: number): Promise<Spend | undefined>;
+  spend(workspaceId: string, keyId: string, cost: number): Promise<Spend | undefined>;
   checkLimits: LimitChecker;
 }
 
@@ -74,7 +74,7 @@ export async function verified(
   caller: Caller,
   req: VerifyKeyRequest,
   steps: VerifySteps = {
-    spend: (keyId, cost) => deps.spends.spend(keyId, cost),
+    spend: (workspaceId, keyId, cost) => deps.spends.spend(workspaceId, keyId, cost),
     checkLimits: checkEach(deps),
   },
 ): Promise<Verified> {
@@ -170,7 +170,7 @@ async function judge(
   }
   if (key.remaining === null) return outcome(facts, VerifyCode.VALID);
   // The cached balance is never trusted: the store spends or reads the current one.
-  const spend = await steps.spend(key.id, input.cost);
+  const spend = await steps.spend(key.workspaceId, key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate({ workspaceId: caller.workspaceId, hash });
