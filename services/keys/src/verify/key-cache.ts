@@ -18,7 +18,7 @@ const MAX_WORKSPACES_PER_HASH = 8;
  */
 export const KEY_CACHE_MAX_BYTES = 160 * 1024 * 1024;
 
-/** The share of maxBytes kept for misses (negative entries), the rest for found keys. */
+/** The misses' room in bytes (negative entries), as a share of maxBytes on top of it: small records of fixed size. */
 const MISSES_BYTES_SHARE = 1 / 16;
 
 /** The misses kept, as a share of the found keys' bound (max): they never take room from found keys. */
@@ -249,7 +249,7 @@ export class KeyCache {
     private readonly options: {
       /** Most found keys held (KEY_CACHE_SIZE). */
       max?: number;
-      /** Most bytes counted for found keys and misses together (KEY_CACHE_MAX_BYTES); misses get a sixteenth. */
+      /** Most bytes counted for found keys (KEY_CACHE_MAX_BYTES); misses have a sixteenth more of their own. */
       maxBytes?: number;
       /** Most misses held; default a tenth of max. */
       maxMisses?: number;
@@ -260,9 +260,11 @@ export class KeyCache {
   ) {
     const max = options.max ?? 100_000;
     const maxBytes = options.maxBytes ?? KEY_CACHE_MAX_BYTES;
-    const missBytes = Math.floor(maxBytes * MISSES_BYTES_SHARE);
-    this.found = new Space(max, maxBytes - missBytes);
-    this.misses = new Space(options.maxMisses ?? Math.max(1, Math.ceil(max * MISSES_SHARE)), missBytes);
+    this.found = new Space(max, maxBytes);
+    this.misses = new Space(
+      options.maxMisses ?? Math.max(1, Math.ceil(max * MISSES_SHARE)),
+      Math.floor(maxBytes * MISSES_BYTES_SHARE),
+    );
     this.ttlMs = options.ttlMs ?? 300_000;
   }
 
@@ -380,7 +382,7 @@ export class KeyCache {
     return this.index.size;
   }
 
-  /** Bytes counted for every entry, found keys and misses, at most maxBytes. */
+  /** Bytes counted for every entry: found keys' at most maxBytes, misses' at most a sixteenth of it more. */
   get bytes(): number {
     return this.found.bytes + this.misses.bytes;
   }
