@@ -1,7 +1,7 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { createLogger, MemoryBus, TestClock } from "@latchkey/runtime";
+import { createLogger, ErrorReason, errorDetailOf, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { callerOf } from "../test-kit.ts";
 import { IdentityCache } from "./identity-cache.ts";
@@ -212,5 +212,31 @@ describe("IdentityCache", () => {
     expect(cache.bytes).toBe(0);
     await identity.deleteIdentity({ caller, identity: identityId });
     expect(await cache.identity("ws_1", identityId)).toBeNull();
+  });
+
+  it("looks up at most maxLookupsPerWorkspace of one workspace at once: past it UNAVAILABLE, others unaffected", async () => {
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const asked: string[] = [];
+    const client = {
+      async resolveRoles({ caller, names }: { caller?: { workspaceId: string }; names: string[] }) {
+        for (const n of names) asked.push(`${caller?.workspaceId}/${n}`);
+        await gate;
+        return { roles: names.map((name) => ({ name, permissions: [] })) };
+      },
+    } as unknown as ConstructorParameters<typeof IdentityCache>[0];
+    const cache = new IdentityCache(client, new MemoryBus(), { maxLookupsPerWorkspace: 100 });
+    const flood = Array.from({ length: 100 }, (_, i) => cache.resolveRoles("ws_attacker", [`r${i}`]));
+    const refused = await cache.resolveRoles("ws_attacker", ["r100"]).catch((err: unknown) => err);
+    expect(errorDetailOf(refused)?.reason).toBe(ErrorReason.UNAVAILABLE);
+    const victim = cache.resolveRoles("ws_victim", ["admin"]);
+    release();
+    expect(names(await victim)).toEqual(["admin"]);
+    expect((await Promise.all(flood)).flat()).toHaveLength(100);
+    expect(asked.filter((a) => a.startsWith("ws_attacker/"))).toHaveLength(100);
+    // Once answered, its lookups go again.
+    expect(names(await cache.resolveRoles("ws_attacker", ["r100"]))).toEqual(["r100"]);
   });
 });

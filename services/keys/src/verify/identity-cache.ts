@@ -6,6 +6,8 @@ import {
   Batcher,
   type Bus,
   type Clock,
+  domainError,
+  ErrorReason,
   OldestFirst,
   onIdentityChanged,
   systemClock,
@@ -83,6 +85,8 @@ export class IdentityCache {
   /** Bytes counted for every entry (entryBytes), and for each workspace's. */
   private total = 0;
   private readonly bytesOf = new Map<string, number>();
+  /** Lookups under way per workspace (MAX_IDENTITY_LOOKUPS_PER_WORKSPACE). */
+  private readonly lookups = new Map<string, number>();
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
   private readonly permissionLoader: Batcher<Lookup, string | null>;
@@ -93,6 +97,8 @@ export class IdentityCache {
     bus: Bus,
     private readonly options: {
       maxPerWorkspace?: number;
+      /** Most lookups of one workspace under way at once (MAX_IDENTITY_LOOKUPS_PER_WORKSPACE). */
+      maxLookupsPerWorkspace?: number;
       /** Most bytes counted for all workspaces' entries together (default IDENTITY_CACHE_MAX_BYTES). */
       maxBytes?: number;
       ttlMs?: number;
@@ -258,11 +264,28 @@ export class IdentityCache {
     this.expireStale(workspaceId);
     const hit = cache.get(workspaceId)?.get(name);
     if (hit !== undefined) return hit;
+    const under = this.lookups.get(workspaceId) ?? 0;
+    if (under >= (this.options.maxLookupsPerWorkspace ?? MAX_IDENTITY_LOOKUPS_PER_WORKSPACE)) {
+      return Promise.reject(
+        domainError(
+          ErrorReason.UNAVAILABLE,
+          "Too many roles, permissions or identities of this workspace are being looked up at once; retry shortly.",
+        ),
+      );
+    }
+    this.lookups.set(workspaceId, under + 1);
     const generation = this.generation;
-    return loader.call({ workspaceId, name }).then((value) => {
-      if (generation === this.generation) this.put(cache, workspaceId, name, value);
-      return value;
-    });
+    return loader
+      .call({ workspaceId, name })
+      .then((value) => {
+        if (generation === this.generation) this.put(cache, workspaceId, name, value);
+        return value;
+      })
+      .finally(() => {
+        const left = (this.lookups.get(workspaceId) ?? 1) - 1;
+        if (left === 0) this.lookups.delete(workspaceId);
+        else this.lookups.set(workspaceId, left);
+      });
   }
 
   /** Drops the workspace's entries once they are older than the TTL. */
@@ -365,6 +388,13 @@ export class IdentityCache {
     else this.bytesOf.set(workspaceId, held);
   }
 }
+
+/**
+ * Most lookups of one workspace's roles, permissions and identities under way
+ * at once: past it, its verifications that need one answer UNAVAILABLE, so no
+ * workspace's lookups queue without bound ahead of another's.
+ */
+export const MAX_IDENTITY_LOOKUPS_PER_WORKSPACE = 10_000;
 
 /** Default bound of the bytes counted for the identity cache (IDENTITY_CACHE_MAX_BYTES). */
 export const IDENTITY_CACHE_MAX_BYTES = 64 * 1024 * 1024;
