@@ -5,7 +5,7 @@ import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latc
 import { DOMAIN_EVENT_SUBJECT, domainEventId, TestClock } from "@latchkey/runtime";
 import { callerOf, keepingEventSink } from "@latchkey/runtime/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { creditsLowFractionFromEnv, lowThreshold } from "./credit-events.ts";
+import { CreditEvents, creditsLowFractionFromEnv, lowThreshold } from "./credit-events.ts";
 import { createMemoryKeysDeps } from "./deps-test-kit.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -263,4 +263,23 @@ describe("CREDITS_LOW_FRACTION", () => {
       );
     },
   );
+
+  it("forgets a workspace's published ids under another's flood only to publish them again under the same id", () => {
+    const sink = keepingEventSink();
+    const events = new CreditEvents(sink, 100);
+    const victim = { id: "key_victim", workspaceId: "ws_victim", apiId: "api_v" };
+    const crossing = { period: START, low: undefined, exhausted: true };
+    events.crossed(victim, 0, crossing, START);
+    for (let i = 0; i < 1_000; i++) {
+      events.crossed({ id: `key_${i}`, workspaceId: "ws_attacker", apiId: "api_a" }, 0, crossing, START);
+    }
+    // The victim's key crosses again in the same period (after an increment): the same event, same id.
+    events.crossed(victim, 0, crossing, START + 1);
+    const ids = sink.kept
+      .filter((e) => e.subject === DOMAIN_EVENT_SUBJECT && e.id.length > 0)
+      .map((e) => e.id);
+    const victimId = domainEventId("credits.exhausted", "ws_victim", "key_victim", START);
+    expect(ids.filter((id) => id === victimId)).toHaveLength(2);
+    expect(new Set(ids).size).toBe(1_001);
+  });
 });

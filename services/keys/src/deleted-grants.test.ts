@@ -1,6 +1,12 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { IdentityChangedSchema } from "@latchkey/proto/identity/v1/events_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { createLogger, IDENTITY_CHANGED, LoopProgress, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { DeletedGrants, MAX_REMOVALS_AT_ONCE } from "./deleted-grants.ts";
+import type { DeletedGrant } from "./store/keys-store.ts";
 import { callerOf } from "./test-kit.ts";
+import { KeyCache } from "./verify/key-cache.ts";
 import { verificationKit } from "./verify-test-kit.ts";
 
 // Deleting a role or permission in the identity service takes it off every key (deleted-grants.ts).
@@ -119,5 +125,64 @@ describe("deleted roles and permissions", () => {
     await identity.deleteRole({ caller: admin, role: "editor" });
 
     expect(await verify(key, WRITE)).toMatchObject({ code: VerifyCode.INSUFFICIENT_PERMISSIONS, roles: [] });
+  });
+
+  it("runs one removal of a workspace at a time and two in all: a workspace deleting 200 roles holds one slot, another's removal goes at once", async () => {
+    const bus = new MemoryBus();
+    const started: DeletedGrant[] = [];
+    const releases: (() => void)[] = [];
+    let running = 0;
+    let most = 0;
+    const store = {
+      async removeDeletedGrant(deleted: DeletedGrant) {
+        started.push(deleted);
+        most = Math.max(most, ++running);
+        await new Promise<void>((r) => releases.push(r));
+        running--;
+        return [];
+      },
+    };
+    const progress = new LoopProgress("test.deleted-grants");
+    const grants = new DeletedGrants({
+      store,
+      bus,
+      keyCache: new KeyCache(async () => undefined, new TestClock()),
+      clock: new TestClock(),
+      log: createLogger("keys", "silent"),
+      progress,
+    });
+    const deleteRole = (workspaceId: string, i: number) =>
+      bus.publish(
+        IDENTITY_CHANGED,
+        toBinary(
+          IdentityChangedSchema,
+          create(IdentityChangedSchema, {
+            workspaceId,
+            deleted: true,
+            roleId: `role_${i}`,
+            roleName: `r${i}`,
+          }),
+        ),
+      );
+    for (let i = 0; i < 200; i++) deleteRole("ws_attacker", i);
+    deleteRole("ws_victim", 0);
+    await new Promise((r) => setTimeout(r, 0));
+    // The attacker's first and the victim's one are under way; the attacker's 199 others wait.
+    expect(started.map((d) => d.workspaceId)).toEqual(["ws_attacker", "ws_victim"]);
+    expect(grants.waiting).toBe(201);
+    // Work moves, one of the attacker's at a time, each a mark of progress.
+    while (releases.length > 0) {
+      releases.shift()!();
+      await new Promise((r) => setTimeout(r, 0));
+    }
+    await grants.settled();
+    expect(started).toHaveLength(201);
+    expect(started.filter((d) => d.workspaceId === "ws_attacker").map((d) => d.name)).toEqual(
+      Array.from({ length: 200 }, (_, i) => `r${i}`),
+    );
+    expect(most).toBe(MAX_REMOVALS_AT_ONCE);
+    expect(progress.marks).toBe(201);
+    expect(grants.waiting).toBe(0);
+    await grants.close();
   });
 });

@@ -1,12 +1,19 @@
 import type { IdentityChanged } from "@latchkey/proto/identity/v1/events_pb";
-import type { Bus, Clock, Logger } from "@latchkey/runtime";
-import { onIdentityChanged } from "@latchkey/runtime";
+import type { Bus, Clock, Logger, LoopProgress } from "@latchkey/runtime";
+import { loopProgress, onIdentityChanged } from "@latchkey/runtime";
 import { keyChanged } from "./events.ts";
 import type { DeletedGrant, KeysStore } from "./store/keys-store.ts";
 import type { KeyCache } from "./verify/key-cache.ts";
 
-/** Above this many changed keys, one message drops every instance's whole key cache instead of one per key. */
+/** Above this many changed keys, one message drops the workspace's cached keys instead of one per key. */
 const MAX_KEY_MESSAGES = 1_000;
+
+/**
+ * Removals under way at once, each a statement over one workspace's keys:
+ * one workspace's at a time, and this many in all, so a workspace deleting
+ * roles by the thousand takes one of the pool's connections, not all of them.
+ */
+export const MAX_REMOVALS_AT_ONCE = 2;
 
 /**
  * Deleting a role or a permission takes it off every key, as Unkey does.
@@ -28,7 +35,13 @@ const MAX_KEY_MESSAGES = 1_000;
  */
 export class DeletedGrants {
   private readonly pending = new Set<Promise<void>>();
+  /** Deletions waiting, per workspace, in the order heard; the Map's order is the order they are served in. */
+  private readonly queued = new Map<string, DeletedGrant[]>();
+  /** Workspaces with a removal under way. */
+  private readonly busy = new Set<string>();
   private readonly unsubscribe: () => void;
+  private readonly idle: NodeJS.Timeout;
+  private readonly progress: LoopProgress;
 
   constructor(
     private readonly deps: {
@@ -37,14 +50,50 @@ export class DeletedGrants {
       keyCache: KeyCache;
       clock: Clock;
       log: Logger;
+      progress?: LoopProgress;
     },
   ) {
     this.unsubscribe = onIdentityChanged(deps.bus, (change) => {
       const deleted = deletedGrantOf(change);
       if (!deleted) return;
-      const done = this.remove(deleted).finally(() => this.pending.delete(done));
-      this.pending.add(done);
+      const queue = this.queued.get(deleted.workspaceId);
+      if (queue === undefined) this.queued.set(deleted.workspaceId, [deleted]);
+      else queue.push(deleted);
+      this.start();
     });
+    this.progress = deps.progress ?? loopProgress("keys.deleted-grants");
+    // Each removal finished is a unit of progress; with none waiting it says so once a second.
+    this.idle = setInterval(() => {
+      if (this.busy.size === 0 && this.queued.size === 0) this.progress.mark();
+    }, 1_000);
+    this.idle.unref();
+  }
+
+  /** Starts the next removal of each workspace in turn that has none under way, while slots are free. */
+  private start(): void {
+    for (const [workspaceId, queue] of this.queued) {
+      if (this.busy.size >= MAX_REMOVALS_AT_ONCE) return;
+      if (this.busy.has(workspaceId)) continue;
+      const deleted = queue.shift()!;
+      // Served: to the back of the order, or gone when nothing else waits.
+      this.queued.delete(workspaceId);
+      if (queue.length > 0) this.queued.set(workspaceId, queue);
+      this.busy.add(workspaceId);
+      const done = this.remove(deleted).finally(() => {
+        this.pending.delete(done);
+        this.busy.delete(workspaceId);
+        this.progress.mark();
+        this.start();
+      });
+      this.pending.add(done);
+    }
+  }
+
+  /** Deletions heard and not yet applied, in all. */
+  get waiting(): number {
+    let n = 0;
+    for (const queue of this.queued.values()) n += queue.length;
+    return n + this.busy.size;
   }
 
   /** Takes the deleted role or permission off the workspace's keys, unless an instance already did. */
@@ -65,7 +114,7 @@ export class DeletedGrants {
     }
   }
 
-  /** Resolves once every removal started so far has finished. */
+  /** Resolves once every removal heard so far has finished. */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.all(this.pending);
   }
@@ -73,6 +122,7 @@ export class DeletedGrants {
   /** Stops listening and waits for removals under way. */
   async close(): Promise<void> {
     this.unsubscribe();
+    clearInterval(this.idle);
     await this.settled();
   }
 }

@@ -55,6 +55,7 @@ export function createMemoryKeysDeps(
     ratelimit?: Transport;
     lastUsedFlushMs?: number;
     ratelimitFailOpen?: boolean;
+    cacheSize?: number;
     cacheMaxBytes?: number;
     identityCacheMaxBytes?: number;
     creditsLowFraction?: number;

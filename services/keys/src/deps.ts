@@ -159,16 +159,17 @@ export function assembleKeysDeps(
   const log = options.log ?? createLogger("keys");
   const deletedGrants = new DeletedGrants({ store, bus: options.bus, keyCache, clock, log });
   const lastUsed = new LastUsed(store, log, options.lastUsedFlushMs);
+  const spends = new SpendQueue(
+    options.spendStore ?? store,
+    clock,
+    options.spendDepth,
+    options.creditsLowFraction ?? DEFAULT_LOW_FRACTION,
+  );
   return {
     store,
     bus: options.bus,
     events: options.events ?? noEvents,
-    spends: new SpendQueue(
-      options.spendStore ?? store,
-      clock,
-      options.spendDepth,
-      options.creditsLowFraction ?? DEFAULT_LOW_FRACTION,
-    ),
+    spends,
     creditEvents: new CreditEvents(options.events ?? noEvents),
     keyCache,
     clock,
@@ -186,6 +187,7 @@ export function assembleKeysDeps(
       identityCache.close();
       await deletedGrants.close();
       await lastUsed.close();
+      spends.close();
     },
   };
 }

@@ -52,7 +52,7 @@ export function encodeKeyVerified(v: KeyVerified): Uint8Array {
 
 export interface KeyChange {
   workspaceId: string;
-  /** The changed key's hash (in workspaceId); without it every instance drops its whole cache. */
+  /** The changed key's hash (in workspaceId); without it every instance drops the workspace's keys. */
   hash?: string;
   keyId?: string;
   apiId?: string;
@@ -63,7 +63,7 @@ export interface KeyChange {
  * instance does when the message arrives, before its next verification.
  */
 export function keyChanged(deps: { bus: Bus; keyCache: KeyCache }, change: KeyChange): Promise<void> {
-  deps.keyCache.invalidate(change.hash ? { workspaceId: change.workspaceId, hash: change.hash } : undefined);
+  deps.keyCache.invalidate(invalidated(change.workspaceId, change.hash ?? ""));
   deps.bus.publish(
     KEY_CHANGED,
     toBinary(
@@ -83,14 +83,23 @@ export function keyChanged(deps: { bus: Bus; keyCache: KeyCache }, change: KeyCh
 /** Applies every instance's KeyChanged to this instance's cache; returns the unsubscribe function. */
 export function invalidateOnKeyChanges(bus: Bus, cache: KeyCache): () => void {
   return bus.subscribe(KEY_CHANGED, (data) => {
-    let key: { workspaceId: string; hash: string } | undefined;
+    let change: { workspaceId: string; hash: string } | undefined;
     try {
-      const { workspaceId, hash } = fromBinary(KeyChangedSchema, data);
-      key = hash !== "" && workspaceId !== "" ? { workspaceId, hash } : undefined;
+      change = fromBinary(KeyChangedSchema, data);
     } catch {
-      // An unreadable message still means something changed.
-      key = undefined;
+      // An unreadable message still means something changed: everything goes.
+      change = undefined;
     }
-    cache.invalidate(key);
+    cache.invalidate(change && invalidated(change.workspaceId, change.hash));
   });
+}
+
+/**
+ * What a KeyChanged drops: the key, else the workspace's every key (an API
+ * deleted, many keys changed), never another workspace's; everything only
+ * when it names no workspace.
+ */
+function invalidated(workspaceId: string, hash: string): { workspaceId: string; hash?: string } | undefined {
+  if (workspaceId === "") return undefined;
+  return hash === "" ? { workspaceId } : { workspaceId, hash };
 }

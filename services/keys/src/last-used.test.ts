@@ -1,7 +1,7 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger } from "@latchkey/runtime";
+import { createLogger, LoopProgress } from "@latchkey/runtime";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LastUsed } from "./last-used.ts";
+import { LAST_USED_MAX_PENDING, LAST_USED_PER_FLUSH, LastUsed } from "./last-used.ts";
 import type { KeyUse } from "./store/keys-store.ts";
 import { callerOf } from "./test-kit.ts";
 import { verificationKit } from "./verify-test-kit.ts";
@@ -127,8 +127,8 @@ describe("lastUsedAt", () => {
     vi.useFakeTimers();
     const writes: KeyUse[][] = [];
     const lastUsed = new LastUsed({ recordLastUsed: async (uses) => void writes.push([...uses]) }, log);
-    lastUsed.record("key_1", 5);
-    lastUsed.record("key_1", 3);
+    lastUsed.record("ws_1", "key_1", 5);
+    lastUsed.record("ws_1", "key_1", 3);
     await vi.advanceTimersByTimeAsync(999);
     expect(writes).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
@@ -151,11 +151,11 @@ describe("lastUsedAt", () => {
       log,
       60_000,
     );
-    lastUsed.record("key_1", 5);
+    lastUsed.record("ws_1", "key_1", 5);
     await lastUsed.flush();
     expect(lastUsed.latest({ id: "key_1", lastUsedAt: null })).toEqual({ id: "key_1", lastUsedAt: 5 });
     fail = false;
-    lastUsed.record("key_2", 7);
+    lastUsed.record("ws_1", "key_2", 7);
     await lastUsed.flush();
     expect(writes).toEqual([
       [
@@ -164,5 +164,80 @@ describe("lastUsedAt", () => {
       ],
     ]);
     await lastUsed.close();
+  });
+
+  describe("shared by workspaces, saturated", () => {
+    /** A store whose every statement takes `ms`, recording what each carried and how many ran at once. */
+    function slowStore(ms: number) {
+      const statements: KeyUse[][] = [];
+      let running = 0;
+      let most = 0;
+      return {
+        statements,
+        most: () => most,
+        recordLastUsed: async (uses: readonly KeyUse[]) => {
+          running++;
+          most = Math.max(most, running);
+          await new Promise((r) => setTimeout(r, ms));
+          statements.push([...uses]);
+          running--;
+        },
+      };
+    }
+
+    it("holds at most 100,000 waiting keys of a workspace verifying 300,000, writes 10,000 of them a flush, and another workspace's in the first", async () => {
+      const store = slowStore(5);
+      const progress = new LoopProgress("test.last-used");
+      const lastUsed = new LastUsed(store, log, 3_600_000, progress);
+      for (let i = 0; i < 300_000; i++) lastUsed.record("ws_attacker", `key_a${i}`, 1_000 + i);
+      for (let i = 0; i < 10; i++) lastUsed.record("ws_victim", `key_v${i}`, 2_000 + i);
+      expect(lastUsed.waitingKeys("ws_attacker")).toBe(LAST_USED_MAX_PENDING);
+      expect(lastUsed.waitingKeys("ws_victim")).toBe(10);
+
+      await lastUsed.flush();
+      const first = store.statements.flat();
+      expect(first).toHaveLength(LAST_USED_PER_FLUSH + 10);
+      expect(first.filter((u) => u.keyId.startsWith("key_v"))).toHaveLength(10);
+      // Three statements of at most 5,000, each a unit of progress.
+      expect(store.statements.map((s) => s.length)).toEqual([5_000, 5_000, 10]);
+      expect(progress.marks).toBe(3);
+      expect(lastUsed.waitingKeys("ws_attacker")).toBe(LAST_USED_MAX_PENDING - LAST_USED_PER_FLUSH);
+
+      // The victim verifies again while the attacker's backlog drains: its key goes in the next flush.
+      lastUsed.record("ws_victim", "key_v0", 9_000);
+      await lastUsed.flush();
+      expect(store.statements.slice(3).flat()).toContainEqual({ keyId: "key_v0", at: 9_000 });
+      expect(progress.marks).toBe(6);
+
+      await lastUsed.close();
+      expect(lastUsed.waitingKeys()).toBe(0);
+      expect(new Set(store.statements.flat().map((u) => u.keyId)).size).toBe(LAST_USED_MAX_PENDING + 10);
+      expect(progress.marks).toBe(6 + 8 * 2);
+      expect(store.most()).toBe(1);
+    });
+
+    it("starts no second flush while a slow one is under way, keeps moving, and marks each statement", async () => {
+      const store = slowStore(200);
+      const progress = new LoopProgress("test.last-used.slow");
+      // A flush every 10 ms against statements of 200 ms.
+      const lastUsed = new LastUsed(store, log, 10, progress);
+      for (let i = 0; i < 30_000; i++) lastUsed.record(`ws_${i % 3}`, `key_${i}`, i);
+      const started = Date.now();
+      while (store.statements.length < 6 && Date.now() - started < 20_000) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(store.statements.length).toBeGreaterThanOrEqual(6);
+      expect(progress.marks).toBeGreaterThanOrEqual(6);
+      expect(store.most()).toBe(1);
+      const at = progress.lastAt;
+      // Nothing left: each tick finds nothing waiting and says so.
+      while (lastUsed.waitingKeys() > 0 && Date.now() - started < 30_000) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      expect(progress.lastAt).toBeGreaterThan(at);
+      expect(store.statements.flat()).toHaveLength(30_000);
+      await lastUsed.close();
+    });
   });
 });

@@ -1,12 +1,12 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { KeysService, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
+import { connect, createLogger, LoopProgress, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKeysDeps, type KeysDeps } from "./deps.ts";
 import { inProcessServices } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
-import { startRefills } from "./refills.ts";
+import { REFILLS_PER_STATEMENT, startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 import { callerOf, TEST_ENCRYPTION_KEY } from "./test-kit.ts";
 
@@ -93,5 +93,60 @@ describe("the refill job", () => {
       .poll(async () => (await db.sql`SELECT remaining FROM keys WHERE id = ${keyId}`)[0]?.["remaining"])
       .toBe(5);
     stop();
+  });
+
+  it("refills 2,500 due keys in statements of 1,000, each committed on its own, marking progress with each", async () => {
+    const client = instance();
+    const { apiId } = await client.createApi({ caller, name: "many due" });
+    const { keyId } = await client.createKey({
+      caller,
+      apiId,
+      credits: { remaining: 0n, refill: { interval: RefillInterval.DAILY, amount: 5n } },
+    });
+    await db.sql`UPDATE keys SET created_at = created_at - 2 * 86400000 WHERE id = ${keyId}`;
+    // 2,499 more like it, in bulk.
+    await db.sql`INSERT INTO keys (id, workspace_id, api_id, hash, start, remaining, refill_interval,
+        refill_amount, created_at)
+      SELECT 'key_bulk_' || lpad(g::text, 5, '0'), workspace_id, api_id, hash || g, start, 0, refill_interval,
+        refill_amount, created_at
+      FROM keys, generate_series(1, 2499) g WHERE id = ${keyId}`;
+    const refilled = async () =>
+      Number(
+        (await db.sql`SELECT count(*)::int AS n FROM keys WHERE api_id = ${apiId} AND remaining = 5`)[0]?.[
+          "n"
+        ],
+      );
+    // Another transaction holds the last due key in id order: the job waits for it in its third statement.
+    const [last] = await db.sql`SELECT max(id) AS id FROM keys WHERE api_id = ${apiId}`;
+    const lockSql = connect(db.url, { max: 1 });
+    let unlock = () => {};
+    let locked = () => {};
+    const held = new Promise<void>((r) => {
+      locked = r;
+    });
+    const holding = lockSql.begin(async (tx) => {
+      await tx`SELECT id FROM keys WHERE id = ${last?.["id"] as string} FOR UPDATE`;
+      locked();
+      await new Promise<void>((r) => {
+        unlock = r;
+      });
+    });
+    await held;
+    const progress = new LoopProgress("test.refills");
+    const stop = startRefills(db.sql, { clock: new TestClock(Date.now()), log, everyMs: 100, progress });
+    try {
+      // The first two statements are committed while the third waits: no key waits for all of them.
+      await expect.poll(refilled, { timeout: 20_000 }).toBe(2 * REFILLS_PER_STATEMENT);
+      expect(progress.marks).toBe(2);
+      unlock();
+      await holding;
+      await expect.poll(refilled, { timeout: 20_000 }).toBe(2_500);
+      // Then the runs after find nothing due and say so.
+      await expect.poll(() => progress.marks, { timeout: 20_000 }).toBeGreaterThanOrEqual(4);
+    } finally {
+      stop();
+      unlock();
+      await lockSql.end({ timeout: 5 });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { Clock, Logger, Sql } from "@latchkey/runtime";
+import { type Clock, type Logger, type LoopProgress, loopProgress, type Sql } from "@latchkey/runtime";
 import type { RefillRecord } from "./store/keys-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
 
@@ -64,36 +64,66 @@ export function effectiveRemaining(
 }
 
 /**
- * Applies every refill due at `atMs` (unix ms), at most once per period.
- * For `npm run latchkey -- credits refill --at <unix ms>` and the minute job.
+ * Most keys refilled by one statement, each statement its own transaction:
+ * a key's row is locked only while its own statement runs, however many keys
+ * other workspaces have due at the same instant (a spend of the key waits for
+ * that statement, never for all of them).
+ */
+export const REFILLS_PER_STATEMENT = 1_000;
+
+/**
+ * Applies every refill due at `atMs` (unix ms), at most once per period, in
+ * statements of REFILLS_PER_STATEMENT keys. For `npm run latchkey -- credits
+ * refill --at <unix ms>` and the minute job.
  */
 export async function applyDueRefills(sql: Sql, atMs: number): Promise<{ refilled: number }> {
-  return { refilled: await new PostgresKeysStore(sql).applyDueRefills(atMs) };
+  const store = new PostgresKeysStore(sql);
+  let refilled = 0;
+  for (;;) {
+    const n = await store.applyDueRefills(atMs, REFILLS_PER_STATEMENT);
+    refilled += n;
+    if (n < REFILLS_PER_STATEMENT) return { refilled };
+  }
 }
 
 const REFILL_LOCK = "latchkey-keys-refill";
 
 /**
- * Runs applyDueRefills every `everyMs` (default a minute) on one instance at a
- * time: each run takes a PostgreSQL advisory lock and is skipped where another
- * instance holds it. Returns the function that stops it.
+ * Runs the due refills every `everyMs` (default a minute) on one instance at a
+ * time: each statement of REFILLS_PER_STATEMENT keys is a transaction that
+ * takes a PostgreSQL advisory lock first, and a run stops where another
+ * instance holds it. Marks loopProgress `keys.refills` with each statement and
+ * each run that finds nothing due. Returns the function that stops it.
  */
-export function startRefills(sql: Sql, options: { clock: Clock; log: Logger; everyMs?: number }): () => void {
+export function startRefills(
+  sql: Sql,
+  options: { clock: Clock; log: Logger; everyMs?: number; progress?: LoopProgress },
+): () => void {
+  const progress = options.progress ?? loopProgress("keys.refills");
   let running = false;
+  let stopped = false;
   const run = async () => {
     if (running) return;
     running = true;
+    let refilled = 0;
     try {
-      await sql.begin(async (tx) => {
-        const [lock] = await tx<
-          { locked: boolean }[]
-        >`SELECT pg_try_advisory_xact_lock(hashtext(${REFILL_LOCK})) AS locked`;
-        if (!lock?.locked) return;
-        const { refilled } = await applyDueRefills(tx as unknown as Sql, options.clock.now());
-        if (refilled > 0) options.log.info({ refilled }, "credits refilled");
-      });
+      const at = options.clock.now();
+      for (let n = REFILLS_PER_STATEMENT; n === REFILLS_PER_STATEMENT && !stopped; ) {
+        const done = await sql.begin(async (tx) => {
+          const [lock] = await tx<
+            { locked: boolean }[]
+          >`SELECT pg_try_advisory_xact_lock(hashtext(${REFILL_LOCK})) AS locked`;
+          if (!lock?.locked) return undefined;
+          return new PostgresKeysStore(tx as unknown as Sql).applyDueRefills(at, REFILLS_PER_STATEMENT);
+        });
+        // Another instance holds the lock: it applies them.
+        n = done ?? 0;
+        refilled += n;
+        progress.mark();
+      }
+      if (refilled > 0) options.log.info({ refilled }, "credits refilled");
     } catch (err) {
-      options.log.error({ err }, "applying due refills failed");
+      options.log.error({ err, refilled }, "applying due refills failed");
     } finally {
       running = false;
     }
@@ -101,5 +131,8 @@ export function startRefills(sql: Sql, options: { clock: Clock; log: Logger; eve
   void run();
   const timer = setInterval(() => void run(), options.everyMs ?? 60_000);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }

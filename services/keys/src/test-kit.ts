@@ -24,7 +24,14 @@ export const TEST_ENCRYPTION_KEY = Buffer.alloc(32, 7);
 
 /** The keys service in memory, reached through Connect exactly as the gateway reaches it. */
 export function memoryKeys(
-  options: { bus?: Bus; events?: EventSink; encryptionKey?: Buffer; cacheMaxBytes?: number } = {},
+  options: {
+    bus?: Bus;
+    events?: EventSink;
+    encryptionKey?: Buffer;
+    cacheSize?: number;
+    cacheMaxBytes?: number;
+    identityCacheMaxBytes?: number;
+  } = {},
 ) {
   const clock = new TestClock();
   const bus = options.bus ?? new MemoryBus();
@@ -39,7 +46,9 @@ export function memoryKeys(
     identity: identityTransport,
     ...(options.events ? { events: options.events } : {}),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+    ...(options.cacheSize ? { cacheSize: options.cacheSize } : {}),
     ...(options.cacheMaxBytes ? { cacheMaxBytes: options.cacheMaxBytes } : {}),
+    ...(options.identityCacheMaxBytes ? { identityCacheMaxBytes: options.identityCacheMaxBytes } : {}),
   });
   const client: Client<typeof KeysService> = createClient(
     KeysService,

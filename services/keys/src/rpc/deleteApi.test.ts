@@ -22,7 +22,7 @@ describe("deleteApi", () => {
       expect.objectContaining({}),
     );
     expect((await client.verifyKey({ caller: verifier, key })).code).toBe(VerifyCode.NOT_FOUND);
-    // No hash: every instance drops its whole cache.
+    // No hash: every instance drops the workspace's cached keys.
     expect(announced.map((d) => fromBinary(KeyChangedSchema, d))).toMatchObject([
       { workspaceId: "ws_1", apiId, hash: "" },
     ]);

@@ -680,6 +680,24 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       });
     });
 
+    it("applies at most `limit` due refills a call, the rest at the calls after", async () => {
+      const { store, apiId, workspaces } = await withApi();
+      const keys = Array.from({ length: 5 }, () =>
+        newKey(workspaces[0], apiId, { remaining: 0, refill: { interval: "daily", amount: 3, day: null } }),
+      );
+      for (const k of keys) await store.createKey(k);
+      const at = Math.ceil(CREATED / DAY) * DAY + 1;
+      // Other keys of the store's world may be due too: every call refills 2 at most, until fewer are due.
+      let calls = 0;
+      for (let n = 2; n === 2; calls++) {
+        n = await store.applyDueRefills(at, 2);
+        expect(n).toBeLessThanOrEqual(2);
+      }
+      expect(calls).toBeGreaterThanOrEqual(3);
+      for (const k of keys) expect((await store.findKeyById(k.id))?.remaining).toBe(3);
+      expect(await store.applyDueRefills(at, 2)).toBe(0);
+    });
+
     it("settles a due refill before a credits update, so the update is not overwritten", async () => {
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, {

@@ -335,7 +335,10 @@ export interface KeysStore extends AuditLogStore {
    * already written stays). One statement for all; keys gone are skipped.
    */
   recordLastUsed(uses: readonly KeyUse[]): Promise<void>;
-  /** Applies every refill due at `at`; answers how many keys were refilled. */
-  applyDueRefills(at: number): Promise<number>;
+  /**
+   * Applies the refills due at `at`, of at most `limit` keys (in id order)
+   * when given, in one statement; answers how many keys were refilled.
+   */
+  applyDueRefills(at: number, limit?: number): Promise<number>;
   findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined>;
 }

@@ -283,9 +283,11 @@ export class MemoryKeysStore implements KeysStore {
     }
   }
 
-  async applyDueRefills(at: number): Promise<number> {
+  async applyDueRefills(at: number, limit = Number.POSITIVE_INFINITY): Promise<number> {
     let refilled = 0;
-    for (const key of this.keys.values()) {
+    const byId = [...this.keys.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (const key of byId) {
+      if (refilled >= limit) break;
       if (key.deletedAt === null && this.settleRefill(key, at)) refilled++;
     }
     return refilled;

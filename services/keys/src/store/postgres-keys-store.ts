@@ -524,13 +524,14 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
       ON CONFLICT (key_id) DO UPDATE SET at = EXCLUDED.at WHERE l.at < EXCLUDED.at`;
   }
 
-  async applyDueRefills(at: number): Promise<number> {
+  async applyDueRefills(at: number, limit?: number): Promise<number> {
     // Locked in id order like batch spends; a key a verification refilled meanwhile no longer qualifies.
     const rows = await this.sql`WITH due AS (
         SELECT id, keys_latest_refill(refill_interval, refill_day, ${at}) AS refill_at FROM keys
         WHERE refill_interval IS NOT NULL AND deleted_at IS NULL
           AND keys_latest_refill(refill_interval, refill_day, ${at}) > COALESCE(last_refill_at, created_at)
         ORDER BY id
+        ${limit === undefined ? this.sql`` : this.sql`LIMIT ${limit}`}
         FOR UPDATE
       )
       UPDATE keys k SET remaining = k.refill_amount, last_refill_at = due.refill_at

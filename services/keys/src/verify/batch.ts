@@ -66,11 +66,11 @@ class ItemSteps implements VerifySteps {
     return this.limits.check(this.index, workspaceId, limits);
   }
 
-  spend(keyId: string, cost: number): Promise<Spend | undefined> {
+  spend(workspaceId: string, keyId: string, cost: number): Promise<Spend | undefined> {
     // An item at its credit step is past its rate-limit step: the others' limits must not wait
     // for it to finish, while it waits for their spends (a batch mixing the two would hang).
     this.limits.done(this.index);
-    return this.spends.spend(this.index, keyId, cost);
+    return this.spends.spend(this.index, workspaceId, keyId, cost);
   }
 
   /** An item that never reached its rate-limit or credit step must not hold up the others'. */

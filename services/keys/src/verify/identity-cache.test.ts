@@ -1,7 +1,7 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
-import { createLogger, MemoryBus, TestClock } from "@latchkey/runtime";
+import { createLogger, ErrorReason, errorDetailOf, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
 import { callerOf } from "../test-kit.ts";
 import { IdentityCache } from "./identity-cache.ts";
@@ -137,32 +137,70 @@ describe("IdentityCache", () => {
     });
   });
 
-  it("bounds what it holds by bytes across workspaces: the workspace loaded longest ago goes first", async () => {
+  describe("shared by workspaces, bounded by bytes", () => {
     const KiB = 1024;
-    // Announcements lost: what is still cached answers an identity deleted since, what was dropped does not.
-    const { identity, cache } = setup(false, undefined, 1024 * KiB);
     // About 57 KiB counted each (two bytes a character), under the 64 KiB an entry may count here.
     const meta = JSON.stringify({ blob: "x".repeat(28 * KiB) });
-    const ids = new Map<string, string[]>();
-    for (const ws of ["ws_a", "ws_b", "ws_c", "ws_d", "ws_e"]) {
-      const caller = callerOf(ws, "*");
+
+    /** `count` identities of `ws`, each loaded into the cache once. */
+    async function loaded(
+      identity: ReturnType<typeof setup>["identity"],
+      cache: IdentityCache,
+      ws: string,
+      count: number,
+    ) {
       const made: string[] = [];
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < count; i++) {
+        const caller = callerOf(ws, "*");
         made.push(
           (await identity.createIdentity({ caller, externalId: `user_${i}`, metaJson: meta })).identityId,
         );
+        expect((await cache.identity(ws, made[i]!))?.metaJson).toBe(meta);
+        expect(cache.bytes).toBeLessThanOrEqual(1024 * KiB);
       }
-      ids.set(ws, made);
-      for (const id of made) expect((await cache.identity(ws, id))?.metaJson).toBe(meta);
-      expect(cache.bytes).toBeLessThanOrEqual(1024 * KiB);
+      return made;
     }
-    // 20 of them count more than the bound: the first workspace's went.
-    expect(cache.bytes).toBeGreaterThan(512 * KiB);
-    for (const [ws, made] of ids) {
-      for (const id of made) await identity.deleteIdentity({ caller: callerOf(ws, "*"), identity: id });
+
+    /** Which of `ids` the cache still holds: with announcements lost, a deleted identity it holds still answers. */
+    async function stillCached(
+      identity: ReturnType<typeof setup>["identity"],
+      cache: IdentityCache,
+      ws: string,
+      ids: string[],
+    ) {
+      for (const id of ids) await identity.deleteIdentity({ caller: callerOf(ws, "*"), identity: id });
+      const held: string[] = [];
+      for (const id of ids) if ((await cache.identity(ws, id)) !== null) held.push(id);
+      return held;
     }
-    expect(await cache.identity("ws_a", ids.get("ws_a")![0]!)).toBeNull();
-    for (const id of ids.get("ws_e")!) expect((await cache.identity("ws_e", id))?.metaJson).toBe(meta);
+
+    it("a workspace loading far more than its share drops its own oldest, never another's within its share", async () => {
+      const { identity, cache } = setup(false, undefined, 1024 * KiB);
+      const victim = await loaded(identity, cache, "ws_victim", 4);
+      const victimBytes = cache.held("ws_victim");
+      const one = victimBytes / 4;
+      // 40 of them: more than twice the bound, by one workspace.
+      const attacker = await loaded(identity, cache, "ws_attacker", 40);
+      expect(cache.held("ws_victim")).toBe(victimBytes);
+      expect(await stillCached(identity, cache, "ws_victim", victim)).toEqual(victim);
+      // The attacker keeps the room the victim leaves, with its most recent.
+      expect(cache.held("ws_attacker")).toBeGreaterThan(1024 * KiB - victimBytes - one);
+      expect(cache.held("ws_attacker")).toBeLessThanOrEqual(1024 * KiB - victimBytes);
+      expect(await stillCached(identity, cache, "ws_attacker", attacker.slice(-10))).toEqual(
+        attacker.slice(-10),
+      );
+    });
+
+    it("gives a workspace within its share room from the workspace furthest above it", async () => {
+      const { identity, cache } = setup(false, undefined, 1024 * KiB);
+      const a = await loaded(identity, cache, "ws_a", 20);
+      const full = cache.held("ws_a");
+      // Two workspaces: a share of 512 KiB (8 of these). B, within it, took its room from A.
+      const b = await loaded(identity, cache, "ws_b", 5);
+      expect(cache.held("ws_a")).toBe(full - cache.held("ws_b"));
+      expect(await stillCached(identity, cache, "ws_b", b)).toEqual(b);
+      expect(await stillCached(identity, cache, "ws_a", a.slice(-8))).toEqual(a.slice(-8));
+    });
   });
 
   it("does not keep an entry larger than a sixteenth of its bound, and answers it all the same", async () => {
@@ -174,5 +212,31 @@ describe("IdentityCache", () => {
     expect(cache.bytes).toBe(0);
     await identity.deleteIdentity({ caller, identity: identityId });
     expect(await cache.identity("ws_1", identityId)).toBeNull();
+  });
+
+  it("looks up at most maxLookupsPerWorkspace of one workspace at once: past it UNAVAILABLE, others unaffected", async () => {
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const asked: string[] = [];
+    const client = {
+      async resolveRoles({ caller, names }: { caller?: { workspaceId: string }; names: string[] }) {
+        for (const n of names) asked.push(`${caller?.workspaceId}/${n}`);
+        await gate;
+        return { roles: names.map((name) => ({ name, permissions: [] })) };
+      },
+    } as unknown as ConstructorParameters<typeof IdentityCache>[0];
+    const cache = new IdentityCache(client, new MemoryBus(), { maxLookupsPerWorkspace: 100 });
+    const flood = Array.from({ length: 100 }, (_, i) => cache.resolveRoles("ws_attacker", [`r${i}`]));
+    const refused = await cache.resolveRoles("ws_attacker", ["r100"]).catch((err: unknown) => err);
+    expect(errorDetailOf(refused)?.reason).toBe(ErrorReason.UNAVAILABLE);
+    const victim = cache.resolveRoles("ws_victim", ["admin"]);
+    release();
+    expect(names(await victim)).toEqual(["admin"]);
+    expect((await Promise.all(flood)).flat()).toHaveLength(100);
+    expect(asked.filter((a) => a.startsWith("ws_attacker/"))).toHaveLength(100);
+    // Once answered, its lookups go again.
+    expect(names(await cache.resolveRoles("ws_attacker", ["r100"]))).toEqual(["r100"]);
   });
 });

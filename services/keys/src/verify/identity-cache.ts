@@ -6,6 +6,8 @@ import {
   Batcher,
   type Bus,
   type Clock,
+  domainError,
+  ErrorReason,
   OldestFirst,
   onIdentityChanged,
   systemClock,
@@ -83,6 +85,8 @@ export class IdentityCache {
   /** Bytes counted for every entry (entryBytes), and for each workspace's. */
   private total = 0;
   private readonly bytesOf = new Map<string, number>();
+  /** Lookups under way per workspace (MAX_IDENTITY_LOOKUPS_PER_WORKSPACE). */
+  private readonly lookups = new Map<string, number>();
   private readonly roleLoader: Batcher<Lookup, ResolvedRole | null>;
   private readonly identityLoader: Batcher<Lookup, ResolvedIdentity | null>;
   private readonly permissionLoader: Batcher<Lookup, string | null>;
@@ -93,6 +97,8 @@ export class IdentityCache {
     bus: Bus,
     private readonly options: {
       maxPerWorkspace?: number;
+      /** Most lookups of one workspace under way at once (MAX_IDENTITY_LOOKUPS_PER_WORKSPACE). */
+      maxLookupsPerWorkspace?: number;
       /** Most bytes counted for all workspaces' entries together (default IDENTITY_CACHE_MAX_BYTES). */
       maxBytes?: number;
       ttlMs?: number;
@@ -236,6 +242,11 @@ export class IdentityCache {
     return this.total;
   }
 
+  /** Bytes counted for what one workspace has cached. */
+  held(workspaceId: string): number {
+    return this.bytesOf.get(workspaceId) ?? 0;
+  }
+
   close(): void {
     this.unsubscribe();
   }
@@ -253,11 +264,28 @@ export class IdentityCache {
     this.expireStale(workspaceId);
     const hit = cache.get(workspaceId)?.get(name);
     if (hit !== undefined) return hit;
+    const under = this.lookups.get(workspaceId) ?? 0;
+    if (under >= (this.options.maxLookupsPerWorkspace ?? MAX_IDENTITY_LOOKUPS_PER_WORKSPACE)) {
+      return Promise.reject(
+        domainError(
+          ErrorReason.UNAVAILABLE,
+          "Too many roles, permissions or identities of this workspace are being looked up at once; retry shortly.",
+        ),
+      );
+    }
+    this.lookups.set(workspaceId, under + 1);
     const generation = this.generation;
-    return loader.call({ workspaceId, name }).then((value) => {
-      if (generation === this.generation) this.put(cache, workspaceId, name, value);
-      return value;
-    });
+    return loader
+      .call({ workspaceId, name })
+      .then((value) => {
+        if (generation === this.generation) this.put(cache, workspaceId, name, value);
+        return value;
+      })
+      .finally(() => {
+        const left = (this.lookups.get(workspaceId) ?? 1) - 1;
+        if (left === 0) this.lookups.delete(workspaceId);
+        else this.lookups.set(workspaceId, left);
+      });
   }
 
   /** Drops the workspace's entries once they are older than the TTL. */
@@ -289,16 +317,46 @@ export class IdentityCache {
     entries.set(name, value);
     this.count(workspaceId, bytes);
     this.dropOldest(workspaceId, entries, () => entries.size > (this.options.maxPerWorkspace ?? 100_000));
-    // Over the bound, the workspaces loaded longest ago go first (their entries expire soonest
-    // anyway); then this workspace's oldest entries.
-    for (const other of this.since.keys()) {
-      if (this.total <= maxBytes) return;
-      if (other !== workspaceId) this.evict(other);
+    // Over the bound, a workspace above its fair share (the bound divided by the workspaces holding
+    // entries) gives up its own oldest entries; one within it takes them from the workspace furthest
+    // above its share. So no workspace within its share loses entries to another's.
+    while (this.total > maxBytes) {
+      const from = this.above(workspaceId, maxBytes) ? workspaceId : this.furthestAbove();
+      if (from === undefined) return;
+      do if (!this.dropOne(from)) return;
+      while (this.total > maxBytes && this.above(from, maxBytes));
     }
+  }
+
+  /** Above its share of the bound in bytes (integers: share x workspaces against the bound). */
+  private above(workspaceId: string, maxBytes: number): boolean {
+    return (this.bytesOf.get(workspaceId) ?? 0) * this.bytesOf.size > maxBytes;
+  }
+
+  /** The workspace holding the most bytes: a scan, made only when one within its share needs room. */
+  private furthestAbove(): string | undefined {
+    let furthest: string | undefined;
+    let most = 0;
+    for (const [workspaceId, bytes] of this.bytesOf) {
+      if (bytes > most) {
+        most = bytes;
+        furthest = workspaceId;
+      }
+    }
+    return furthest;
+  }
+
+  /** Drops the workspace's oldest entry, identities first (they count the most), then roles, then permissions. */
+  private dropOne(workspaceId: string): boolean {
     for (const kind of [this.identities, this.roles, this.permissions]) {
       const own = kind.get(workspaceId) as Map<string, Cached> | undefined;
-      if (own) this.dropOldest(workspaceId, own, () => this.total > maxBytes);
+      const name = own === undefined ? undefined : this.oldest.get(own)?.next();
+      if (name === undefined) continue;
+      this.count(workspaceId, -entryBytes(name, own!.get(name) ?? null));
+      own!.delete(name);
+      return true;
     }
+    return false;
   }
 
   /** Drops a workspace's oldest entries of one kind while `over()`. */
@@ -324,9 +382,19 @@ export class IdentityCache {
 
   private count(workspaceId: string, bytes: number): void {
     this.total += bytes;
-    this.bytesOf.set(workspaceId, (this.bytesOf.get(workspaceId) ?? 0) + bytes);
+    const held = (this.bytesOf.get(workspaceId) ?? 0) + bytes;
+    // Only workspaces holding entries count toward the shares.
+    if (held === 0) this.bytesOf.delete(workspaceId);
+    else this.bytesOf.set(workspaceId, held);
   }
 }
+
+/**
+ * Most lookups of one workspace's roles, permissions and identities under way
+ * at once: past it, its verifications that need one answer UNAVAILABLE, so no
+ * workspace's lookups queue without bound ahead of another's.
+ */
+export const MAX_IDENTITY_LOOKUPS_PER_WORKSPACE = 10_000;
 
 /** Default bound of the bytes counted for the identity cache (IDENTITY_CACHE_MAX_BYTES). */
 export const IDENTITY_CACHE_MAX_BYTES = 64 * 1024 * 1024;

@@ -1,15 +1,25 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { createLogger, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
+import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import {
+  connect,
+  createLogger,
+  ErrorReason,
+  errorDetailOf,
+  loopProgress,
+  MemoryBus,
+  migrate,
+  TestClock,
+} from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { creditSpendsSql, type KeysDeps } from "../deps.ts";
-import { keysDepsOverDatabase } from "../deps-test-kit.ts";
+import { createKeysDeps, creditSpendsSql, type KeysDeps } from "../deps.ts";
+import { inProcessServices, keysDepsOverDatabase } from "../deps-test-kit.ts";
 import { keysMigrations } from "../migrations.ts";
 import { keysRoutes } from "../routes.ts";
+import type { Spend } from "../store/keys-store.ts";
 import { PostgresKeysStore } from "../store/postgres-keys-store.ts";
 import { callerOf } from "../test-kit.ts";
-import { SpendQueue } from "./spend-collector.ts";
+import { MAX_QUEUED_SPENDS, SpendQueue } from "./spend-collector.ts";
 
 let db: TestDatabase;
 let deps: KeysDeps;
@@ -36,7 +46,7 @@ describe("SpendQueue on PostgreSQL", () => {
       // Costs that change often: the queue behind the first two statements is cut into many,
       // all pipelined at once, each of which must see the balance the one before it left.
       const costs = Array.from({ length: 300 }, (_, i) => (i * 7) % 4);
-      const answers = await Promise.all(costs.map((cost) => queue.spend(keyId, cost)));
+      const answers = await Promise.all(costs.map((cost) => queue.spend("ws_default", keyId, cost)));
       const [{ period }] =
         (await db.sql`SELECT credits_given_at AS period FROM keys WHERE id = ${keyId}`) as unknown as [
           { period: number },
@@ -67,4 +77,123 @@ describe("SpendQueue on PostgreSQL", () => {
       await spendSql.end({ timeout: 5 });
     }
   });
+
+  it("saturated (20,000 spends of one workspace, a row held, the connection killed) keeps deciding, marks progress, and a 100-credit key of another verified 1,000 times at once spends exactly 100", async () => {
+    const log = createLogger("keys", "silent");
+    await db.sql`INSERT INTO workspaces (id, name, created_at)
+      VALUES ('ws_attacker', 'attacker', 0), ('ws_victim', 'victim', 0) ON CONFLICT DO NOTHING`;
+    const spendSql = creditSpendsSql(db.url, false);
+    const lockSql = connect(db.url, { max: 1 });
+    const bus = new MemoryBus();
+    const d = createKeysDeps({
+      sql: db.sql,
+      spendSql,
+      bus,
+      log,
+      ...inProcessServices({ sql: db.sql, bus, log }),
+    });
+    const client = createClient(KeysService, createRouterTransport(keysRoutes(d)));
+    try {
+      const attacker = callerOf("ws_attacker", "*");
+      const { apiId } = await client.createApi({ caller: attacker, name: "flood" });
+      const floodKeys: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        floodKeys.push(
+          (await client.createKey({ caller: attacker, apiId, credits: { remaining: 1_000_000n } })).keyId,
+        );
+      }
+      const victim = callerOf("ws_victim", "*");
+      const victimApi = await client.createApi({ caller: victim, name: "victim" });
+      const { key, keyId } = await client.createKey({
+        caller: victim,
+        apiId: victimApi.apiId,
+        credits: { remaining: 100n },
+      });
+      const progress = loopProgress("keys.credit-spends");
+      const marksBefore = progress.marks;
+
+      // PostgreSQL slow: another transaction holds one of the flood's rows, so its statements wait.
+      let unlock = () => {};
+      let locked = () => {};
+      const held = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holding = lockSql.begin(async (tx) => {
+        await tx`SELECT id FROM keys WHERE id = ${floodKeys[0]!} FOR UPDATE`;
+        locked();
+        await new Promise<void>((r) => {
+          unlock = r;
+        });
+      });
+      await held;
+      // Costs that change with every round, so a key's spends take a statement each round.
+      const cost = (i: number) => 1 + (Math.floor(i / 50) % 2);
+      const flood = Array.from({ length: 20_000 }, (_, i) =>
+        d.spends.spend("ws_attacker", floodKeys[i % 50]!, cost(i)),
+      );
+      // Watched from the start: the spends of the statements killed below fail meanwhile.
+      const settled = Promise.allSettled(flood);
+      // What the queue did not take was refused at once.
+      const refused = (await Promise.allSettled(flood.slice(MAX_QUEUED_SPENDS + 2))).map((o) =>
+        o.status === "rejected" ? errorDetailOf(o.reason)?.reason : "taken",
+      );
+      expect(refused.every((r) => r === ErrorReason.UNAVAILABLE)).toBe(true);
+      // The statement out waits for the row: kill its connection.
+      const deadline = Date.now() + 10_000;
+      let killed = 0;
+      while (killed === 0 && Date.now() < deadline) {
+        const rows = await db.sql<{ pid: number }[]>`
+          SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+        killed = rows.length;
+        if (killed === 0) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(killed).toBe(1);
+      unlock();
+      await holding;
+
+      // The victim verifies its key 1,000 times at once while the flood drains.
+      const codes = await Promise.all(
+        Array.from({ length: 1_000 }, async () => (await client.verifyKey({ caller: victim, key })).code),
+      );
+      expect(codes.filter((c) => c === VerifyCode.VALID)).toHaveLength(100);
+      expect(codes.filter((c) => c === VerifyCode.USAGE_EXCEEDED)).toHaveLength(900);
+      const [row] = await db.sql<{ remaining: number }[]>`SELECT remaining FROM keys WHERE id = ${keyId}`;
+      expect(Number(row!.remaining)).toBe(0);
+
+      // Every spend of the flood was answered: the ones of the killed statements failed, the rest were decided.
+      const outcomes = await settled;
+      const decided = outcomes.filter(
+        (o): o is PromiseFulfilledResult<Spend | undefined> => o.status === "fulfilled",
+      );
+      expect(decided.length).toBeGreaterThan(MAX_QUEUED_SPENDS - 200);
+      expect(outcomes.length - decided.length).toBe(20_000 - MAX_QUEUED_SPENDS - 2 + killedSpends(outcomes));
+      // Exact: each key lost what its decided spends were granted, no more.
+      const granted = new Map<string, number>();
+      outcomes.forEach((o, i) => {
+        if (o.status === "fulfilled" && o.value?.spent) {
+          const id = floodKeys[i % 50]!;
+          granted.set(id, (granted.get(id) ?? 0) + cost(i));
+        }
+      });
+      const balances = await db.sql<{ id: string; remaining: number }[]>`
+        SELECT id, remaining FROM keys WHERE workspace_id = 'ws_attacker'`;
+      for (const b of balances) expect(1_000_000 - Number(b.remaining)).toBe(granted.get(b.id) ?? 0);
+      // Progress marked with every statement, the failed ones included.
+      expect(progress.marks - marksBefore).toBeGreaterThanOrEqual(d.spends.statements);
+      expect(d.spends.statements).toBeGreaterThan(200);
+      expect(d.spends.waiting()).toBe(0);
+    } finally {
+      await d.close();
+      await lockSql.end({ timeout: 5 });
+      await spendSql.end({ timeout: 5 });
+    }
+  }, 60_000);
 });
+
+/** Spends that failed with something other than the queue's bound: those of the killed connection. */
+function killedSpends(outcomes: PromiseSettledResult<unknown>[]): number {
+  return outcomes.filter(
+    (o) => o.status === "rejected" && errorDetailOf(o.reason)?.reason !== ErrorReason.UNAVAILABLE,
+  ).length;
+}

@@ -1,9 +1,26 @@
-import type { Clock } from "@latchkey/runtime";
+import { type Clock, domainError, ErrorReason, type LoopProgress, loopProgress } from "@latchkey/runtime";
 import { crossingAt, DEFAULT_LOW_FRACTION, runCrossings } from "../credit-events.ts";
 import type { GroupSpend, KeysStore, Spend, SpendGroup } from "../store/keys-store.ts";
 
+/**
+ * Most spends of one workspace waiting for a statement: past it, its spends
+ * answer UNAVAILABLE at once rather than queue without bound ahead of others.
+ */
+export const MAX_QUEUED_SPENDS = 10_000;
+
+/** Most keys one spend statement decides, shared out between the workspaces with spends waiting. */
+export const MAX_STATEMENT_KEYS = 1_000;
+
+const tooManySpends = () =>
+  domainError(
+    ErrorReason.UNAVAILABLE,
+    "Too many credit spends of this workspace are waiting for the database; retry shortly.",
+  );
+
 /** One verification waiting for its credit spend. */
 export interface PendingSpend {
+  /** The key's workspace (the caller's): spends wait in a queue per workspace. */
+  workspaceId: string;
   keyId: string;
   cost: number;
   resolve(spend: Spend | undefined): void;
@@ -33,11 +50,20 @@ export interface PendingSpend {
  * (one, commonly).
  * A failed statement rejects each of its spends with the error; the ones
  * queued after it still go.
+ *
+ * Workspaces share it with a bound each: spends wait in a queue per workspace,
+ * at most MAX_QUEUED_SPENDS of one workspace (past it a spend answers
+ * UNAVAILABLE at once), and a statement decides at most MAX_STATEMENT_KEYS
+ * keys, shared out between the workspaces with spends waiting, whose order
+ * turns with each statement. So a workspace with tens of thousands of spends
+ * waiting makes another's wait one statement, not all of its own.
  */
 export class SpendQueue {
-  private queued: PendingSpend[] = [];
+  /** Spends waiting per workspace; the Map's order is the order they are served in. */
+  private readonly queued = new Map<string, PendingSpend[]>();
   private out = 0;
   private statementCount = 0;
+  private readonly idle: NodeJS.Timeout;
 
   constructor(
     private readonly store: Pick<KeysStore, "spendCreditsGroups">,
@@ -46,16 +72,41 @@ export class SpendQueue {
     private readonly depth = 1,
     /** CREDITS_LOW_FRACTION: the spend that takes a balance below this share of its baseline says so (0: none). */
     private readonly lowFraction = DEFAULT_LOW_FRACTION,
-  ) {}
-
-  /** One spend on its own (a unary verification). */
-  spend(keyId: string, cost: number): Promise<Spend | undefined> {
-    return new Promise((resolve, reject) => this.submit([{ keyId, cost, resolve, reject }]));
+    private readonly progress: LoopProgress = loopProgress("keys.credit-spends"),
+    private readonly bounds = { queued: MAX_QUEUED_SPENDS, keys: MAX_STATEMENT_KEYS },
+  ) {
+    // Each statement decided is a unit of progress; an idle queue says so once a second, so the mark
+    // stops moving only while spends wait on statements that do not come back.
+    this.idle = setInterval(() => {
+      if (this.out === 0 && this.queued.size === 0) this.progress.mark();
+    }, 1_000);
+    this.idle.unref();
   }
 
-  /** Spends to decide after every spend submitted before them, in this order. */
+  /** Stops marking progress while idle. */
+  close(): void {
+    clearInterval(this.idle);
+  }
+
+  /** One spend on its own (a unary verification). */
+  spend(workspaceId: string, keyId: string, cost: number): Promise<Spend | undefined> {
+    return new Promise((resolve, reject) => this.submit([{ workspaceId, keyId, cost, resolve, reject }]));
+  }
+
+  /**
+   * Spends to decide after every spend of their workspace submitted before
+   * them, in this order; each past its workspace's bound is refused at once.
+   */
   submit(spends: readonly PendingSpend[]): void {
-    for (const s of spends) this.queued.push(s);
+    for (const s of spends) {
+      let queue = this.queued.get(s.workspaceId);
+      if (queue === undefined) {
+        queue = [];
+        this.queued.set(s.workspaceId, queue);
+      }
+      if (queue.length < this.bounds.queued) queue.push(s);
+      else s.reject(tooManySpends());
+    }
     this.send();
   }
 
@@ -64,13 +115,46 @@ export class SpendQueue {
     return this.statementCount;
   }
 
+  /** Spends waiting for a statement, in all or of one workspace. */
+  waiting(workspaceId?: string): number {
+    if (workspaceId !== undefined) return this.queued.get(workspaceId)?.length ?? 0;
+    let n = 0;
+    for (const queue of this.queued.values()) n += queue.length;
+    return n;
+  }
+
   /** Asks the next statement for what is queued while fewer than `depth` are out. */
   private send(): void {
-    while (this.out < this.depth && this.queued.length > 0) {
-      const { runs, rest } = firstStatement(this.queued);
-      this.queued = rest;
+    while (this.out < this.depth && this.queued.size > 0) {
+      const runs = this.nextStatement();
+      if (runs.length === 0) return;
       void this.decide(runs);
     }
+  }
+
+  /**
+   * The next statement's runs: each workspace with spends waiting, in turn,
+   * gives the first runs of up to its part of MAX_STATEMENT_KEYS keys; the
+   * workspaces served go to the back of the order.
+   */
+  private nextStatement(): PendingSpend[][] {
+    const runs: PendingSpend[][] = [];
+    const part = Math.max(1, Math.ceil(this.bounds.keys / this.queued.size));
+    const served: string[] = [];
+    for (const [workspaceId, queue] of this.queued) {
+      if (runs.length >= this.bounds.keys) break;
+      const taken = firstStatement(queue, Math.min(part, this.bounds.keys - runs.length));
+      for (const run of taken.runs) runs.push(run);
+      served.push(workspaceId);
+      queue.length = 0;
+      for (const s of taken.rest) queue.push(s);
+    }
+    for (const workspaceId of served) {
+      const queue = this.queued.get(workspaceId)!;
+      this.queued.delete(workspaceId);
+      if (queue.length > 0) this.queued.set(workspaceId, queue);
+    }
+    return runs;
   }
 
   /**
@@ -95,6 +179,7 @@ export class SpendQueue {
       failure = err;
     }
     this.out--;
+    this.progress.mark();
     this.send();
     if (results === undefined) {
       for (const run of runs) for (const s of run) s.reject(failure);
@@ -142,18 +227,28 @@ function settle(
 }
 
 /**
- * The next statement of queued spends: each key's first run of one cost. The
- * spends after a change of cost of their key stay queued, in order, for the
- * next statement.
+ * The next statement of queued spends: each key's first run of one cost, for
+ * at most `maxKeys` keys. The spends after a change of cost of their key, and
+ * those of further keys, stay queued, in order, for the next statement.
  */
-function firstStatement(spends: PendingSpend[]): { runs: PendingSpend[][]; rest: PendingSpend[] } {
+function firstStatement(
+  spends: readonly PendingSpend[],
+  maxKeys: number,
+): { runs: PendingSpend[][]; rest: PendingSpend[] } {
   const runs = new Map<string, PendingSpend[]>();
   let ended: Set<string> | undefined;
   const rest: PendingSpend[] = [];
   for (const s of spends) {
     const run = runs.get(s.keyId);
-    if (run === undefined) runs.set(s.keyId, [s]);
-    else if (run[0]!.cost === s.cost && !ended?.has(s.keyId)) run.push(s);
+    if (run === undefined) {
+      if (runs.size < maxKeys) runs.set(s.keyId, [s]);
+      else {
+        // A key left for a later statement: its spends after this one must wait with it.
+        ended ??= new Set();
+        ended.add(s.keyId);
+        rest.push(s);
+      }
+    } else if (run[0]!.cost === s.cost && !ended?.has(s.keyId)) run.push(s);
     else {
       ended ??= new Set();
       ended.add(s.keyId);
@@ -184,9 +279,9 @@ export class SpendCollector {
   }
 
   /** The item at `index` spends; settled once the whole batch has arrived. */
-  spend(index: number, keyId: string, cost: number): Promise<Spend | undefined> {
+  spend(index: number, workspaceId: string, keyId: string, cost: number): Promise<Spend | undefined> {
     return new Promise<Spend | undefined>((resolve, reject) => {
-      this.waiting.push({ keyId, cost, resolve, reject });
+      this.waiting.push({ workspaceId, keyId, cost, resolve, reject });
       this.done(index);
     });
   }

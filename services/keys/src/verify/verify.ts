@@ -32,7 +32,7 @@ export type VerifyKeyResult = VerifyKeyResponse;
 /** The shared steps of a verification: unary calls make their own, a batch shares them between items. */
 export interface VerifySteps {
   /** Spends credits of one key for this verification (through deps.spends, shared with concurrent ones). */
-  spend(keyId: string, cost: number): Promise<Spend | undefined>;
+  spend(workspaceId: string, keyId: string, cost: number): Promise<Spend | undefined>;
   checkLimits: LimitChecker;
 }
 
@@ -74,7 +74,7 @@ export async function verified(
   caller: Caller,
   req: VerifyKeyRequest,
   steps: VerifySteps = {
-    spend: (keyId, cost) => deps.spends.spend(keyId, cost),
+    spend: (workspaceId, keyId, cost) => deps.spends.spend(workspaceId, keyId, cost),
     checkLimits: checkEach(deps),
   },
 ): Promise<Verified> {
@@ -85,7 +85,7 @@ export async function verified(
   const outcome = counted(result.code);
   const now = deps.clock.now();
   // Every verification of a key counts as a use, whatever its outcome (as Unkey's analytics do).
-  if (key) deps.lastUsed.record(key.id, now);
+  if (key) deps.lastUsed.record(key.workspaceId, key.id, now);
   // Without an event sink nothing is recorded: not even the record is built.
   if (deps.events === noEvents) return judgement;
   keyVerified(deps, {
@@ -170,7 +170,7 @@ async function judge(
   }
   if (key.remaining === null) return outcome(facts, VerifyCode.VALID);
   // The cached balance is never trusted: the store spends or reads the current one.
-  const spend = await steps.spend(key.id, input.cost);
+  const spend = await steps.spend(key.workspaceId, key.id, input.cost);
   if (spend === undefined) {
     // Deleted since it was cached; the invalidation is on its way.
     deps.keyCache.invalidate({ workspaceId: caller.workspaceId, hash });
