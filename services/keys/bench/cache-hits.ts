@@ -9,7 +9,7 @@ import { KeyCache } from "../src/verify/key-cache.ts";
  * one workspace and over 100, hit on one hot key and on keys at random. Each
  * case runs five rounds of a million hits and reports the fastest, so a busy
  * machine's pauses count less.
- *   pnpm exec tsx services/keys/bench/cache-hits.ts
+ *   npx tsx services/keys/bench/cache-hits.ts
  */
 
 const KEYS = 100_000;
