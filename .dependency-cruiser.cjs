@@ -5,12 +5,12 @@
 const SERVICE = "^services/([^/]+)/";
 const OWN_SERVICE = "^services/$1/";
 const PACKAGES = "^packages/";
-const PROTO = "^proto/";
+const PROTO_GEN = "^proto/gen/";
 /**
- * A service's hand-written wire codecs: part of its contract, like its proto, so both ends of a call may import
- * them (the gateway and keys as clients, the service as server). They import only packages/* and proto/gen.
+ * The contract package beside proto/gen: the hand-written codecs of the messages that cross a process boundary
+ * and the one protobuf reader and writer they are written on. Both ends of a call import it.
  */
-const CODECS = "^services/[^/]+/src/(verify/batch-)?codecs\\.ts$";
+const CONTRACT = "^proto/codecs/";
 /** Tests and test kits: they compose services as the all-in-one does; production code never does. */
 const TEST_CODE = "^services/([^/]+)/.*(\\.test|test-kit|\\.suite|\\.contract)\\.ts$";
 
@@ -28,10 +28,10 @@ module.exports = {
     {
       name: "service-imports-another-service",
       comment:
-        "A service reaches another one only through its generated client (proto/gen) and the shared packages, so each can run as a process of its own.",
+        "A service reaches another one only through its generated client (proto/gen), the contract's codecs (proto/codecs) and the shared packages, so each can run as a process of its own.",
       severity: "error",
       from: { path: SERVICE, pathNot: TEST_CODE },
-      to: { path: "^services/", pathNot: [OWN_SERVICE, CODECS] },
+      to: { path: "^services/", pathNot: OWN_SERVICE },
     },
     {
       name: "service-test-imports-another-service-inside",
@@ -39,7 +39,7 @@ module.exports = {
         "A service's tests and test kits may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals.",
       severity: "error",
       from: { path: TEST_CODE },
-      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$", CODECS] },
+      to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$"] },
     },
     {
       name: "service-imports-its-test-code",
@@ -58,17 +58,17 @@ module.exports = {
       to: { path: "^(gateway|apps|console|test|bench|deploy)/" },
     },
     {
-      name: "codecs-import-only-contracts",
+      name: "contract-imports-only-gen",
       comment:
-        "A service's codecs are imported by the other end of its calls, so they may import only packages/* and proto/gen: never the service's own code, which would come along with them.",
+        "The contract package (proto/codecs) is what both ends of a call agree on, so it imports proto/gen and itself only: never packages/*, a service or anything above, which would come along with it to the other end.",
       severity: "error",
-      from: { path: CODECS },
-      to: { path: "^(services|gateway|apps|console|test|bench|deploy)/" },
+      from: { path: CONTRACT },
+      to: { path: "^(services|gateway|apps|console|packages|test|bench|deploy)/" },
     },
     {
       name: "package-imports-upward",
       comment:
-        "packages/* are libraries under everything else: they may import proto/gen and each other, never a service, the gateway or an app.",
+        "packages/* are libraries under everything else: they may import proto/gen, the contract package (proto/codecs) and each other, never a service, the gateway or an app.",
       severity: "error",
       from: { path: PACKAGES },
       to: { path: "^(services|gateway|apps|console|test|bench|deploy)/" },
@@ -76,10 +76,10 @@ module.exports = {
     {
       name: "gateway-imports-service-source",
       comment:
-        "The gateway calls the services through their generated clients (proto/gen), which is what lets it run in front of separate processes.",
+        "The gateway calls the services through their generated clients (proto/gen) and the contract's codecs (proto/codecs), which is what lets it run in front of separate processes.",
       severity: "error",
       from: { path: "^gateway/" },
-      to: { path: "^(services|apps|test|bench|deploy)/", pathNot: CODECS },
+      to: { path: "^(services|apps|test|bench|deploy)/" },
     },
     {
       name: "console-imports-the-server",
@@ -93,8 +93,8 @@ module.exports = {
       name: "proto-imports-ours",
       comment: "proto/gen is generated from the .proto files alone and depends on nothing of ours.",
       severity: "error",
-      from: { path: PROTO },
-      to: { path: "^(services|gateway|apps|console|packages|test|bench|deploy)/" },
+      from: { path: PROTO_GEN },
+      to: { path: "^(services|gateway|apps|console|packages|test|bench|deploy|proto/codecs)/" },
     },
     {
       name: "unresolvable",

@@ -1,6 +1,6 @@
 import { consolePages } from "@latchkey/console/pages";
-import { verifyKeyBatchCodecs } from "@latchkey/keys/verify/batch-codecs";
-import { ratelimitCodecs } from "@latchkey/ratelimit/codecs";
+import { verifyKeyBatchCodecs } from "@latchkey/proto/codecs/keys";
+import { ratelimitCodecs } from "@latchkey/proto/codecs/ratelimit";
 import { createLogger, env, InternalAuth, internalTransport, NatsBus, systemClock } from "@latchkey/runtime";
 import { createGateway } from "./gateway.ts";
 import { listen } from "./listen.ts";

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { create, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { ConnectError, createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
-import { verifyKeyBatchCodecs } from "@latchkey/keys/verify/batch-codecs";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
+import { verifyKeyBatchCodecs } from "@latchkey/proto/codecs/keys";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import {

@@ -9,24 +9,14 @@ import {
 } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import { encodeKeyVerified } from "@latchkey/keys/events";
+import { encodedAnswer, segmentsOf } from "@latchkey/keys/verify/batch-wire";
 import {
   decodeVerifyKeyBatchRequest,
   decodeVerifyKeyBatchResponse,
   encodeVerifyKeyBatchRequest,
   readVerifyKeyBatchRequest,
   readVerifyKeyBatchResponse,
-} from "@latchkey/keys/verify/batch-codecs";
-import { encodedAnswer, segmentsOf } from "@latchkey/keys/verify/batch-wire";
-import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
-import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import { VerifyKeyBatchRequestSchema, VerifyKeyBatchResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
-import {
-  CheckNamedLimitsRequestSchema,
-  CheckNamedLimitsResponseSchema,
-  LimitBatchRequestSchema,
-  LimitBatchResponseSchema,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
+} from "@latchkey/proto/codecs/keys";
 import {
   decodeCheckNamedLimitsRequest,
   decodeCheckNamedLimitsResponse,
@@ -40,7 +30,17 @@ import {
   readCheckNamedLimitsResponse,
   readLimitBatchRequest,
   readLimitBatchResponse,
-} from "@latchkey/ratelimit/codecs";
+} from "@latchkey/proto/codecs/ratelimit";
+import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
+import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
+import { VerifyKeyBatchRequestSchema, VerifyKeyBatchResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
+import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
+import {
+  CheckNamedLimitsRequestSchema,
+  CheckNamedLimitsResponseSchema,
+  LimitBatchRequestSchema,
+  LimitBatchResponseSchema,
+} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { encodeRatelimitChecked } from "@latchkey/ratelimit/events";
 import { encodeEventBatch } from "@latchkey/runtime";
 import fc from "fast-check";
@@ -71,7 +71,7 @@ interface FastCodec {
 }
 
 const CODECS: FastCodec[] = [
-  // keys (verify/batch-codecs.ts, verify/batch-wire.ts, events.ts)
+  // keys (proto/codecs/keys.ts; the service's verify/batch-wire.ts and events.ts)
   {
     name: "VerifyKeyBatchRequest",
     schema: VerifyKeyBatchRequestSchema,
@@ -104,7 +104,7 @@ const CODECS: FastCodec[] = [
     unknown: false,
   },
   { name: "KeyVerified", schema: KeyVerifiedSchema, encode: encodeKeyVerified },
-  // ratelimit (codecs.ts, events.ts)
+  // ratelimit (proto/codecs/ratelimit.ts; the service's events.ts)
   {
     name: "CheckNamedLimitsRequest",
     schema: CheckNamedLimitsRequestSchema,

@@ -1,4 +1,5 @@
 import type { Message } from "@bufbuild/protobuf";
+import { WireWriter } from "@latchkey/proto/codecs/wire/writer";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { DOMAIN_EVENT_SUBJECT } from "./domain-events.ts";
@@ -6,7 +7,6 @@ import type { EventSink, EventSinkStats, EventType } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { watchEventSink } from "./metrics.ts";
-import { WireWriter } from "./wire/writer.ts";
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";

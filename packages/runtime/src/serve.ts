@@ -4,10 +4,11 @@ import net from "node:net";
 import { Duplex } from "node:stream";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { type InternalAuth, verifyingInterceptor } from "./internal-auth.ts";
 import { listening } from "./listening.ts";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
-import { registeredServices, unaryFastPath, unaryMethods, type WireCodecs } from "./unary.ts";
+import { registeredServices, unaryFastPath, unaryMethods } from "./unary.ts";
 
 type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 

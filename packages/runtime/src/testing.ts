@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, type DescMethod, fromBinary, type Message, toBinary } from "@bufbuild/protobuf";
 import type { Transport, UnaryResponse } from "@connectrpc/connect";
+import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect, type Sql } from "./db.ts";
 import type { EventSink, EventType } from "./event-sink.ts";
-import type { WireCodecs } from "./unary.ts";
 
 /** A caller of a workspace holding the given root-key permissions, for tests of the services. */
 export const callerOf = (workspaceId: string, ...permissions: string[]): Caller =>

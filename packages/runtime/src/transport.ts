@@ -1,7 +1,8 @@
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { type InternalAuth, signedTransport } from "./internal-auth.ts";
-import { unaryTransport, type WireCodecs } from "./unary.ts";
+import { unaryTransport } from "./unary.ts";
 
 export interface InternalTransportOptions {
   /**

@@ -9,11 +9,12 @@ import {
   createHandlerContext,
 } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
+import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { type GetApiRequest, type GetApiResponse, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
 import { type ServedRpc, serveRpc } from "./serve.ts";
-import { CallContext, unaryTransport, type WireCodecs } from "./unary.ts";
+import { CallContext, unaryTransport } from "./unary.ts";
 
 /** A KeysService that answers what it was asked, fails on demand and can be slow. */
 const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>

@@ -28,6 +28,7 @@ import {
   errorFromJsonBytes,
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
+import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { INTERNAL_AUTH_HEADER, type InternalAuth, type OpenedAssertion } from "./internal-auth.ts";
 import { rpcDuration } from "./metrics.ts";
 
@@ -45,21 +46,6 @@ import { rpcDuration } from "./metrics.ts";
 
 type Headers_ = Parameters<Transport["unary"]>[3];
 
-/**
- * Hand-written binary codecs of a method's messages, for the hot batched
- * calls where protobuf-es's reflection is most of the cost of the hop. Each
- * must produce and read exactly what protobuf-es would (the owning service
- * tests that); a missing one falls back to protobuf-es.
- */
-export interface WireCodec {
-  decodeRequest?(bytes: Uint8Array): unknown;
-  encodeResponse?(message: never): Uint8Array;
-  encodeRequest?(message: never): Uint8Array;
-  decodeResponse?(bytes: Uint8Array): unknown;
-}
-
-/** Codecs by Connect path, "/<service>/<Method>". */
-export type WireCodecs = Record<string, WireCodec>;
 type UnaryImpl = (req: unknown, ctx: HandlerContext) => unknown;
 
 export interface UnaryMethod {

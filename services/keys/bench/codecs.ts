@@ -15,6 +15,11 @@ import {
 // The runtime's text encoding, as every Latchkey process runs protobuf-es.
 import "@latchkey/runtime";
 import {
+  decodeVerifyKeyBatchRequest,
+  decodeVerifyKeyBatchResponse,
+  encodeVerifyKeyBatchRequest,
+} from "@latchkey/proto/codecs/keys";
+import {
   decodeCheckNamedLimitsRequest,
   decodeCheckNamedLimitsResponse,
   decodeLimitBatchRequest,
@@ -23,12 +28,7 @@ import {
   encodeCheckNamedLimitsResponse,
   encodeLimitBatchRequest,
   encodeLimitBatchResponse,
-} from "@latchkey/ratelimit/codecs";
-import {
-  decodeVerifyKeyBatchRequest,
-  decodeVerifyKeyBatchResponse,
-  encodeVerifyKeyBatchRequest,
-} from "../src/verify/batch-codecs.ts";
+} from "@latchkey/proto/codecs/ratelimit";
 
 const N = 22; // verifications per batch under load
 const caller = { workspaceId: "ws_default", rootKeyId: "rk_3kQpZ8mVtR2xYcA1", permissions: ["*"] };

@@ -1,8 +1,8 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { UNHANDLED } from "@latchkey/proto/codecs/wire/reader";
+import { writeOr } from "@latchkey/proto/codecs/wire/writer";
 import { KeyChangedSchema, type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { type Bus, type EventSink, type EventType, newId } from "@latchkey/runtime";
-import { UNHANDLED } from "@latchkey/runtime/wire/reader";
-import { writeOr } from "@latchkey/runtime/wire/writer";
 import type { KeyCache } from "./verify/key-cache.ts";
 
 /** Every event the keys context emits, one function each. */

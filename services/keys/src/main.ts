@@ -1,4 +1,5 @@
-import { ratelimitCodecs } from "@latchkey/ratelimit/codecs";
+import { verifyKeyBatchCodecs } from "@latchkey/proto/codecs/keys";
+import { ratelimitCodecs } from "@latchkey/proto/codecs/ratelimit";
 import {
   AuditPruner,
   connect,
@@ -21,7 +22,6 @@ import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 import { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";
-import { verifyKeyBatchCodecs } from "./verify/batch-codecs.ts";
 
 // The keys service as its own process, configured by env. Every setting is read and checked before
 // anything connects or migrates, so a mistake stops the process without touching the database.

@@ -1,9 +1,12 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
+  decodeCheckNamedLimitsRequest,
+  encodeCheckNamedLimitsResponse,
+} from "@latchkey/proto/codecs/ratelimit";
+import {
   CheckNamedLimitsRequestSchema,
   CheckNamedLimitsResponseSchema,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { decodeCheckNamedLimitsRequest, encodeCheckNamedLimitsResponse } from "@latchkey/ratelimit/codecs";
 import { createLogger } from "@latchkey/runtime";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
 import { checkNamedLimits } from "../src/rpc/checkNamedLimits.ts";

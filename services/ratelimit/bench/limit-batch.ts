@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/proto/codecs/ratelimit";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { LimitBatchRequestSchema, LimitBatchResponseSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { decodeLimitBatchRequest, encodeLimitBatchResponse } from "@latchkey/ratelimit/codecs";
 import {
   createLogger,
   type EventSink,

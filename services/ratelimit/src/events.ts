@@ -1,12 +1,12 @@
 import { create, toBinary } from "@bufbuild/protobuf";
+import { UNHANDLED } from "@latchkey/proto/codecs/wire/reader";
+import { writeOr } from "@latchkey/proto/codecs/wire/writer";
 import {
   OverridesChangedSchema,
   type RatelimitChecked,
   RatelimitCheckedSchema,
 } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { type Bus, type EventSink, type EventType, newId } from "@latchkey/runtime";
-import { UNHANDLED } from "@latchkey/runtime/wire/reader";
-import { writeOr } from "@latchkey/runtime/wire/writer";
 
 export const SUBJECT_CHECKED = "events.ratelimit.checked";
 export const SUBJECT_OVERRIDES_CHANGED = "events.ratelimit.overrides_changed";

@@ -1,3 +1,4 @@
+import { ratelimitCodecs } from "@latchkey/proto/codecs/ratelimit";
 import {
   AuditPruner,
   type Bus,
@@ -13,7 +14,6 @@ import {
   NatsBus,
   serveRpc,
 } from "@latchkey/runtime";
-import { ratelimitCodecs } from "./codecs.ts";
 import { createRatelimitDeps } from "./deps.ts";
 import { registerMemoryInstance } from "./instances.ts";
 import type { PeerConfig } from "./limiter/peer-limiter.ts";

@@ -1,6 +1,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
+import { WireWriter } from "@latchkey/proto/codecs/wire/writer";
 import {
   KeyIdentitySchema,
   VerifyKeyBatchResultSchema as ResultSchema,
@@ -8,7 +9,6 @@ import {
   type VerifyKeyBatchResult,
   type VerifyKeyResponse,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { WireWriter } from "@latchkey/runtime/wire/writer";
 
 /**
  * VerifyKeyBatch's answer written by hand, for servers that serialise it to
@@ -18,7 +18,7 @@ import { WireWriter } from "@latchkey/runtime/wire/writer";
  * from the cached key, its grants and its identity (key id, name, meta,
  * expires, enabled, permissions, roles, identity) are encoded once per cached
  * key (Segments) and copied; the rest is written field by field with the
- * runtime's one writer (packages/runtime/src/wire/writer.ts).
+ * contract's one writer (proto/codecs/wire/writer.ts).
  *
  * How it crosses Connect without touching its serialisation (as the gateway's
  * wire.ts does for its requests): the answer is a VerifyKeyBatchResponse

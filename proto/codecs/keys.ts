@@ -1,4 +1,4 @@
-import type { Caller, RatelimitConfig } from "@latchkey/proto/common/v1/common_pb";
+import type { Caller, RatelimitConfig } from "../gen/common/v1/common_pb.ts";
 import {
   type KeyIdentity,
   type VerifyKeyBatchItem,
@@ -11,10 +11,10 @@ import {
   type VerifyKeyResponse,
   type VerifyRatelimitRequest,
   type VerifyRatelimitResult,
-} from "@latchkey/proto/keys/v1/keys_pb";
-import type { WireCodecs } from "@latchkey/runtime/unary";
-import { readCaller, readOr, UNHANDLED, WireReader } from "@latchkey/runtime/wire/reader";
-import { writeCaller, writeOr } from "@latchkey/runtime/wire/writer";
+} from "../gen/keys/v1/keys_pb.ts";
+import type { WireCodecs } from "./wire/codec.ts";
+import { readCaller, readOr, UNHANDLED, WireReader } from "./wire/reader.ts";
+import { writeCaller, writeOr } from "./wire/writer.ts";
 
 /**
  * VerifyKeyBatch, the batched call of every verification, written and read by
@@ -26,8 +26,8 @@ import { writeCaller, writeOr } from "@latchkey/runtime/wire/writer";
  * (test/in-memory/fast-codecs.test.ts checks them on random messages and on
  * malformed input): what these do not handle (an item's error, unknown fields,
  * invalid UTF-8, a negative code) they hand to protobuf-es, for the whole
- * message. Built on the runtime's one reader and writer; this module imports
- * nothing else of the keys service, so the gateway can use it.
+ * message. Built on the contract's one reader and writer (wire/). It is part of
+ * the contract, not of the keys service, because both ends of the call use it.
  */
 export const verifyKeyBatchCodecs: WireCodecs = {
   "/keys.v1.KeysService/VerifyKeyBatch": {

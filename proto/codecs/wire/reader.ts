@@ -1,6 +1,6 @@
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
-import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { Caller } from "../../gen/common/v1/common_pb.ts";
 
 /**
  * Thrown by WireReader, and by the decoders built on it, at anything they

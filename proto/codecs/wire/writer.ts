@@ -1,5 +1,5 @@
 import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { Caller } from "../../gen/common/v1/common_pb.ts";
 import { UNHANDLED } from "./reader.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
-import type { Caller } from "@latchkey/proto/common/v1/common_pb";
+import type { Caller } from "../gen/common/v1/common_pb.ts";
 import {
   type CheckNamedLimitsRequest,
   CheckNamedLimitsRequestSchema,
@@ -20,9 +20,9 @@ import {
   type NamedLimitGroup,
   type NamedLimitGroupResult,
   type NamedLimitResult,
-} from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { readCaller, readOr, UNHANDLED, WireReader } from "@latchkey/runtime/wire/reader";
-import { type WireWriter, writeCaller, writeOr } from "@latchkey/runtime/wire/writer";
+} from "../gen/ratelimit/v1/ratelimit_pb.ts";
+import { readCaller, readOr, UNHANDLED, WireReader } from "./wire/reader.ts";
+import { type WireWriter, writeCaller, writeOr } from "./wire/writer.ts";
 
 /**
  * Hand-written codecs for the two RPCs called once per batch of requests,
@@ -35,11 +35,12 @@ import { type WireWriter, writeCaller, writeOr } from "@latchkey/runtime/wire/wr
  * (test/in-memory/fast-codecs.test.ts checks them on random messages and on
  * malformed input): what they do not handle they hand to
  * protobuf-es, for the whole message, so nothing differs but the speed. Built on
- * the runtime's one reader and writer (packages/runtime/src/wire).
+ * the contract's one reader and writer (proto/codecs/wire/).
  *
  * Keyed by Connect path, as serveRpc and internalTransport take them
  * (WireCodecs): the ratelimit service serves with them, the keys service and
- * the gateway call it with them (this module imports nothing of the service).
+ * the gateway call it with them: that is why they are the contract's, not the
+ * service's.
  */
 export interface UnaryCodec<I, O> {
   decodeRequest(bytes: Uint8Array): I;
