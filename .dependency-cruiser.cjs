@@ -11,8 +11,14 @@ const PROTO_GEN = "^proto/gen/";
  * and the one protobuf reader and writer they are written on. Both ends of a call import it.
  */
 const CONTRACT = "^proto/codecs/";
-/** Tests and test kits: they compose services as the all-in-one does; production code never does. */
-const TEST_CODE = "^services/([^/]+)/.*(\\.test|test-kit|\\.suite|\\.contract)\\.ts$";
+/** A test file, wherever it is (tests stay beside the code they test). */
+const TEST_FILE = "\\.test\\.ts$";
+/** Test support: what tests build and share lives in a testing/ folder of its package (CONTRIBUTING.md). */
+const TESTING = "(^|/)testing/";
+/** A service's tests and its testing/ folder: they may compose services as the all-in-one does. */
+const SERVICE_TEST_CODE = "^services/([^/]+)/(testing/.+|.+\\.test)\\.ts$";
+/** Production code: what a process runs, the source folders of every package, app and service and the console's. */
+const PRODUCTION = "^((packages|services|apps)/[^/]+|gateway)/src/|^console/(src|server)/";
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -30,24 +36,24 @@ module.exports = {
       comment:
         "A service reaches another one only through its generated client (proto/gen), the contract's codecs (proto/codecs) and the shared packages, so each can run as a process of its own.",
       severity: "error",
-      from: { path: SERVICE, pathNot: TEST_CODE },
+      from: { path: SERVICE, pathNot: SERVICE_TEST_CODE },
       to: { path: "^services/", pathNot: OWN_SERVICE },
     },
     {
       name: "service-test-imports-another-service-inside",
       comment:
-        "A service's tests and test kits may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals.",
+        "A service's tests and its testing/ folder may wire another service in process, as the all-in-one does, but only through its package's entry (services/<name>/src/index.ts), never its internals or its testing/ folder.",
       severity: "error",
-      from: { path: TEST_CODE },
+      from: { path: SERVICE_TEST_CODE },
       to: { path: "^services/", pathNot: [OWN_SERVICE, "^services/[^/]+/src/index\\.ts$"] },
     },
     {
-      name: "service-imports-its-test-code",
+      name: "production-imports-test-support",
       comment:
-        "Production code never imports a test or a test kit: test kits may wire other services in process, so importing one would be importing them.",
+        "Production code never imports from a testing/ folder, nor a test: test support may wire other services in process and starts servers, and whatever production code imports goes into the image's bundles.",
       severity: "error",
-      from: { path: SERVICE, pathNot: TEST_CODE },
-      to: { path: TEST_CODE },
+      from: { path: PRODUCTION, pathNot: TEST_FILE },
+      to: { path: [TESTING, TEST_FILE] },
     },
     {
       name: "service-imports-a-composition",

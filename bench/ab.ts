@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { startStack } from "../test/harness.ts";
 import { type Call, type Figures, load, type Target } from "./load.ts";
 import { treeOf } from "./procfs.ts";

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { DURATION, type Figures, load, RUNS, type Target, WARMUP } from "./load.ts";
 import { cpuOf, pidsMatching, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";

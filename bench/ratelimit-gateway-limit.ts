@@ -1,6 +1,6 @@
 import { ensureRootKey } from "@latchkey/keys";
-import { ownRedis } from "@latchkey/ratelimit/redis-testing";
-import { createTestDatabase } from "@latchkey/runtime/testing";
+import { ownRedis } from "@latchkey/ratelimit/testing/redis";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { type Proc, startProcess } from "../test/harness.ts";

@@ -3,9 +3,9 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { ownRedis } from "@latchkey/ratelimit/redis-testing";
+import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { internalTransport } from "@latchkey/runtime";
-import { createTestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { internalAuth, startProcess } from "../test/harness.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { type Proc, startProcess, startStack } from "../test/harness.ts";
 import {
   type Call,

@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 // deploy/ depends on no workspace package (its devDependencies are build and test tools only),
 // so the runtime's test helper is imported by path.
-import { createTestDatabase, type TestDatabase } from "../packages/runtime/src/testing.ts";
+import { createTestDatabase, type TestDatabase } from "../packages/runtime/testing/database.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { freePort, killBundles, startBundle, waitForOk } from "./bundle-process.ts";
 import { components } from "./components.ts";

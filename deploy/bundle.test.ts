@@ -16,6 +16,7 @@ import { type EnvReads, envReads } from "./env-reads.ts";
 const outdir = mkdtempSync(join(tmpdir(), "latchkey-bundles-"));
 const written = components.filter((c) => existsSync(join(repoRoot, c.entry)));
 const reads = new Map<string, EnvReads>();
+const sources = new Map<string, string[]>();
 
 /** Addresses where nothing listens, for the servers a component requires. */
 const unreachable: Record<string, string> = {
@@ -31,7 +32,11 @@ const given: Record<string, string> = {
 };
 
 // At collection time: which tests apply depends on what each bundle reads.
-for (const c of written) reads.set(c.name, envReads(repoRoot, (await bundle(c, outdir)).sources));
+for (const c of written) {
+  const built = await bundle(c, outdir);
+  sources.set(c.name, built.sources);
+  reads.set(c.name, envReads(repoRoot, built.sources));
+}
 
 afterAll(() => {
   killBundles();
@@ -46,6 +51,17 @@ describe.each(components.map((c) => [c.name, c] as const))("dist/%s.mjs", (name,
     expect(existsSync(join(outdir, `${name}.mjs.map`))).toBe(true);
     expect(reads.get(name)!.read.has("PORT")).toBe(true);
   });
+
+  // Test support (CONTRIBUTING.md: a package's testing/ folder) starts servers and wires services in process: the
+  // layer rules keep production code from importing it, and this checks what the image would actually run.
+  it.skipIf(!built)(
+    "holds its own entry and no test support: nothing from a testing/ folder, no test file",
+    () => {
+      const inputs = sources.get(name)!;
+      expect(inputs).toContain(component.entry);
+      expect(inputs.filter((path) => /(^|\/)testing\/|\.test\.ts$|^test\//.test(path))).toEqual([]);
+    },
+  );
 
   const required = [...(reads.get(name)?.required ?? [])];
 

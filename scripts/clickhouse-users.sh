@@ -12,7 +12,7 @@
 #   CLICKHOUSE_QUERY_USER        user name (latchkey_query)
 #   CLICKHOUSE_QUERY_PASSWORD    its password (latchkey_query_test: a local test server only)
 #   CLICKHOUSE_QUERY_DATABASES   databases it may read, space-separated
-#                                (latchkey, and the fixed test databases of services/analytics/src/test-kit.ts)
+#                                (latchkey, and the fixed test databases of services/analytics/testing/clickhouse.ts)
 #   CLICKHOUSE_USERS_DIR         users.d directory (found from the running server's config when unset)
 set -euo pipefail
 

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 cd gateway
-exec ../node_modules/.bin/tsx src/edge-differential-run.ts "$@"
+exec ../node_modules/.bin/tsx testing/edge-differential-run.ts "$@"

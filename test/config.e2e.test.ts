@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, internalSecret } from "./harness.ts";
 

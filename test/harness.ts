@@ -3,10 +3,11 @@ import { randomBytes } from "node:crypto";
 import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
 import { InternalAuth } from "@latchkey/runtime";
-import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { freePort } from "@latchkey/runtime/testing/free-port";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { answerContract } from "../gateway/src/openapi-contract.ts";
+import { answerContract } from "../gateway/testing/openapi-contract.ts";
 
 const root = join(import.meta.dirname, "..");
 

@@ -1,4 +1,4 @@
-import { ownRedis } from "@latchkey/ratelimit/redis-testing";
+import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, type Stack, startProcess, startStack } from "./harness.ts";
 

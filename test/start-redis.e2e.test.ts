@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ownRedis } from "@latchkey/ratelimit/redis-testing";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { ownRedis } from "@latchkey/ratelimit/testing/redis";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "./harness.ts";
 

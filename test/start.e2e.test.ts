@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { listeningTcpPorts } from "@latchkey/latchkey/test-kit";
+import { listeningTcpPorts } from "@latchkey/latchkey/testing/postgres-wire";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, holdToContract, type Proc, startProcess } from "./harness.ts";
 

@@ -4,9 +4,9 @@ import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import { hashKey } from "@latchkey/runtime";
 import bs58 from "bs58";
 import { afterEach, describe, expect, it } from "vitest";
+import { answeringEverything, harness, WORKSPACE } from "../testing/in-memory-gateway.ts";
 import { listenEdge } from "./edge.ts";
 import { listenNode } from "./node-server.ts";
-import { answeringEverything, harness, WORKSPACE } from "./testing.ts";
 
 const SERVERS = [
   ["edge", listenEdge],

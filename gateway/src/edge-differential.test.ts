@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { compare, type Observation, runDifferential, type Seen, TOO_LARGE } from "./edge-differential.ts";
+import {
+  compare,
+  type Observation,
+  runDifferential,
+  type Seen,
+  TOO_LARGE,
+} from "../testing/edge-differential.ts";
 
 /**
  * A bounded part of the differential run against node:http (the whole one, 100,000 cases and

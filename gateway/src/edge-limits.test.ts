@@ -1,10 +1,10 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { harness } from "../testing/in-memory-gateway.ts";
 import { type EdgeServer, listenEdge } from "./edge.ts";
 import type { Gateway } from "./gateway.ts";
 import { HTTP_LIMITS, type HttpLimits, httpLimits } from "./http-limits.ts";
 import { listenNode } from "./node-server.ts";
-import { harness } from "./testing.ts";
 
 /** A raw client: what it received, and when the server closed the connection. */
 function connect(port: number) {

@@ -1,8 +1,8 @@
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { harness, passingLimits } from "../testing/in-memory-gateway.ts";
 import { type EdgeOptions, type EdgeServer, listenEdge } from "./edge.ts";
 import { listen } from "./listen.ts";
-import { harness, passingLimits } from "./testing.ts";
 
 interface Answer {
   status: number;

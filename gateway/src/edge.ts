@@ -11,7 +11,7 @@ import { checkIntervalMs, HTTP_LIMITS, type HttpLimits } from "./http-limits.ts"
  * gain is in docs/architecture.md); this server reads a request into a buffer and writes its answer in one write.
  *
  * It reads no request node:http (llhttp) would refuse, and reads every
- * request it accepts as node:http does: edge-differential.ts holds it to that
+ * request it accepts as node:http does: testing/edge-differential.ts holds it to that
  * on generated and mutated requests. It is stricter in places, each harmless
  * and listed in gateway/README.md: a request line of one space between its
  * parts and an origin-form target, HTTP/1.0 or 1.1 only, one Host, one

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { answeringEverything, harness } from "../testing/in-memory-gateway.ts";
 import { OPERATIONS, routes } from "./routes/index.ts";
-import { answeringEverything, harness } from "./testing.ts";
 
 describe("the success envelope of every operation", () => {
   const h = harness(answeringEverything());

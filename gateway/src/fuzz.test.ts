@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { over, refusalProblem, SEED, samples, shown } from "./fuzz-kit.ts";
-import { OPERATIONS, routes } from "./routes/index.ts";
+import { over, refusalProblem, SEED, samples, shown } from "../testing/fuzz-checks.ts";
+import { answeringEverything, harness } from "../testing/in-memory-gateway.ts";
 import {
   mutatedArbitrary,
   nestedAtEveryPlace,
   placesIn,
   unicodeArbitrary,
   validArbitrary,
-} from "./schema-arbitrary.ts";
-import { answeringEverything, harness } from "./testing.ts";
+} from "../testing/schema-arbitrary.ts";
+import { OPERATIONS, routes } from "./routes/index.ts";
 
 /**
- * Bodies drawn from every operation's schema (schema-arbitrary.ts), valid and mutated, sent
+ * Bodies drawn from every operation's schema (testing/schema-arbitrary.ts), valid and mutated, sent
  * over a real socket to the gateway's own HTTP server. Whatever the body: never a 5xx, every
  * 4xx in the error shape with its status, every 2xx in the envelope. Deterministic: one seed.
  * The same over the real services in memory: test/in-memory/fuzz.test.ts.
@@ -45,7 +45,7 @@ describe("fuzzing every operation over services that answer success", () => {
     60_000,
   );
 
-  // The fakes fail as PostgreSQL would on a string it cannot store (testing.ts, storeLikePostgres),
+  // The fakes fail as PostgreSQL would on a string it cannot store (testing/in-memory-gateway.ts, storeLikePostgres),
   // so text that slips past the gateway answers 500 here as it would in a real store.
   it.each(OPERATIONS.map((op, i) => [op, i] as const))(
     "%s: 30 bodies with hostile unicode (lone surrogates, U+0000, beyond the BMP; escaped, literal, in keys) never 5xx; what no store can hold answers 400 naming where",

@@ -3,8 +3,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { domainError, ErrorReason, hashKey, type Logger, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { DOCS, harness, passingLimits } from "../testing/in-memory-gateway.ts";
 import { KEYS_CHANGED_SUBJECT } from "./auth.ts";
-import { DOCS, harness, passingLimits } from "./testing.ts";
 
 /** A logger that keeps what it is given, at every level. */
 function recordingLog() {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { DOCS, harness } from "../testing/in-memory-gateway.ts";
 import { MAX_DEPTH, MAX_META_BYTES } from "./limits.ts";
-import { DOCS, harness } from "./testing.ts";
 
 /** `levels` objects nested as {"a":{"a":…{}}}, as raw JSON text (JSON.stringify would overflow first). */
 const nestedObjects = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${"}".repeat(levels - 1)}`;

@@ -1,8 +1,8 @@
 import { createServer } from "node:net";
 import type { Logger } from "@latchkey/runtime";
 import { afterAll, describe, expect, it } from "vitest";
+import { DOCS, harness } from "../testing/in-memory-gateway.ts";
 import { listenMetrics, metricsPortOf, serveMetrics } from "./metrics-server.ts";
-import { DOCS, harness } from "./testing.ts";
 
 /** A port something else holds until `close()`. */
 async function taken(): Promise<{ port: number; close(): void }> {

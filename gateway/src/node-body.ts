@@ -5,7 +5,7 @@ import { problems } from "./problem.ts";
  * A node:http request's body, whole: refused unread (413) when its Content-Length is over `max`, and
  * refused once more than `max` bytes arrive. Settles when the client goes away mid-body, so nothing
  * waits on a body that will never end. The edge server reads bodies itself (edge.ts);
- * edge-differential.ts reads node:http's with this, so both are compared as the gateway reads them.
+ * testing/edge-differential.ts reads node:http's with this, so both are compared as the gateway reads them.
  */
 export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import { validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { answeringEverything, harness } from "../testing/in-memory-gateway.ts";
+import { answerContract } from "../testing/openapi-contract.ts";
 import { openApiDocument, openApiJson } from "./openapi.ts";
-import { answerContract } from "./openapi-contract.ts";
 import { OPERATIONS, routes } from "./routes/index.ts";
-import { answeringEverything, harness } from "./testing.ts";
 
 const checkedIn = readFileSync(new URL("../../docs/openapi.json", import.meta.url), "utf8");
 const doc = openApiDocument() as any;

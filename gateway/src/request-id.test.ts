@@ -1,7 +1,7 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { describe, expect, it } from "vitest";
+import { answeringEverything, harness } from "../testing/in-memory-gateway.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
-import { answeringEverything, harness } from "./testing.ts";
 
 const audited = (operation: Operation) => routes[operation].audited === true;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { answeringEverything, DOCS, harness } from "../testing/in-memory-gateway.ts";
 import { OPERATIONS, routes } from "./routes/index.ts";
-import { answeringEverything, DOCS, harness } from "./testing.ts";
 
 type Path = (string | number)[];
 
@@ -51,7 +51,7 @@ const NUL = {
  * Text PostgreSQL's text and jsonb cannot hold (U+0000, a surrogate without its pair) arrives only
  * as a JSON escape; the gateway refuses it at the JSON boundary, for every operation, with 400
  * naming the field, before authentication and before any service is called. The fakes fail as
- * PostgreSQL would (testing.ts, storeLikePostgres), so what slipped past would answer 500.
+ * PostgreSQL would (testing/in-memory-gateway.ts, storeLikePostgres), so what slipped past would answer 500.
  */
 describe("strings no store can hold", () => {
   const h = harness(answeringEverything());

@@ -7,7 +7,7 @@
 // TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) is the server.
 import { readFileSync } from "node:fs";
 import { migrate } from "@latchkey/runtime";
-import { createTestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { analyticsPostgresMigrations } from "./src/migrations.ts";
 import type { RatelimitCheck, Verification } from "./src/store/analytics-store.ts";
 import { PostgresAnalyticsStore } from "./src/store/postgres-analytics-store.ts";

@@ -1,8 +1,8 @@
-import { documented, over, SEED, samples, shown } from "@latchkey/gateway/fuzz-kit";
 import { OPERATIONS, routes } from "@latchkey/gateway/routes/index";
-import { mutatedArbitrary, validArbitrary } from "@latchkey/gateway/schema-arbitrary";
+import { documented, over, SEED, samples, shown } from "@latchkey/gateway/testing/fuzz-checks";
+import { mutatedArbitrary, validArbitrary } from "@latchkey/gateway/testing/schema-arbitrary";
 import { describe, expect, it } from "vitest";
-import { inMemoryStack } from "./stack.ts";
+import { inMemoryStack } from "../testing/in-memory-stack.ts";
 
 // Bodies drawn from every operation's schema, as gateway/src/fuzz.test.ts sends them, here over the real
 // services: a valid body is answered 2xx or a 4xx its route tests document, a mutated one never 5xx.

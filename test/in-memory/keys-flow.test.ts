@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { listen } from "@latchkey/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inMemoryStack } from "./stack.ts";
+import { inMemoryStack } from "../testing/in-memory-stack.ts";
 
 // The keys routes must agree with what KeysService accepts and answers, null paths included.
 describe("the keys operations through the gateway over the real keys service", () => {

@@ -1,6 +1,6 @@
 import { listen } from "@latchkey/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inMemoryStack } from "./stack.ts";
+import { inMemoryStack } from "../testing/in-memory-stack.ts";
 
 describe("the gateway over the real keys and ratelimit services, through a real socket", () => {
   const { gateway, rootKey: root } = inMemoryStack("gateway_flow");

@@ -1,6 +1,6 @@
 import { hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { inMemoryStack } from "./stack.ts";
+import { inMemoryStack } from "../testing/in-memory-stack.ts";
 
 describe("webhooks through the gateway over the real webhooks service, in memory", () => {
   const { gateway, rootKey, keysDeps } = inMemoryStack("webhooks_flow");

@@ -35,7 +35,8 @@ import {
   migrate,
   systemClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, keepingEventSink, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import {
   createWebhookDeps,
   WEBHOOKS_AUDIT_TABLE,

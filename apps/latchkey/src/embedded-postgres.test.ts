@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listeningTcpPorts, socketOf, startupPacket, untilClosed } from "../testing/postgres-wire.ts";
 import { type EmbeddedPostgres, runningEmbedded, startEmbeddedPostgres } from "./embedded-postgres.ts";
-import { listeningTcpPorts, socketOf, startupPacket, untilClosed } from "./test-kit.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "latchkey-embedded-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

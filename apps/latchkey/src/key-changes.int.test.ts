@@ -2,7 +2,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { createRootKey, KEY_CHANGED } from "@latchkey/keys";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { createLogger, hashKey, MemoryBus, NatsBus } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { migrateAll } from "./database.ts";
 import { KEY_CHANGES_CHANNEL, relayKeyChanges, revokeAndAnnounce } from "./key-changes.ts";

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { connect } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startupPacket, untilClosed } from "../testing/postgres-wire.ts";
 import { OutputFilter, PgliteServer } from "./pglite-server.ts";
-import { startupPacket, untilClosed } from "./test-kit.ts";
 
 let db: PGlite;
 let server: PgliteServer;

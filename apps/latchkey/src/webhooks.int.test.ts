@@ -15,7 +15,8 @@ import {
   type EventType,
   type Sql,
 } from "@latchkey/runtime";
-import { callerOf, createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { callerOf } from "@latchkey/runtime/testing/caller";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded-postgres.ts";

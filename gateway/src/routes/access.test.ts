@@ -1,7 +1,7 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { requirePermissions } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { answeringEverything, DOCS, harness, WORKSPACE } from "../testing.ts";
+import { answeringEverything, DOCS, harness, WORKSPACE } from "../../testing/in-memory-gateway.ts";
 import { OPERATIONS, routes } from "./index.ts";
 
 /** A permission no operation needs. */

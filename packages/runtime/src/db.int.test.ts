@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { testServerUrl } from "../testing/database.ts";
 import { connect } from "./db.ts";
-import { testServerUrl } from "./testing.ts";
 
 afterEach(() => vi.restoreAllMocks());
 

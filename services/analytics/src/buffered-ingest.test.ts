@@ -3,10 +3,10 @@ import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { type Logger, LoopProgress } from "@latchkey/runtime";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { keyVerifiedType, ratelimitCheckedType } from "../testing/clickhouse.ts";
 import { BufferedIngest } from "./buffered-ingest.ts";
 import { decodeMessage, KEY_VERIFIED, RATELIMIT_CHECKED } from "./events.ts";
 import type { AnalyticsStore, RatelimitCheck, Verification } from "./store/analytics-store.ts";
-import { keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
 /**
  * Records each insert stored as [kind, request ids] and every call, stored or

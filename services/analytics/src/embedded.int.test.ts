@@ -4,11 +4,11 @@ import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytic
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { createLogger } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf, keyVerifiedType, ratelimitCheckedType } from "../testing/clickhouse.ts";
 import { createEmbeddedAnalyticsDeps } from "./deps.ts";
 import { analyticsRoutes } from "./routes.ts";
-import { callerOf, keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
 const T = Date.UTC(2026, 0, 15, 12);
 const log = createLogger("analytics", "silent");

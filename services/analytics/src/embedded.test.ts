@@ -5,10 +5,10 @@ import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { createLogger, DirectEventSink } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf, keyVerifiedType, ratelimitCheckedType } from "../testing/clickhouse.ts";
 import { createEmbeddedAnalyticsDeps } from "./deps.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { MemoryAnalyticsStore } from "./store/memory-analytics-store.ts";
-import { callerOf, keyVerifiedType, ratelimitCheckedType } from "./test-kit.ts";
 
 const T = Date.UTC(2026, 0, 15, 12);
 

@@ -4,16 +4,10 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { createLogger, EVENTS_STREAM, JetStreamEventSink, LoopProgress } from "@latchkey/runtime";
-import { ownNatsServer } from "@latchkey/runtime/testing";
+import { ownNatsServer } from "@latchkey/runtime/testing/nats-server";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { openClickHouse } from "./clickhouse.ts";
-import { type RunningConsumer, startConsumer } from "./consumer.ts";
-import type { AnalyticsDeps } from "./deps.ts";
-import { analyticsRoutes } from "./routes.ts";
-import type { AnalyticsStore } from "./store/analytics-store.ts";
-import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 import {
   callerOf,
   createTestClickHouse,
@@ -22,7 +16,13 @@ import {
   type TestClickHouse,
   testClickHouseUrl,
   testNatsUrl,
-} from "./test-kit.ts";
+} from "../testing/clickhouse.ts";
+import { openClickHouse } from "./clickhouse.ts";
+import { type RunningConsumer, startConsumer } from "./consumer.ts";
+import type { AnalyticsDeps } from "./deps.ts";
+import { analyticsRoutes } from "./routes.ts";
+import type { AnalyticsStore } from "./store/analytics-store.ts";
+import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 
 const log = createLogger("analytics-test", "silent");
 const OUTCOMES = ["VALID", "VALID", "RATE_LIMITED", "USAGE_EXCEEDED"] as const;

@@ -3,11 +3,11 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { ErrorReason, type Logger } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf, rejection } from "../testing/clickhouse.ts";
 import { createMemoryAnalyticsDeps } from "./deps.ts";
 import { failureMessage, failureOf, QueryFailedError } from "./query-errors.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { QueryLimitError } from "./store/analytics-store.ts";
-import { callerOf, rejection } from "./test-kit.ts";
 
 const clickhouse = (code: number, type: string, message: string) =>
   new ClickHouseError({ code: String(code), type, message });

@@ -2,20 +2,20 @@ import { createClient as createConnectClient, createRouterTransport } from "@con
 import { AnalyticsService, Granularity, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger, ErrorReason, errorDetailOf } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { QueryRunner } from "./clickhouse.ts";
-import type { AnalyticsDeps } from "./deps.ts";
-import { ISOLATION_SETTINGS } from "./query-settings.ts";
-import { analyticsRoutes } from "./routes.ts";
-import { verification } from "./store/analytics-store.contract.ts";
-import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./store/analytics-store.ts";
-import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
+import { verification } from "../testing/analytics-store.suite.ts";
 import {
   callerOf,
   createQueryUserClickHouse,
   createTestClickHouse,
   rejection,
   type TestClickHouse,
-} from "./test-kit.ts";
+} from "../testing/clickhouse.ts";
+import type { QueryRunner } from "./clickhouse.ts";
+import type { AnalyticsDeps } from "./deps.ts";
+import { ISOLATION_SETTINGS } from "./query-settings.ts";
+import { analyticsRoutes } from "./routes.ts";
+import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./store/analytics-store.ts";
+import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
 
 /**
  * The bounds of analytics queries on real ClickHouse: the read-only query

@@ -7,14 +7,14 @@ import { createClient as createConnectClient, createRouterTransport } from "@con
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf, rejection } from "../testing/clickhouse.ts";
+import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "../testing/raw-query-probes.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { migrateClickHouse } from "./migrations.ts";
 import { ISOLATION_SETTINGS } from "./query-settings.ts";
 import { BARRIER, checkRawQuery } from "./raw-query.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.suite.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
-import { callerOf, rejection } from "./test-kit.ts";
 
 /**
  * The error-channel probes against a current ClickHouse, in process through

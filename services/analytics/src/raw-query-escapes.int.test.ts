@@ -2,12 +2,17 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger, ErrorReason } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  callerOf,
+  createQueryUserClickHouse,
+  rejection,
+  type TestClickHouse,
+} from "../testing/clickhouse.ts";
+import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "../testing/raw-query-probes.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { checkRawQuery } from "./raw-query.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "./raw-query-probes.suite.ts";
 import { analyticsRoutes } from "./routes.ts";
 import { ClickHouseAnalyticsStore } from "./store/clickhouse-analytics-store.ts";
-import { callerOf, createQueryUserClickHouse, rejection, type TestClickHouse } from "./test-kit.ts";
 
 /**
  * A hostile tenant's raw queries, through the analytics service, against real

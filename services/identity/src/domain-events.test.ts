@@ -2,7 +2,7 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import type { DomainEvent } from "@latchkey/proto/common/v1/common_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { createLogger, DOMAIN_EVENT_SUBJECT } from "@latchkey/runtime";
-import { keepingEventSink } from "@latchkey/runtime/testing";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { describe, expect, it } from "vitest";
 import { createMemoryIdentityDeps } from "./deps.ts";
 import { identityRoutes } from "./routes.ts";

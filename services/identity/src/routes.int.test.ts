@@ -1,12 +1,12 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { createLogger, ErrorReason, MemoryBus, migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectReason } from "../testing/in-memory-identity.ts";
 import { createIdentityDeps } from "./deps.ts";
 import { identityMigrations } from "./migrations.ts";
 import { identityRoutes } from "./routes.ts";
-import { expectReason } from "./rpc/test-harness.ts";
 
 let db: TestDatabase;
 let client: ReturnType<typeof createClient<typeof IdentityService>>;

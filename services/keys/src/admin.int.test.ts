@@ -1,14 +1,14 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, ErrorReason, hashKey, MemoryBus, migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rejection } from "../testing/in-memory-keys.ts";
+import { keysDepsOverDatabase } from "../testing/keys-deps.ts";
 import { createRootKey, createWorkspace, ensureRootKey, listRootKeys, revokeRootKey } from "./admin.ts";
 import type { KeysDeps } from "./deps.ts";
-import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
-import { rejection } from "./test-kit.ts";
 
 let db: TestDatabase;
 let deps: KeysDeps;

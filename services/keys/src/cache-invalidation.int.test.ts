@@ -1,14 +1,14 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { CreditsOperation, KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, hashKey, migrate, NatsBus } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { keysDepsOverDatabase } from "../testing/keys-deps.ts";
 import type { KeysDeps } from "./deps.ts";
-import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keyChanged } from "./events.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
-import { callerOf } from "./test-kit.ts";
 
 // Two instances, one database, caches kept fresh through real NATS.
 

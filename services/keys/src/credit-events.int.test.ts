@@ -12,13 +12,14 @@ import {
   type Sql,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, keepingEventSink, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { inProcessServices } from "../testing/keys-deps.ts";
 import { createKeysDeps, creditSpendsSql, type KeysDeps } from "./deps.ts";
-import { inProcessServices } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
-import { callerOf } from "./test-kit.ts";
 
 // credits.low and credits.exhausted against real PostgreSQL: two instances (two pools, each with its
 // own pipelined spend connection, as two processes) spending one key at once.

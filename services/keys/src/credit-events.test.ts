@@ -3,10 +3,11 @@ import { type Client, createClient, createRouterTransport } from "@connectrpc/co
 import { DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
 import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { DOMAIN_EVENT_SUBJECT, domainEventId, TestClock } from "@latchkey/runtime";
-import { callerOf, keepingEventSink } from "@latchkey/runtime/testing";
+import { callerOf } from "@latchkey/runtime/testing/caller";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { afterEach, describe, expect, it } from "vitest";
+import { createMemoryKeysDeps } from "../testing/keys-deps.ts";
 import { CreditEvents, creditsLowFractionFromEnv, lowThreshold } from "./credit-events.ts";
-import { createMemoryKeysDeps } from "./deps-test-kit.ts";
 import { keysRoutes } from "./routes.ts";
 
 const caller = callerOf("ws_1", "*");

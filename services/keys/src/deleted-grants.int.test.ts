@@ -1,7 +1,7 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { type KeysInstance, keysInstancesOverNats } from "./instances-test-kit.ts";
-import { callerOf } from "./test-kit.ts";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { type KeysInstance, keysInstancesOverNats } from "../testing/keys-instances.ts";
 
 // Deleted roles and permissions taken off keys on PostgreSQL, with two keys
 // instances hearing the identity service's deletion over real NATS.

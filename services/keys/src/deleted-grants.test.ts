@@ -3,11 +3,11 @@ import { IdentityChangedSchema } from "@latchkey/proto/identity/v1/events_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, IDENTITY_CHANGED, LoopProgress, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { verificationKit } from "../testing/verification.ts";
 import { DeletedGrants, MAX_REMOVALS_AT_ONCE } from "./deleted-grants.ts";
 import type { DeletedGrant } from "./store/keys-store.ts";
-import { callerOf } from "./test-kit.ts";
 import { KeyCache } from "./verify/key-cache.ts";
-import { verificationKit } from "./verify-test-kit.ts";
 
 // Deleting a role or permission in the identity service takes it off every key (deleted-grants.ts).
 

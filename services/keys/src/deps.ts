@@ -85,7 +85,7 @@ export interface KeysDepsOptions {
   encryptionKey?: Buffer;
   /**
    * The identity service: its Connect client's transport (main.ts: internalTransport(IDENTITY_URL)).
-   * Keys never builds one: the all-in-one process and the test kits (deps-test-kit.ts) hand theirs in.
+   * Keys never builds one: the all-in-one process and the tests (testing/keys-deps.ts) hand theirs in.
    */
   identity: Transport;
   /** The ratelimit service, likewise (main.ts: internalTransport(RATELIMIT_URL)). */
@@ -114,7 +114,7 @@ export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
   return assembleKeysDeps(store, { ...options, ...spends });
 }
 
-/** The dependencies around a store, whichever it is (deps-test-kit.ts assembles them around the in-memory one). */
+/** The dependencies around a store, whichever it is (testing/keys-deps.ts assembles them around the in-memory one). */
 export function assembleKeysDeps(
   store: KeysStore,
   options: {

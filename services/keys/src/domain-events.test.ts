@@ -1,9 +1,9 @@
 import type { DomainEvent } from "@latchkey/proto/common/v1/common_pb";
 import { DOMAIN_EVENT_SUBJECT } from "@latchkey/runtime";
-import { keepingEventSink } from "@latchkey/runtime/testing";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys } from "../testing/in-memory-keys.ts";
 import type { MemoryKeysStore } from "./store/memory-keys-store.ts";
-import { callerOf, memoryKeys } from "./test-kit.ts";
 
 /** Each management operation of the keys service: its one DomainEvent after the change, and its one audit record. */
 describe("keys' DomainEvents and audit records, in memory", () => {

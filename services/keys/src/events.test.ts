@@ -1,6 +1,6 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/events_pb";
-import { keepingEventSink } from "@latchkey/runtime/testing";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { describe, expect, it } from "vitest";
 import { KEY_VERIFIED, keyVerified, keyVerifiedEvent } from "./events.ts";
 

@@ -2,12 +2,12 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { identityMigrations } from "@latchkey/identity";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, MemoryBus, migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe } from "vitest";
+import { hashIsolationSuite } from "../testing/hash-isolation.suite.ts";
+import { keysDepsOverDatabase } from "../testing/keys-deps.ts";
 import { createWorkspace } from "./admin.ts";
 import type { KeysDeps } from "./deps.ts";
-import { keysDepsOverDatabase } from "./deps-test-kit.ts";
-import { hashIsolationSuite } from "./hash-isolation.suite.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
 

@@ -1,10 +1,10 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { keysInstancesOverNats } from "../testing/keys-instances.ts";
+import { limit } from "../testing/verification.ts";
 import { keyChanged } from "./events.ts";
-import { keysInstancesOverNats } from "./instances-test-kit.ts";
-import { callerOf } from "./test-kit.ts";
-import { limit } from "./verify-test-kit.ts";
 
 // Roles and identities cached for verification, dropped on every instance
 // when the identity service announces a change over real NATS.

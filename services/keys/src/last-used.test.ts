@@ -1,10 +1,10 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, LoopProgress } from "@latchkey/runtime";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { callerOf } from "../testing/in-memory-keys.ts";
+import { verificationKit } from "../testing/verification.ts";
 import { LAST_USED_MAX_PENDING, LAST_USED_PER_FLUSH, LastUsed } from "./last-used.ts";
 import type { KeyUse } from "./store/keys-store.ts";
-import { callerOf } from "./test-kit.ts";
-import { verificationKit } from "./verify-test-kit.ts";
 
 const log = createLogger("keys", "silent");
 

@@ -1,6 +1,6 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys } from "./test-kit.ts";
+import { callerOf, memoryKeys } from "../testing/in-memory-keys.ts";
 
 const MiB = 1024 * 1024;
 

@@ -1,8 +1,8 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys, rejection } from "../testing/in-memory-keys.ts";
 import { grantChangePermissions, replacing } from "./rbac-changes.ts";
-import { callerOf, memoryKeys, rejection } from "./test-kit.ts";
 
 const ADD_ROLE = "rbac.*.add_role_to_key";
 const REMOVE_ROLE = "rbac.*.remove_role_from_key";

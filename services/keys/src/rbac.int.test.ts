@@ -2,13 +2,13 @@ import { type Client, createClient, createRouterTransport } from "@connectrpc/co
 import { identityMigrations } from "@latchkey/identity";
 import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createLogger, ErrorReason, migrate, NatsBus } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf, rejection } from "../testing/in-memory-keys.ts";
+import { keysDepsOverDatabase } from "../testing/keys-deps.ts";
 import type { KeysDeps } from "./deps.ts";
-import { keysDepsOverDatabase } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { keysRoutes } from "./routes.ts";
-import { callerOf, rejection } from "./test-kit.ts";
 
 // Two keys instances on one PostgreSQL database, each with the identity service
 // in-process on the same database (createKeysDeps' default), caches kept fresh through NATS.

@@ -1,14 +1,14 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { KeysService, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { connect, createLogger, LoopProgress, MemoryBus, migrate, TestClock } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf, TEST_ENCRYPTION_KEY } from "../testing/in-memory-keys.ts";
+import { inProcessServices } from "../testing/keys-deps.ts";
 import { createKeysDeps, type KeysDeps } from "./deps.ts";
-import { inProcessServices } from "./deps-test-kit.ts";
 import { keysMigrations } from "./migrations.ts";
 import { REFILLS_PER_STATEMENT, startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
-import { callerOf, TEST_ENCRYPTION_KEY } from "./test-kit.ts";
 
 // Recoverable keys and the refill job against real PostgreSQL.
 

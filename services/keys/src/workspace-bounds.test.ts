@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys } from "../testing/in-memory-keys.ts";
 import type { KeyLookup } from "./store/keys-store.ts";
-import { callerOf, memoryKeys } from "./test-kit.ts";
 
 /**
  * One workspace does its worst with what every workspace shares in a keys

@@ -10,8 +10,8 @@ import {
   NatsBus,
 } from "@latchkey/runtime";
 import { createMemoryRatelimitDeps } from "../src/deps.ts";
-import { testClient, uniquePrefix } from "../src/redis-testing.ts";
 import { limitBatch } from "../src/rpc/limitBatch.ts";
+import { testClient, uniquePrefix } from "../testing/redis.ts";
 import { formatSplit, splitCpuPerItem } from "./split.ts";
 
 /**

@@ -2,7 +2,7 @@ import { TestClock } from "@latchkey/runtime";
 import { Redis } from "ioredis";
 import { RedisLimiter } from "../src/limiter/redis-limiter.ts";
 import type { CounterCheck } from "../src/limiter/sliding-windows.ts";
-import { ownRedis, testClient } from "../src/redis-testing.ts";
+import { ownRedis, testClient } from "../testing/redis.ts";
 
 /**
  * Redis memory per counter with RATELIMIT_STORE=redis, in the worst shape the

@@ -1,7 +1,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { MemoryBus } from "@latchkey/runtime";
-import { keepingEventSink } from "@latchkey/runtime/testing";
+import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
 import { describe, expect, it } from "vitest";
 import { ratelimitEvents, SUBJECT_CHECKED } from "./events.ts";
 

@@ -2,8 +2,15 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { RatelimitCheckedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import {
+  caller,
+  eventsSettled,
+  harness,
+  LIMITER,
+  recordingSink,
+  rejection,
+} from "../testing/in-memory-ratelimit.ts";
 import { SUBJECT_CHECKED } from "./events.ts";
-import { caller, eventsSettled, harness, LIMITER, recordingSink, rejection } from "./test-kit.ts";
 
 const check = (identifier: string, limit: bigint, over: Record<string, unknown> = {}) => ({
   namespace: "api.requests",

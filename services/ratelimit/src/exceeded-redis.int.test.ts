@@ -1,8 +1,8 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe } from "vitest";
-import { exceededSuite } from "./exceeded.suite.ts";
-import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
-import { harness } from "./test-kit.ts";
+import { exceededSuite } from "../testing/exceeded.suite.ts";
+import { harness } from "../testing/in-memory-ratelimit.ts";
+import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "../testing/redis.ts";
 
 // exceeded.test.ts's cases with the counters in Redis (RATELIMIT_STORE=redis), each on a prefix of its own.
 const prefixes: string[] = [];

@@ -2,10 +2,10 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
 import { domainEventId, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { exceededSuite } from "./exceeded.suite.ts";
+import { exceededSuite } from "../testing/exceeded.suite.ts";
+import { harness, recordingSink } from "../testing/in-memory-ratelimit.ts";
 import { ExceededEvents } from "./exceeded.ts";
 import { counterBytes } from "./limiter/sliding-windows.ts";
-import { harness, recordingSink } from "./test-kit.ts";
 
 describe("ratelimit.exceeded with counters in memory", () => {
   exceededSuite(({ clock, ...options }) => harness({ ...options, ...(clock ? { clock } : {}) }));

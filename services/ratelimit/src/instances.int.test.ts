@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { connect, createLogger, loopProgress, migrate, type Sql } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { recordingLog } from "../testing/in-memory-ratelimit.ts";
 import {
   type InstanceOptions,
   type MemoryInstance,
@@ -9,7 +10,6 @@ import {
   UnsharedMemoryError,
 } from "./instances.ts";
 import { ratelimitMigrations } from "./migrations.ts";
-import { recordingLog } from "./test-kit.ts";
 
 // Processes counting rate limits in their own memory on one PostgreSQL: each is modelled by a registration
 // of its own `node` (a machine), with a heartbeat and expiry short enough for a test.

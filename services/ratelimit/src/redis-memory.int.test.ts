@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { caller, harness, LIMITER } from "../testing/in-memory-ratelimit.ts";
+import { ownRedis, testClient } from "../testing/redis.ts";
 import { REDIS_COUNTER_BYTES, redisLiveSetKey } from "./limiter/redis-limiter.ts";
-import { ownRedis, testClient } from "./redis-testing.ts";
-import { caller, harness, LIMITER } from "./test-kit.ts";
 
 // What one workspace can make Redis hold: a fixed number of bytes per counter, whatever identifiers it
 // sends, so its bound on counters is a bound on bytes; tested on a redis-server of the test's own

@@ -11,14 +11,15 @@ import {
   serveRpc,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { freePort } from "@latchkey/runtime/testing/free-port";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { caller, LIMITER } from "../testing/in-memory-ratelimit.ts";
+import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "../testing/redis.ts";
 import { createMemoryRatelimitDeps, createRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { ratelimitMigrations } from "./migrations.ts";
-import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
 import { ratelimitRoutes } from "./routes.ts";
-import { caller, LIMITER } from "./test-kit.ts";
 
 /**
  * Three replicas in this process with RATELIMIT_STORE=redis, each with its own

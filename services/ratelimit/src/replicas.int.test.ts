@@ -10,8 +10,10 @@ import {
   serveRpc,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, freePort, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { freePort } from "@latchkey/runtime/testing/free-port";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { caller, LIMITER } from "../testing/in-memory-ratelimit.ts";
 import { counterKey } from "./checks.ts";
 import { createRatelimitDeps, type RatelimitDeps } from "./deps.ts";
 import { PeerLimiter } from "./limiter/peer-limiter.ts";
@@ -20,7 +22,6 @@ import { SlidingWindows } from "./limiter/sliding-windows.ts";
 import { ratelimitMigrations } from "./migrations.ts";
 import { namedCounterKey } from "./named-limits.ts";
 import { ratelimitRoutes } from "./routes.ts";
-import { caller, LIMITER } from "./test-kit.ts";
 
 /** Two replicas in this process, each serving over real HTTP, sharing one database and one bus. */
 let db: TestDatabase;

@@ -1,8 +1,8 @@
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { caller, floodNewCounters, harness, LIMITER } from "../testing/in-memory-ratelimit.ts";
+import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "../testing/redis.ts";
 import { redisLiveSetKey } from "./limiter/redis-limiter.ts";
-import { dropPrefix, testClient, testRedisUrl, uniquePrefix } from "./redis-testing.ts";
-import { caller, floodNewCounters, harness, LIMITER } from "./test-kit.ts";
 
 // workspace-bounds.test.ts's flood, with the counters in Redis: the bound per workspace holds
 // across the replicas' shared store, and one workspace's flood costs another nothing.

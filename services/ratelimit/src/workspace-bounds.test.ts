@@ -1,10 +1,10 @@
 import { MemoryBus, registry } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { caller, floodNewCounters, harness, LIMITER, recordingLog } from "../testing/in-memory-ratelimit.ts";
 import { counterKey } from "./checks.ts";
 import { counterBytes } from "./limiter/sliding-windows.ts";
 import { NamespaceCache } from "./namespaces.ts";
 import { OverrideCache } from "./overrides.ts";
-import { caller, floodNewCounters, harness, LIMITER, recordingLog } from "./test-kit.ts";
 
 const DAY = 86_400_000n;
 const MINUTE = 60_000n;

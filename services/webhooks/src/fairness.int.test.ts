@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { createLogger, domainEvent, loopProgress, migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, percentile, receiver, status, webhookTo } from "../testing/webhook-receiver.ts";
 import { createWebhookDeps } from "./deps.ts";
 import { InProcessIntake } from "./intake.ts";
 import { webhookMigrations } from "./migrations.ts";
 import { DEFAULT_SETTINGS } from "./settings.ts";
-import { eventually, percentile, receiver, status, webhookTo } from "./test-kit.ts";
 import { startWorker } from "./worker.ts";
 
 let db: TestDatabase;

@@ -7,7 +7,8 @@ import {
   loopProgress,
   migrate,
 } from "@latchkey/runtime";
-import { createTestDatabase, ownNatsServer, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
+import { ownNatsServer } from "@latchkey/runtime/testing/nats-server";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createWebhookDeps, type WebhookDeps } from "./deps.ts";

@@ -2,15 +2,9 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { createLogger, loopProgress, migrate, systemClock, TestClock } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
-import { webhookAttempts } from "./metrics.ts";
-import { webhookMigrations } from "./migrations.ts";
-import { webhookRoutes } from "./routes.ts";
-import { newSigningSecret } from "./secret.ts";
-import type { WebhookSettings } from "./settings.ts";
 import {
   eventIn,
   eventually,
@@ -18,7 +12,13 @@ import {
   receiver as startReceiver,
   status,
   webhookTo,
-} from "./test-kit.ts";
+} from "../testing/webhook-receiver.ts";
+import { createWebhookDeps, type WebhookDeps } from "./deps.ts";
+import { webhookAttempts } from "./metrics.ts";
+import { webhookMigrations } from "./migrations.ts";
+import { webhookRoutes } from "./routes.ts";
+import { newSigningSecret } from "./secret.ts";
+import type { WebhookSettings } from "./settings.ts";
 import { deliverDue, startWorker } from "./worker.ts";
 
 let db: TestDatabase;
@@ -36,7 +36,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** A receiver (test-kit.ts) closed after the file's tests. */
+/** A receiver (testing/webhook-receiver.ts) closed after the file's tests. */
 async function receiver(answer?: Parameters<typeof startReceiver>[0]) {
   const r = await startReceiver(answer);
   cleanups.push(r.close);

@@ -4,7 +4,7 @@ import {
   GroupBy,
 } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 const DAY = 86_400_000;
 const JAN_1 = 1_767_225_600_000;

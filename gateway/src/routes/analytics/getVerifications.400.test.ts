@@ -1,6 +1,6 @@
 import { domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 const range = { start: 1_767_225_600_000, end: 1_767_312_000_000 };
 

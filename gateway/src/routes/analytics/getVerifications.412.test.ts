@@ -1,6 +1,6 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/analytics.getVerifications answering 412", () => {
   it("answers precondition_failed to a raw query where no ClickHouse runs", async () => {

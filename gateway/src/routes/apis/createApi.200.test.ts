@@ -1,6 +1,6 @@
 import type { CreateApiRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness, WORKSPACE } from "../../testing.ts";
+import { harness, WORKSPACE } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/apis.createApi answering 200", () => {
   it("creates the API for the root key's workspace and answers its apiId", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/apis.createApi answering 400", () => {
   const h = harness({ keys: { createApi: () => ({ apiId: "api_1" }) } });

@@ -1,6 +1,6 @@
 import type { DeleteApiRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness, WORKSPACE } from "../../testing.ts";
+import { harness, WORKSPACE } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/apis.deleteApi answering 200", () => {
   it("deletes the API through the service and answers data {}", async () => {

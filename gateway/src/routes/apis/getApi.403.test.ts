@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/apis.getApi answering 403", () => {
   it("refuses a root key whose read_api covers another API", async () => {

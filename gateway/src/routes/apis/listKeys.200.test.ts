@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { KeySchema, type ListKeysRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 /** Three keys of one API, paged by the fake as the service pages them (cursor: the last key id). */
 function keys() {

@@ -1,6 +1,6 @@
 import { type AuditRecord, auditService, MemoryAuditLog } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { harness, WORKSPACE } from "../../testing.ts";
+import { harness, WORKSPACE } from "../../../testing/in-memory-gateway.ts";
 
 const record = (
   id: string,

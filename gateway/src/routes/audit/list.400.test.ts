@@ -1,6 +1,6 @@
 import { auditService, MemoryAuditLog } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/auditLogs.list answering 400", () => {
   const none = auditService(new MemoryAuditLog());

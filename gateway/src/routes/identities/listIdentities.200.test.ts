@@ -1,6 +1,6 @@
 import type { ListIdentitiesRequest } from "@latchkey/proto/identity/v1/identity_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 /** Three identities, paged by the fake as the service would. */
 function identities() {

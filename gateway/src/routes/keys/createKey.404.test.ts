@@ -1,6 +1,6 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.createKey answering 404", () => {
   it("answers data/api_not_found for a missing API, and for one the root key may not use (masked by the service)", async () => {

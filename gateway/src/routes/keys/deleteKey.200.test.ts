@@ -1,6 +1,6 @@
 import type { DeleteKeyRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.deleteKey answering 200", () => {
   const seen: DeleteKeyRequest[] = [];

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { KeySchema, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.getKey answering 200", () => {
   it("answers every field of the key as JSON numbers and objects", async () => {

@@ -1,6 +1,6 @@
 import { type MigrateKeysRequest, RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 const HEX = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
 const BASE64 = "LCa0a2j/xo/5m0U8HTBBNBNCLXBkg7+g+YpeiGJm564=";

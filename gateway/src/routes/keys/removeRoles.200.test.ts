@@ -1,3 +1,3 @@
-import { describeKeyList200 } from "./key-lists.suites.ts";
+import { describeKeyList200 } from "../../../testing/key-lists.suite.ts";
 
 describeKeyList200("keys.removeRoles");

@@ -1,3 +1,3 @@
-import { describeKeyList400 } from "./key-lists.suites.ts";
+import { describeKeyList400 } from "../../../testing/key-lists.suite.ts";
 
 describeKeyList400("keys.removeRoles");

@@ -1,3 +1,3 @@
-import { describeKeyList404 } from "./key-lists.suites.ts";
+import { describeKeyList404 } from "../../../testing/key-lists.suite.ts";
 
 describeKeyList404("keys.setRoles");

@@ -1,6 +1,6 @@
 import { CreditsOperation, RefillInterval, type UpdateCreditsRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.updateCredits answering 200", () => {
   it("answers the balance after the operation with the refill", async () => {

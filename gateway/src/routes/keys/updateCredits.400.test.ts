@@ -1,6 +1,6 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.updateCredits answering 400", () => {
   let called = 0;

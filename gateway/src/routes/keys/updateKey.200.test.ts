@@ -1,6 +1,6 @@
 import { RefillInterval, type UpdateKeyRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 /** A gateway whose UpdateKey records what it was asked. */
 function updating() {

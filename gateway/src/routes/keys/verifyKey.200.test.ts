@@ -6,7 +6,7 @@ import {
   VerifyKeyResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 /** A fake VerifyKeyBatch: answers each item with `answer(request)`, recording every batch. */
 function batching(

@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.verifyKey answering 412", () => {
   it("answers precondition_failed for the one item of a batch naming an unknown limit, and 200 for the others", async () => {

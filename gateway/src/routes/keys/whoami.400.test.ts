@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.whoami answering 400", () => {
   let asked = 0;

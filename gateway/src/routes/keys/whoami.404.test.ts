@@ -1,6 +1,6 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/keys.whoami answering 404", () => {
   it("answers data/key_not_found for an unknown key, and for one the root key may not read (masked by the service)", async () => {

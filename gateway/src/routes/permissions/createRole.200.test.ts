@@ -1,6 +1,6 @@
 import type { CreateRoleRequest } from "@latchkey/proto/identity/v1/identity_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/permissions.createRole answering 200", () => {
   let seen: CreateRoleRequest | undefined;

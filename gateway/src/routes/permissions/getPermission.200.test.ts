@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/permissions.getPermission answering 200", () => {
   it("answers id, name, slug and description, found by id or slug", async () => {

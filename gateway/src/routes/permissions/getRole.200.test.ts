@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/permissions.getRole answering 200", () => {
   it("answers the role with its permissions, found by id or name", async () => {

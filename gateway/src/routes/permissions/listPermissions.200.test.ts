@@ -1,6 +1,6 @@
 import type { ListPermissionsRequest } from "@latchkey/proto/identity/v1/identity_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/permissions.listPermissions answering 200", () => {
   it("answers the permissions as data with pagination, and forwards the paging", async () => {

@@ -1,6 +1,6 @@
 import { domainError, ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe.each(["ratelimits.deleteOverride", "ratelimit.deleteOverride"])(
   "POST /v2/%s answering 404",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe.each(["ratelimits.getOverride", "ratelimit.getOverride"])(
   "POST /v2/%s answering 200",

@@ -1,6 +1,6 @@
 import type { LimitRequest } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe.each(["ratelimits.limit", "ratelimit.limit"])("POST /v2/%s answering 200", (operation) => {
   let seen: LimitRequest | undefined;

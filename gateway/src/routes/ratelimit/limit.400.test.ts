@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 const valid = { namespace: "email", identifier: "user_1", limit: 10, duration: 60_000 };
 

@@ -1,6 +1,6 @@
 import type { ListOverridesRequest } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 /** A namespace holding three overrides, paged by the fake as the service would. */
 function overrides() {

@@ -1,6 +1,6 @@
 import type { MultiLimitRequest } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe.each(["ratelimits.multiLimit", "ratelimit.multiLimit"])("POST /v2/%s answering 200", (operation) => {
   it("takes a bare array and answers passed with each limit's result, in order", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 const check = { namespace: "email", identifier: "user_1", limit: 5, duration: 60_000 };
 

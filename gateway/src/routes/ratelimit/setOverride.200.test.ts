@@ -1,6 +1,6 @@
 import type { SetOverrideRequest } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe.each(["ratelimits.setOverride", "ratelimit.setOverride"])(
   "POST /v2/%s answering 200",

@@ -1,6 +1,6 @@
 import type { CreateWebhookRequest } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.create answering 200", () => {
   it("forwards url, events, description and enabled, and answers the id and the secret", async () => {

@@ -1,6 +1,6 @@
 import { domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { DOCS, harness } from "../../testing.ts";
+import { DOCS, harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.create answering 400", () => {
   it.each([

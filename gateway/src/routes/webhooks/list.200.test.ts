@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.list answering 200", () => {
   it("answers each webhook in its public shape, disabledReason null unless disabled, with pagination", async () => {

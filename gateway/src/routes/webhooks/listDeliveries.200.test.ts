@@ -1,6 +1,6 @@
 import type { ListDeliveriesRequest } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.listDeliveries answering 200", () => {
   it("answers each delivery with its attempts, nulls where nothing is known, and pagination", async () => {

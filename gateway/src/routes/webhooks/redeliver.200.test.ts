@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.redeliver and webhooks.delete answering 200", () => {
   it("redeliver answers the new delivery's id", async () => {

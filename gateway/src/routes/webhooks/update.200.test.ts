@@ -1,6 +1,6 @@
 import type { UpdateWebhookRequest } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 describe("POST /v2/webhooks.update answering 200", () => {
   it("forwards only the fields given and answers data {}", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { harness } from "../../testing.ts";
+import { harness } from "../../../testing/in-memory-gateway.ts";
 
 // webhooks.create has its own file (create.400.test.ts): its URL and event rules are the most.
 describe("POST /v2/webhooks.{list,update,delete,listDeliveries,redeliver} answering 400", () => {

@@ -2,12 +2,12 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, Granularity } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger, ErrorReason } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verification } from "../../testing/analytics-store.suite.ts";
+import { callerOf, createTestClickHouse, rejection, type TestClickHouse } from "../../testing/clickhouse.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 import { failureMessage } from "../query-errors.ts";
 import { analyticsRoutes } from "../routes.ts";
-import { verification } from "../store/analytics-store.contract.ts";
 import { ClickHouseAnalyticsStore } from "../store/clickhouse-analytics-store.ts";
-import { callerOf, createTestClickHouse, rejection, type TestClickHouse } from "../test-kit.ts";
 
 let db: TestClickHouse;
 let client: ReturnType<typeof createClient<typeof AnalyticsService>>;

@@ -2,11 +2,11 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, Granularity, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger, ErrorReason, errorDetailOf } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { verification } from "../../testing/analytics-store.suite.ts";
+import { callerOf, rejection } from "../../testing/clickhouse.ts";
 import { createMemoryAnalyticsDeps } from "../deps.ts";
 import { analyticsRoutes } from "../routes.ts";
-import { verification } from "../store/analytics-store.contract.ts";
 import { DEFAULT_QUERY_LIMITS } from "../store/analytics-store.ts";
-import { callerOf, rejection } from "../test-kit.ts";
 
 const DAY1 = Date.UTC(2026, 0, 15);
 const DAY2 = Date.UTC(2026, 0, 16);

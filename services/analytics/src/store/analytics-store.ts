@@ -123,7 +123,7 @@ export class QueryLimitError extends Error {
 /**
  * Where verification and rate-limit events are kept and counted: ClickHouse in
  * production, PostgreSQL in the embedded default, memory for tests. All pass
- * analytics-store.contract.ts.
+ * testing/analytics-store.suite.ts.
  *
  * Counting once: every store counts the rows of one call once per requestId,
  * and a call repeating a `batchId` it has stored (for the same kind) once. Past

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { analyticsStoreContract, query, verification } from "../../testing/analytics-store.suite.ts";
+import { createTestClickHouse, type TestClickHouse } from "../../testing/clickhouse.ts";
 import { migrateClickHouse } from "../migrations.ts";
-import { createTestClickHouse, type TestClickHouse } from "../test-kit.ts";
-import { analyticsStoreContract, query, verification } from "./analytics-store.contract.ts";
 import { ClickHouseAnalyticsStore, segments } from "./clickhouse-analytics-store.ts";
 
 const databases: TestClickHouse[] = [];

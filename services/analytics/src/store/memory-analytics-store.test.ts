@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { analyticsStoreContract, query, verification } from "./analytics-store.contract.ts";
+import { analyticsStoreContract, query, verification } from "../../testing/analytics-store.suite.ts";
 import { MemoryAnalyticsStore } from "./memory-analytics-store.ts";
 
 analyticsStoreContract("MemoryAnalyticsStore", async () => new MemoryAnalyticsStore(), {

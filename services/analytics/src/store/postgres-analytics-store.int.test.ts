@@ -1,8 +1,13 @@
 import { migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  analyticsStoreContract,
+  query,
+  ratelimitCheck,
+  verification,
+} from "../../testing/analytics-store.suite.ts";
 import { analyticsPostgresMigrations } from "../migrations.ts";
-import { analyticsStoreContract, query, ratelimitCheck, verification } from "./analytics-store.contract.ts";
 import { PostgresAnalyticsStore } from "./postgres-analytics-store.ts";
 
 let db: TestDatabase;

@@ -1,12 +1,12 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AnalyticsService, Granularity, GroupBy } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger, ErrorReason } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verification } from "../../testing/analytics-store.suite.ts";
+import { callerOf, rejection } from "../../testing/clickhouse.ts";
 import { createEmbeddedAnalyticsDeps } from "../deps.ts";
 import { analyticsRoutes } from "../routes.ts";
-import { callerOf, rejection } from "../test-kit.ts";
-import { verification } from "./analytics-store.contract.ts";
 import { DEFAULT_QUERY_LIMITS, type QueryLimits } from "./analytics-store.ts";
 
 /** The structured query's bounds on the embedded PostgreSQL store (`npm start` without ClickHouse). */

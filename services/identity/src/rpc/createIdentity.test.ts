@@ -1,6 +1,14 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, OTHER_WS, otherRoot, root, WS } from "./test-harness.ts";
+import {
+  expectReason,
+  harness,
+  lacks,
+  OTHER_WS,
+  otherRoot,
+  root,
+  WS,
+} from "../../testing/in-memory-identity.ts";
 
 const CREATE = "identity.*.create_identity";
 

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, otherRoot, root, WS } from "./test-harness.ts";
+import { expectReason, harness, lacks, otherRoot, root, WS } from "../../testing/in-memory-identity.ts";
 
 const CREATE = "rbac.*.create_role";
 const ADD = "rbac.*.add_permission_to_role";

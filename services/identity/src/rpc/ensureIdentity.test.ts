@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, OTHER_WS, otherRoot, root, WS } from "./test-harness.ts";
+import { expectReason, harness, OTHER_WS, otherRoot, root, WS } from "../../testing/in-memory-identity.ts";
 
 // What the keys service passes: a root key allowed to create keys, nothing about identities.
 const KEYS_CALLER = root("api.*.create_key");

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, otherRoot, root } from "./test-harness.ts";
+import { expectReason, harness, lacks, otherRoot, root } from "../../testing/in-memory-identity.ts";
 
 const READ = "identity.*.read_identity";
 

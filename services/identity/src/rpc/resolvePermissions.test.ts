@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, otherRoot, root, WS } from "./test-harness.ts";
+import { expectReason, harness, otherRoot, root, WS } from "../../testing/in-memory-identity.ts";
 
 // What the keys service passes for keys.addPermissions.
 const KEY_EDITOR = root("api.*.update_key", "rbac.*.add_permission_to_key");

@@ -1,4 +1,4 @@
-import { identityStoreContract } from "./identity-store.contract.ts";
+import { identityStoreContract } from "../../testing/identity-store.suite.ts";
 import { MemoryIdentityStore } from "./memory-identity-store.ts";
 
 identityStoreContract("memory", () => new MemoryIdentityStore());

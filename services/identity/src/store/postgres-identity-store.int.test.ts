@@ -1,8 +1,8 @@
 import { migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll } from "vitest";
+import { identityStoreContract } from "../../testing/identity-store.suite.ts";
 import { identityMigrations } from "../migrations.ts";
-import { identityStoreContract } from "./identity-store.contract.ts";
 import { PostgresIdentityStore } from "./postgres-identity-store.ts";
 
 let db: TestDatabase;

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { memoryKeys, rejection } from "../test-kit.ts";
+import { memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 const invalid = {
   reason: ErrorReason.UNAUTHENTICATED,

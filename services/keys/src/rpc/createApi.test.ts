@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 describe("createApi", () => {
   it("creates an API in the caller's workspace and answers its id", async () => {

@@ -2,7 +2,13 @@ import { RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import bs58 from "bs58";
 import { describe, expect, it } from "vitest";
-import { callerOf, invalidAt, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
+import {
+  callerOf,
+  invalidAt,
+  memoryKeys,
+  rejection,
+  TEST_ENCRYPTION_KEY,
+} from "../../testing/in-memory-keys.ts";
 
 describe("createKey", () => {
   it("issues prefix_base58 of byteLength random bytes, stored only as its SHA-256", async () => {

@@ -3,8 +3,8 @@ import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 import { KEY_CHANGED } from "../events.ts";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
 

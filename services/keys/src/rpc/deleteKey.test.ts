@@ -1,7 +1,7 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 const deleter = callerOf("ws_1", "api.*.delete_key");
 const verifier = callerOf("ws_1", "api.*.verify_key");

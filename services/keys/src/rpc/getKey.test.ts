@@ -1,7 +1,7 @@
 import { RefillInterval } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../../testing/in-memory-keys.ts";
 
 describe("getKey", () => {
   it("answers the key's record, never its plaintext", async () => {

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../../testing/in-memory-keys.ts";
 
 const reader = callerOf("ws_1", "api.*.read_key", "api.*.read_api");
 

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason, hashKey } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { hashIsolationSuite } from "../hash-isolation.suite.ts";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { hashIsolationSuite } from "../../testing/hash-isolation.suite.ts";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
 const importer = callerOf("ws_1", "api.*.create_key");

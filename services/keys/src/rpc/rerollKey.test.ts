@@ -1,7 +1,7 @@
 import { RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../../testing/in-memory-keys.ts";
 
 const verifier = callerOf("ws_1", "api.*.verify_key");
 const admin = callerOf("ws_1", "*");

@@ -1,7 +1,7 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, invalidAt, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, invalidAt, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 const updater = callerOf("ws_1", "api.*.update_key", "rbac.*.add_role_to_key", "rbac.*.remove_role_from_key");
 const verifier = callerOf("ws_1", "api.*.verify_key");

@@ -1,7 +1,7 @@
 import { RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 
 const updater = callerOf("ws_1", "api.*.update_key");
 /** Replaces roles and permissions too (rbac-changes.test.ts). */

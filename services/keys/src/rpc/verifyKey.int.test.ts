@@ -1,14 +1,14 @@
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { connect, createLogger, MemoryBus, migrate, type Sql, TestClock } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf } from "../../testing/in-memory-keys.ts";
+import { inProcessServices } from "../../testing/keys-deps.ts";
 import { createKeysDeps, creditSpendsSql, type KeysDeps } from "../deps.ts";
-import { inProcessServices } from "../deps-test-kit.ts";
 import { keysMigrations } from "../migrations.ts";
 import { applyDueRefills } from "../refills.ts";
 import { keysRoutes } from "../routes.ts";
-import { callerOf } from "../test-kit.ts";
 
 // Credits must be exact under concurrency across processes: proven here against real PostgreSQL.
 

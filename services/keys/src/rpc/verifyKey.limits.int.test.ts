@@ -4,14 +4,14 @@ import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { connect, createLogger, hashKey, MemoryBus, migrate, type Sql, TestClock } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf } from "../../testing/in-memory-keys.ts";
+import { limit } from "../../testing/verification.ts";
 import { createKeysDeps, type KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { keysMigrations } from "../migrations.ts";
 import { keysRoutes } from "../routes.ts";
-import { callerOf } from "../test-kit.ts";
-import { limit } from "../verify-test-kit.ts";
 
 // Rate limits and credits must stay exact together under concurrency: a
 // verification that is rate limited spends no credit, and one that passes its

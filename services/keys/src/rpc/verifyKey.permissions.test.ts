@@ -1,8 +1,8 @@
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { rejection } from "../test-kit.ts";
-import { limit, verificationKit } from "../verify-test-kit.ts";
+import { rejection } from "../../testing/in-memory-keys.ts";
+import { limit, verificationKit } from "../../testing/verification.ts";
 
 describe("verifyKey permission query over direct and role permissions", () => {
   describe("VALID", () => {

@@ -3,9 +3,9 @@ import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { ErrorReason, verificationOutcomes } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { rejection } from "../test-kit.ts";
+import { rejection } from "../../testing/in-memory-keys.ts";
+import { limit, verificationKit } from "../../testing/verification.ts";
 import { customLimitId } from "../verify/named-limits.ts";
-import { limit, verificationKit } from "../verify-test-kit.ts";
 
 const codes = (results: { code: VerifyCode }[]) => results.map((r) => VerifyCode[r.code]);
 

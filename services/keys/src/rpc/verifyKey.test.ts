@@ -3,8 +3,8 @@ import { type KeyVerified, KeyVerifiedSchema } from "@latchkey/proto/keys/v1/eve
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { DirectEventSink, ErrorReason, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 import { encodeKeyVerified, keyChanged } from "../events.ts";
-import { callerOf, memoryKeys, rejection } from "../test-kit.ts";
 
 const verifier = (ws = "ws_1") => callerOf(ws, "api.*.verify_key");
 

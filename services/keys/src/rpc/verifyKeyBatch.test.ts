@@ -2,8 +2,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys } from "../test-kit.ts";
-import { limit, verificationKit } from "../verify-test-kit.ts";
+import { callerOf, memoryKeys } from "../../testing/in-memory-keys.ts";
+import { limit, verificationKit } from "../../testing/verification.ts";
 
 describe("verifyKeyBatch", () => {
   it("answers one result per item, in order, each as verifyKey would", async () => {

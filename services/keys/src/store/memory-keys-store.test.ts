@@ -1,4 +1,4 @@
-import { keysStoreContract } from "./keys-store.contract.ts";
+import { keysStoreContract } from "../../testing/keys-store.suite.ts";
 import { MemoryKeysStore } from "./memory-keys-store.ts";
 
 keysStoreContract("memory", async () => {

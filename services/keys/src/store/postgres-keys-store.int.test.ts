@@ -1,9 +1,9 @@
 import { connect, migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keysStoreContract } from "../../testing/keys-store.suite.ts";
 import { createWorkspace } from "../admin.ts";
 import { keysMigrations } from "../migrations.ts";
-import { keysStoreContract } from "./keys-store.contract.ts";
 import { PostgresKeysStore } from "./postgres-keys-store.ts";
 
 let db: TestDatabase;

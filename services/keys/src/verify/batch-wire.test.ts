@@ -14,9 +14,9 @@ import {
 } from "@latchkey/proto/keys/v1/keys_pb";
 import { localTransport } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { callerOf } from "../../testing/in-memory-keys.ts";
+import { limit, verificationKit } from "../../testing/verification.ts";
 import { keysRoutes } from "../routes.ts";
-import { callerOf } from "../test-kit.ts";
-import { limit, verificationKit } from "../verify-test-kit.ts";
 import { verifyBatch } from "./batch.ts";
 import { answersInBinary, encodedAnswer, segmentsOf } from "./batch-wire.ts";
 import { verified } from "./verify.ts";

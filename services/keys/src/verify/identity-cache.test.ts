@@ -3,7 +3,7 @@ import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { createLogger, ErrorReason, errorDetailOf, MemoryBus, TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf } from "../test-kit.ts";
+import { callerOf } from "../../testing/in-memory-keys.ts";
 import { IdentityCache } from "./identity-cache.ts";
 
 const admin = callerOf("ws_1", "*");

@@ -10,15 +10,15 @@ import {
   migrate,
   TestClock,
 } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callerOf } from "../../testing/in-memory-keys.ts";
+import { inProcessServices, keysDepsOverDatabase } from "../../testing/keys-deps.ts";
 import { createKeysDeps, creditSpendsSql, type KeysDeps } from "../deps.ts";
-import { inProcessServices, keysDepsOverDatabase } from "../deps-test-kit.ts";
 import { keysMigrations } from "../migrations.ts";
 import { keysRoutes } from "../routes.ts";
 import type { Spend } from "../store/keys-store.ts";
 import { PostgresKeysStore } from "../store/postgres-keys-store.ts";
-import { callerOf } from "../test-kit.ts";
 import { MAX_QUEUED_SPENDS, SpendQueue } from "./spend-collector.ts";
 
 let db: TestDatabase;

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorReason, errorDetailOf, registry, TestClock } from "@latchkey/runtime";
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "../redis-testing.ts";
+import { dropPrefix, ownRedis, testClient, testRedisUrl, uniquePrefix } from "../../testing/redis.ts";
 import { RedisLimiter, redisCounterKey, redisLiveSetKey } from "./redis-limiter.ts";
 import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";
 

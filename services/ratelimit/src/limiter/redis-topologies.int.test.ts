@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { TestClock } from "@latchkey/runtime";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { ownRedis } from "../redis-testing.ts";
+import { ownRedis } from "../../testing/redis.ts";
 import { connectRedis, redisReady } from "./redis-connection.ts";
 import { RedisLimiter, redisCounterKey, redisLiveSetKey } from "./redis-limiter.ts";
 import { type CounterCheck, SlidingWindows } from "./sliding-windows.ts";

@@ -1,6 +1,6 @@
 import { TestClock } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { recordingLog } from "../test-kit.ts";
+import { recordingLog } from "../../testing/in-memory-ratelimit.ts";
 import {
   COUNTER_OVERHEAD_BYTES,
   type CounterCheck,

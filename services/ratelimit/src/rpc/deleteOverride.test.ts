@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { caller, harness, LIMITER, rejection } from "../test-kit.ts";
+import { caller, harness, LIMITER, rejection } from "../../testing/in-memory-ratelimit.ts";
 
 const ALL = [
   ...LIMITER,

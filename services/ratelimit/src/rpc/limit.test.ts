@@ -1,7 +1,7 @@
 import { ErrorReason, errorDetailOf, MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { caller, harness, LIMITER, rejection } from "../../testing/in-memory-ratelimit.ts";
 import { MemoryRatelimitStore } from "../store/memory-ratelimit-store.ts";
-import { caller, harness, LIMITER, rejection } from "../test-kit.ts";
 
 const check = (over: Record<string, unknown> = {}) => ({
   namespace: "api.requests",

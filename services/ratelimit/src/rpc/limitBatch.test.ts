@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { caller, harness, LIMITER } from "../test-kit.ts";
+import { caller, harness, LIMITER } from "../../testing/in-memory-ratelimit.ts";
 
 const check = (identifier: string) => ({ namespace: "api.requests", identifier, limit: 2n, duration: 1000n });
 

@@ -1,6 +1,6 @@
 import { ErrorReason, errorDetailOf } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { caller, harness, LIMITER, rejection } from "../test-kit.ts";
+import { caller, harness, LIMITER, rejection } from "../../testing/in-memory-ratelimit.ts";
 
 const check = (identifier: string, limit: bigint, over: Record<string, unknown> = {}) => ({
   namespace: "api.requests",

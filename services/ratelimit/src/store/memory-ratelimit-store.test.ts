@@ -1,4 +1,4 @@
+import { ratelimitStoreContract } from "../../testing/ratelimit-store.suite.ts";
 import { MemoryRatelimitStore } from "./memory-ratelimit-store.ts";
-import { ratelimitStoreContract } from "./ratelimit-store.contract.ts";
 
 ratelimitStoreContract("memory", () => new MemoryRatelimitStore());

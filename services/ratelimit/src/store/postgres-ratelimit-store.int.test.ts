@@ -1,9 +1,9 @@
 import { migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll } from "vitest";
+import { ratelimitStoreContract } from "../../testing/ratelimit-store.suite.ts";
 import { ratelimitMigrations } from "../migrations.ts";
 import { PostgresRatelimitStore } from "./postgres-ratelimit-store.ts";
-import { ratelimitStoreContract } from "./ratelimit-store.contract.ts";
 
 let db: TestDatabase;
 

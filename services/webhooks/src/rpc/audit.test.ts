@@ -2,8 +2,8 @@ import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
+import { expectReason, harness, otherRoot, root, WS } from "../../testing/in-memory-webhooks.ts";
 import { webhookRoutes } from "../routes.ts";
-import { expectReason, harness, otherRoot, root, WS } from "./test-harness.ts";
 
 /** The caller the gateway sends on a management call: the root key's, with the request's id. */
 const withRequest = (requestId: string) => ({ ...root("*"), requestId });

@@ -1,7 +1,7 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, root, WS } from "./test-harness.ts";
+import { expectReason, harness, lacks, root, WS } from "../../testing/in-memory-webhooks.ts";
 
 describe("CreateWebhook", () => {
   it("answers the id and a whsec_ secret of 32 bytes, once, and keeps the secret only sealed", async () => {

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, otherRoot, root, WS } from "./test-harness.ts";
+import { expectReason, harness, lacks, otherRoot, root, WS } from "../../testing/in-memory-webhooks.ts";
 
 describe("DeleteWebhook", () => {
   it("deletes the webhook; deleting it again is 404", async () => {

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, otherRoot, root } from "./test-harness.ts";
+import { expectReason, harness, lacks, otherRoot, root } from "../../testing/in-memory-webhooks.ts";
 
 describe("ListWebhooks", () => {
   it("lists the workspace's webhooks in pages of the limit, without their secrets", async () => {

@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, lacks, otherRoot, root, WS } from "./test-harness.ts";
+import { expectReason, harness, lacks, otherRoot, root, WS } from "../../testing/in-memory-webhooks.ts";
 
 describe("Redeliver", () => {
   it("adds a new pending delivery of the same event, due now", async () => {

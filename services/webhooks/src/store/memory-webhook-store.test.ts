@@ -1,4 +1,4 @@
+import { webhookStoreContract } from "../../testing/webhook-store.suite.ts";
 import { MemoryWebhookStore } from "./memory-webhook-store.ts";
-import { webhookStoreContract } from "./webhook-store.contract.ts";
 
 webhookStoreContract("memory", () => new MemoryWebhookStore());

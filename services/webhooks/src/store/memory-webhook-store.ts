@@ -19,7 +19,7 @@ import {
 const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const clone = <T>(value: T): T => structuredClone(value);
 
-/** The store in memory, for unit tests: the same answers as PostgreSQL (webhook-store.contract.ts). */
+/** The store in memory, for unit tests: the same answers as PostgreSQL (testing/webhook-store.suite.ts). */
 export class MemoryWebhookStore implements WebhookStore {
   private webhooks = new Map<string, WebhookRecord>();
   private deliveries = new Map<string, DeliveryRecord>();

@@ -1,9 +1,9 @@
 import { migrate } from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing";
+import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { webhookStoreContract } from "../../testing/webhook-store.suite.ts";
 import { webhookMigrations } from "../migrations.ts";
 import { fairClaimStatement, PostgresWebhookStore } from "./postgres-webhook-store.ts";
-import { webhookStoreContract } from "./webhook-store.contract.ts";
 
 let db: TestDatabase;
 

@@ -1,0 +1,56 @@
+import { createRouterTransport } from "@connectrpc/connect";
+import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
+import { createGateway } from "@latchkey/gateway";
+import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
+import { keysRoutes } from "@latchkey/keys";
+import { createMemoryKeysDeps } from "@latchkey/keys/testing/keys-deps";
+import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
+import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
+
+/**
+ * The gateway over the real services, in memory, on one bus and one clock: the gateway's routes must agree
+ * with what the services accept and answer. Keys and the gateway share one identity and one ratelimit service,
+ * as they do in `npm start`, so roles made through the gateway exist for keys. The gateway package cannot
+ * import the services (docs/architecture.md, "Layers"), so these tests live here.
+ */
+export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } = {}) {
+  const clock = new TestClock(Date.UTC(2026, 0, 1));
+  const bus = new MemoryBus();
+  const identity = createRouterTransport(
+    identityRoutes(createMemoryIdentityDeps({ bus, clock, log: createLogger("identity", "silent") })),
+  );
+  const ratelimit = createRouterTransport(ratelimitRoutes(createMemoryRatelimitDeps({ bus, clock })));
+  const keysDeps = createMemoryKeysDeps({
+    bus,
+    clock,
+    identity,
+    ratelimit,
+    ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+    log: createLogger("keys", "silent"),
+  });
+  const gateway = createGateway({
+    keys: createRouterTransport(keysRoutes(keysDeps)),
+    ratelimit,
+    identity,
+    analytics: createRouterTransport(
+      analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
+    ),
+    webhooks: createRouterTransport(
+      webhookRoutes(createMemoryWebhookDeps({ clock, log: createLogger("webhooks", "silent") })),
+    ),
+    log: createLogger("gateway", "silent"),
+    clock,
+    bus,
+  });
+  // A root key holding every permission, in a workspace of its own.
+  const rootKey = `lk_root_${name}`;
+  keysDeps.store.putRootKey({
+    id: `rk_${name}`,
+    workspaceId: `ws_${name}`,
+    permissions: ["*"],
+    revokedAt: null,
+    hash: hashKey(rootKey),
+  });
+  return { clock, bus, gateway, keysDeps, rootKey };
+}
