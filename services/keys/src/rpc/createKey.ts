@@ -1,23 +1,15 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import {
-  invalidInput,
-  need,
-  newId,
-  publishDomainEvent,
-  requirePermissions,
-  resourcesOf,
-  succeeded,
-} from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
-import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
 import type { KeyRatelimitRecord, RefillRecord } from "../store/keys-store.ts";
+import { keyChangeCommitted } from "./key-changed.ts";
 import { metaObject, validCredits, validExpires, validPermissions, validRatelimits } from "./validation.ts";
 
 const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
@@ -72,9 +64,14 @@ export function createKey(deps: KeysDeps) {
         createKeyFields(req),
       ),
     );
-    publishDomainEvent(deps, "key.created", caller.workspaceId, { keyId, apiId: api.id });
     // Drops a negative cache entry for this hash wherever one exists.
-    await keyChanged(deps, { workspaceId: caller.workspaceId, hash: material.hash, keyId, apiId: api.id });
+    await keyChangeCommitted(
+      deps,
+      caller,
+      { id: keyId, apiId: api.id, hash: material.hash },
+      "key.created",
+      {},
+    );
     return { keyId, key: material.key };
   };
 }

@@ -1,10 +1,10 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { DeleteKeyRequest, DeleteKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
+import { need, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
-import { keyChanged } from "../events.ts";
+import { keyChangeCommitted } from "./key-changed.ts";
 
 /**
  * Ordinary deletion: the key stops verifying (NOT_FOUND) and its record stays
@@ -30,17 +30,7 @@ export function deleteKey(deps: KeysDeps) {
     );
     // Another deletion got there first: it announces; this one answers as for a missing key.
     if (!deleted) throw keyNotFound();
-    publishDomainEvent(deps, "key.deleted", caller.workspaceId, {
-      keyId: key.id,
-      apiId: key.apiId,
-      permanent: req.permanent,
-    });
-    await keyChanged(deps, {
-      workspaceId: caller.workspaceId,
-      hash: key.hash,
-      keyId: key.id,
-      apiId: key.apiId,
-    });
+    await keyChangeCommitted(deps, caller, key, "key.deleted", { permanent: req.permanent });
     return {};
   };
 }

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, newId, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
+import { need, newId, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, visibleKey } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
@@ -9,6 +9,7 @@ import { generateKey } from "../key-material.ts";
 import { existingRoles } from "../rbac.ts";
 import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
+import { keyChangeCommitted } from "./key-changed.ts";
 import { validExpires } from "./validation.ts";
 
 const PREFIX = /^[a-zA-Z0-9_]{1,16}$/;
@@ -86,17 +87,9 @@ export function rerollKey(deps: KeysDeps) {
         ["expiration"],
       ),
     );
-    publishDomainEvent(deps, "key.rerolled", caller.workspaceId, {
-      keyId: original.id,
-      apiId: original.apiId,
+    await keyChangeCommitted(deps, caller, original, "key.rerolled", {
       newKeyId: keyId,
       expiresAt: expiration === 0 ? null : originalExpires,
-    });
-    await keyChanged(deps, {
-      workspaceId: caller.workspaceId,
-      hash: original.hash,
-      keyId: original.id,
-      apiId: original.apiId,
     });
     await keyChanged(deps, {
       workspaceId: caller.workspaceId,

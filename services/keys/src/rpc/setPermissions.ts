@@ -1,13 +1,6 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { SetPermissionsRequest, SetPermissionsResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import { need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
-import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
-import { apiResource, keyResource } from "../audit.ts";
+import type { SetPermissionsRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import type { KeysDeps } from "../deps.ts";
-import { keyChanged } from "../events.ts";
-import { ensurePermissions, permissionsView } from "../rbac.ts";
-import { grantChangePermissions, replacing } from "../rbac-changes.ts";
-import { validKeyId, validSlugs } from "./validation.ts";
+import { keyListOperation } from "./key-lists.ts";
 
 /**
  * keys.setPermissions: the key's direct permissions become exactly these slugs
@@ -18,41 +11,6 @@ import { validKeyId, validSlugs } from "./validation.ts";
  * if it does not. Answers the key's direct permissions.
  */
 export function setPermissions(deps: KeysDeps) {
-  return async (
-    req: SetPermissionsRequest,
-  ): Promise<MessageInitShape<typeof SetPermissionsResponseSchema>> => {
-    const caller = authenticatedCaller(req);
-    const keyId = validKeyId(req.keyId);
-    const slugs = validSlugs(req.permissions, 0);
-    const key = await visibleKey(deps, caller, keyId);
-    requirePermissions(caller, [
-      need("api", key.apiId, "update_key"),
-      ...grantChangePermissions({ permissions: replacing(slugs) }),
-    ]);
-    await ensurePermissions(deps, caller, slugs);
-    const updated = await deps.store.updateKey(
-      key.id,
-      { permissions: slugs, updatedAt: deps.clock.now() },
-      succeeded(
-        deps,
-        caller,
-        "keys.setPermissions",
-        [keyResource(key.id), apiResource(key.apiId)],
-        ["permissions"],
-      ),
-    );
-    if (!updated) throw keyNotFound();
-    publishDomainEvent(deps, "key.updated", caller.workspaceId, {
-      keyId: key.id,
-      apiId: key.apiId,
-      fields: ["permissions"],
-    });
-    await keyChanged(deps, {
-      workspaceId: caller.workspaceId,
-      hash: key.hash,
-      keyId: key.id,
-      apiId: key.apiId,
-    });
-    return { permissions: await permissionsView(deps, caller, updated.permissions) };
-  };
+  const change = keyListOperation(deps, "permissions", "set");
+  return (req: SetPermissionsRequest) => change(req, req.permissions);
 }

@@ -4,13 +4,13 @@ import {
   type UpdateCreditsRequest,
   type UpdateCreditsResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { invalidInput, need, publishDomainEvent, requirePermissions, succeeded } from "@latchkey/runtime";
+import { invalidInput, need, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
-import { keyChanged } from "../events.ts";
 import type { CreditsOperation as Operation } from "../store/keys-store.ts";
 import { refillView } from "../views.ts";
+import { keyChangeCommitted } from "./key-changed.ts";
 import { int64 } from "./validation.ts";
 
 export function updateCredits(deps: KeysDeps) {
@@ -35,14 +35,8 @@ export function updateCredits(deps: KeysDeps) {
     if (result === "unlimited") {
       throw invalidInput("/operation", "You cannot increment or decrement a key with unlimited credits.");
     }
-    publishDomainEvent(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
     // The balance is never cached, but whether the key is limited is.
-    await keyChanged(deps, {
-      workspaceId: caller.workspaceId,
-      hash: key.hash,
-      keyId: key.id,
-      apiId: key.apiId,
-    });
+    await keyChangeCommitted(deps, caller, key, "key.updated", { fields });
     return {
       ...(result.remaining !== null && { remaining: BigInt(result.remaining) }),
       ...(result.refill && { refill: refillView(result.refill) }),

@@ -1,22 +1,14 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
-import {
-  invalidInput,
-  need,
-  newId,
-  publishDomainEvent,
-  requirePermissions,
-  resourcesOf,
-  succeeded,
-} from "@latchkey/runtime";
+import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
-import { keyChanged } from "../events.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { grantChangePermissions, replacing } from "../rbac-changes.ts";
 import { dueRefill } from "../refills.ts";
 import type { KeyPatch, KeyRatelimitRecord, VerifiableKey } from "../store/keys-store.ts";
+import { keyChangeCommitted } from "./key-changed.ts";
 import {
   int64,
   metaObject,
@@ -69,13 +61,7 @@ export function updateKey(deps: KeysDeps) {
       ),
     );
     if (!updated) throw keyNotFound();
-    publishDomainEvent(deps, "key.updated", caller.workspaceId, { keyId: key.id, apiId: key.apiId, fields });
-    await keyChanged(deps, {
-      workspaceId: caller.workspaceId,
-      hash: key.hash,
-      keyId: key.id,
-      apiId: key.apiId,
-    });
+    await keyChangeCommitted(deps, caller, key, "key.updated", { fields });
     return {};
   };
 }
