@@ -1,7 +1,4 @@
-import type {
-  RemovePermissionsRequest,
-  RemovePermissionsResponseSchema,
-} from "@latchkey/proto/keys/v1/keys_pb";
+import type { RemovePermissionsRequest } from "@latchkey/proto/keys/v1/keys_pb";
 import type { KeysDeps } from "../deps.ts";
 import { keyListOperation } from "./key-lists.ts";
 
