@@ -58,7 +58,7 @@ module.exports = {
     {
       name: "service-imports-a-composition",
       comment:
-        "A service depends on proto/gen and packages/* only: never on the gateway, an app, the console, the end-to-end tests, bench or deploy.",
+        "A service depends on proto/gen, proto/codecs and packages/* only: never on the gateway, an app, the console, the end-to-end tests, bench or deploy.",
       severity: "error",
       from: { path: SERVICE },
       to: { path: "^(gateway|apps|console|test|bench|deploy)/" },
