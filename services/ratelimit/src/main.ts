@@ -93,7 +93,7 @@ const deps = createRatelimitDeps({
   ...(peers ? { peers } : {}),
   ...(redis && store.store === "redis" ? { redis: { client: redis, prefix: store.redis.prefix } } : {}),
 });
-// The batched calls of the hot path are read and written by hand-written codecs (runtime/src/wire).
+// The batched calls of the hot path are read and written by hand-written codecs (proto/codecs/wire).
 const served = await serveRpc(ratelimitRoutes(deps), port, { ready: () => deps.store.ping() }, undefined, {
   codecs: ratelimitCodecs,
   auth,
