@@ -70,7 +70,8 @@ export async function runProcess<S extends { port: number; host: string }>(
   try {
     settings = spec.settings();
   } catch (err) {
-    log.fatal(messageOf(err));
+    // On stderr, as an uncaught error would be: the refusal is what an operator reads first.
+    process.stderr.write(`${name} cannot start: ${messageOf(err)}\n`);
     process.exit(1);
   }
   const closers: (() => unknown)[] = [];
