@@ -146,9 +146,14 @@ export async function runProcess<S extends { port: number; host: string }>(
 /**
  * The starting process's answers on its port, over HTTP/1.1 and h2c alike (as serveRpc tells them
  * apart): every HTTP/1.1 answer closes its connection and HTTP/2 sessions are sent GOAWAY once the
- * port is handed over, so the callers' next requests reach the server that took it.
+ * port is handed over, so the callers' next requests reach the server that took it. `state` says
+ * what it waits for, as it changes.
  */
-function startingServer(name: string, answers: StartingAnswers, state: { waitingFor: string | undefined }) {
+export function startingServer(
+  name: string,
+  answers: StartingAnswers,
+  state: { waitingFor: string | undefined },
+) {
   if (answers.metrics) collectProcessMetrics();
   const handler = (req: StartingRequest, res: StartingResponse) => {
     const path = req.url?.split("?")[0];

@@ -60,9 +60,11 @@ export async function freePort(): Promise<number> {
 
 /**
  * A nats-server with JetStream of a test's own, on a port of its own, which the test may kill and start
- * again (the shared one is never stopped); `close` kills it and removes its store.
+ * again (the shared one is never stopped); `close` kills it and removes its store. `started: false`
+ * leaves it to the test to start, for a process that must find NATS away at first. `args` go to
+ * nats-server as they are (e.g. a config file, `-c`).
  */
-export async function ownNatsServer() {
+export async function ownNatsServer(options: { started?: boolean; args?: string[] } = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "latchkey-nats-"));
   let server: ChildProcess | undefined;
@@ -75,9 +77,11 @@ export async function ownNatsServer() {
       s.on("error", () => resolve(false));
     });
   const start = async () => {
-    server = spawn("nats-server", ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir], {
-      stdio: "ignore",
-    });
+    server = spawn(
+      "nats-server",
+      ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir, ...(options.args ?? [])],
+      { stdio: "ignore" },
+    );
     const until = Date.now() + 10_000;
     while (!(await listening())) {
       if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} within 10 s`);
@@ -92,7 +96,7 @@ export async function ownNatsServer() {
     s.kill("SIGKILL");
     await exited;
   };
-  await start();
+  if (options.started !== false) await start();
   return {
     port,
     url: `nats://127.0.0.1:${port}`,
@@ -148,5 +152,45 @@ export function keepingEventSink(): EventSink & {
     },
     flush: async () => {},
     stats: () => ({ buffered: 0, published: kept.length, dropped: 0 }),
+  };
+}
+
+/**
+ * A TCP proxy on 127.0.0.1:`port` to `target`, which the test starts and stops: a dependency that
+ * is away (nothing listens on the port) and then comes, at an address that does not change.
+ * `stop` also cuts the connections it carries.
+ */
+export function tcpProxy(port: number, target: { host: string; port: number }) {
+  let server: net.Server | undefined;
+  const open = new Set<net.Socket>();
+  const track = (s: net.Socket) => {
+    open.add(s);
+    s.on("close", () => open.delete(s));
+    s.on("error", () => s.destroy());
+  };
+  return {
+    port,
+    async start() {
+      const s = net.createServer((client) => {
+        const upstream = net.connect(target.port, target.host);
+        track(client);
+        track(upstream);
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.on("close", () => upstream.destroy());
+        upstream.on("close", () => client.destroy());
+      });
+      await new Promise<void>((resolve, reject) => {
+        s.once("error", reject);
+        s.listen(port, "127.0.0.1", () => resolve());
+      });
+      server = s;
+    },
+    async stop() {
+      const s = server;
+      server = undefined;
+      for (const socket of open) socket.destroy();
+      if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
   };
 }
