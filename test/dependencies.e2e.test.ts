@@ -73,7 +73,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean, with
 
 const probe = async (proc: Proc, path: "/healthz" | "/readyz") => {
   const res = await fetch(`${proc.url}${path}`);
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: (await res.json()) as any };
 };
 
 /** It waits for `dependency`: alive, not ready, and at least two tries logged, one line each, numbered in turn. */
@@ -151,7 +151,7 @@ describe("a service started before its dependencies", { timeout: 120_000 }, () =
       headers: { "content-type": "application/json", authorization: "Bearer lk_root_x" },
       body: JSON.stringify({ name: "api" }),
     });
-    const body = await res.json();
+    const body = (await res.json()) as any;
     expect([res.status, body.error]).toEqual([
       503,
       {
@@ -208,7 +208,7 @@ describe("npm start started before its dependencies", { timeout: 180_000 }, () =
         headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
         body: JSON.stringify({ name: "waited" }),
       });
-      const body = await res.json();
+      const body = (await res.json()) as any;
       holdToContract("apis.createApi", res.status, body);
       return { status: res.status, body };
     };
