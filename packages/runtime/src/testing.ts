@@ -68,6 +68,7 @@ export async function ownNatsServer(options: { started?: boolean; args?: string[
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "latchkey-nats-"));
   let server: ChildProcess | undefined;
+  let log = "";
   const listening = () =>
     new Promise<boolean>((resolve) => {
       const s = net.connect(port, "127.0.0.1", () => {
@@ -80,8 +81,12 @@ export async function ownNatsServer(options: { started?: boolean; args?: string[
     server = spawn(
       "nats-server",
       ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir, ...(options.args ?? [])],
-      { stdio: "ignore" },
+      { stdio: ["ignore", "ignore", "pipe"] },
     );
+    // Its log (on stderr), for tests that look for what it saw (a slow consumer, say); the last MiB.
+    server.stderr?.on("data", (d) => {
+      log = `${log}${d}`.slice(-1_048_576);
+    });
     const until = Date.now() + 10_000;
     while (!(await listening())) {
       if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} within 10 s`);
@@ -102,6 +107,8 @@ export async function ownNatsServer(options: { started?: boolean; args?: string[
     url: `nats://127.0.0.1:${port}`,
     start,
     stop,
+    /** What the server has logged since the test started it. */
+    log: () => log,
     async close() {
       await stop();
       rmSync(dir, { recursive: true, force: true });
