@@ -3,12 +3,24 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { CallerSchema } from "@latchkey/proto/common/v1/common_pb";
+import { CallerSchema, DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { CONTEXTS, GATEWAY_PROCESS, internalTransport } from "@latchkey/runtime";
+import {
+  CONTEXTS,
+  connectNats,
+  DOMAIN_EVENT_SUBJECT,
+  EVENT_BATCH_HEADER,
+  EVENTS_STREAM,
+  encodeEventBatch,
+  ensureEventsStream,
+  GATEWAY_PROCESS,
+  internalTransport,
+} from "@latchkey/runtime";
 import { createTestDatabase, ownNatsServer, type TestDatabase, tcpProxy } from "@latchkey/runtime/testing";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   freePort,
@@ -232,6 +244,85 @@ describe("npm start started before its dependencies", { timeout: 180_000 }, () =
     const served = await createApi();
     expect(served.status).toBe(200);
     expect(served.body.data.apiId).toMatch(/^api_/);
+    expect(await stopped(latchkey)).toBe(0);
+  });
+});
+
+describe("npm start with a backlog in the events stream", { timeout: 180_000 }, () => {
+  it("starts without nats-server seeing a slow consumer: each consumer on a connection of its own, pulling a few MiB at a time", async () => {
+    const monitor = await freePort();
+    const nats = await ownNatsServer({ args: ["-m", String(monitor)] });
+    cleanups.push(() => nats.close());
+    // 88 MiB of domain events, more than nats-server lets wait for one connection (max_pending,
+    // 64 MiB): analytics' consumer reads the whole stream at its first start (and ignores these).
+    const filler = await connectNats(nats.url, "filler");
+    await ensureEventsStream(filler);
+    const js = jetstream(filler);
+    const batch = headers();
+    batch.set(EVENT_BATCH_HEADER, "1");
+    for (let m = 0; m < 200; m += 20) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          js.publish(
+            DOMAIN_EVENT_SUBJECT,
+            encodeEventBatch(
+              Array.from({ length: 100 }, (_, e) => ({
+                id: `ev_${m + i}_${e}`,
+                data: toBinary(
+                  DomainEventSchema,
+                  create(DomainEventSchema, {
+                    id: `ev_${m + i}_${e}`,
+                    type: "key.created",
+                    workspaceId: "ws_backlog",
+                    occurredAt: BigInt(Date.now()),
+                    dataJson: JSON.stringify({ pad: "p".repeat(4_500) }),
+                  }),
+                ),
+              })),
+            ),
+            { headers: batch },
+          ),
+        ),
+      );
+    }
+    await filler.close();
+    const { db } = await databaseBehindProxy();
+    const dataDir = mkdtempSync(join(tmpdir(), "latchkey-backlog-"));
+    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+    const database = `latchkey_backlog_${randomBytes(4).toString("hex")}`;
+    cleanups.push(() =>
+      fetch(`${clickhouseBase}/?query=${encodeURIComponent(`DROP DATABASE IF EXISTS ${database}`)}`, {
+        method: "POST",
+      }),
+    );
+    const latchkey = await startProcess("latchkey-backlog", "apps/latchkey/src/start.ts", {
+      DATA_DIR: dataDir,
+      DATABASE_URL: db.url,
+      NATS_URL: nats.url,
+      CLICKHOUSE_URL: `${clickhouseBase}/${database}`,
+      CONSOLE: "false",
+      METRICS_PORT: "0",
+      RATELIMIT_STORE: "",
+    });
+    cleanups.push(() => latchkey.stop());
+    const connz = (await (await fetch(`http://127.0.0.1:${monitor}/connz`)).json()) as {
+      connections: { name: string }[];
+    };
+    expect(connz.connections.map((c) => c.name).sort()).toEqual([
+      "latchkey",
+      "latchkey-analytics",
+      "latchkey-webhooks",
+    ]);
+    const nc = await connectNats(nats.url, "test");
+    cleanups.push(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    await until(
+      "analytics has read the backlog",
+      async () => (await jsm.consumers.info(EVENTS_STREAM, "analytics")).num_pending === 0,
+      90_000,
+    );
+    expect(nats.log()).not.toContain("Slow Consumer");
+    expect(latchkey.output()).not.toContain("is not available yet");
     expect(await stopped(latchkey)).toBe(0);
   });
 });
