@@ -103,11 +103,11 @@ await runProcess({
       // The web console at / when it was built (deploy/build.ts builds it into the image); CONSOLE=false: none.
       pages: consolePages(),
     });
+    const server = await listen(gateway, boot.port, s.host);
+    boot.onStop(() => server.close());
     // Prometheus scrapes a port of its own: the public port does not answer /metrics.
     const metrics = await serveMetrics(s.metrics, "0.0.0.0", log);
     if (metrics) boot.onStop(() => metrics.close());
-    const server = await listen(gateway, boot.port, s.host);
-    boot.onStop(() => server.close());
     log.info({ port: server.port, metricsPort: metrics?.port }, "gateway listening");
   },
 });

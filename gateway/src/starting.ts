@@ -22,9 +22,12 @@ export const gatewayStarting: StartingAnswers = {
  * is lost works that long).
  */
 export function rootKeyCacheTtlMsFromEnv(): number {
-  const ttl = env.int("ROOT_KEY_CACHE_TTL_MS", 5_000, 0);
-  if (ttl > MAX_ROOT_KEY_CACHE_TTL_MS) {
-    throw new Error(`ROOT_KEY_CACHE_TTL_MS must be at most ${MAX_ROOT_KEY_CACHE_TTL_MS}, got '${ttl}'`);
+  const ttl = env.int("ROOT_KEY_CACHE_TTL_MS", 5_000);
+  // The words createGateway (gateway.ts) refuses it with, said before anything connects.
+  if (!(ttl >= 0 && ttl <= MAX_ROOT_KEY_CACHE_TTL_MS)) {
+    throw new Error(
+      `ROOT_KEY_CACHE_TTL_MS must be 0 to ${MAX_ROOT_KEY_CACHE_TTL_MS} ms: a revoked root key keeps working until its cache entry expires; got ${ttl}`,
+    );
   }
   return ttl;
 }

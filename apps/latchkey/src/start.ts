@@ -278,10 +278,10 @@ async function start(settings: Settings, boot: Starting) {
   const stopRelay = await until("PostgreSQL", () => relayKeyChanges(db.sql, bus, log));
   onStop(stopRelay);
   const bootstrap = await until("PostgreSQL", () => bootstrapRootKey(db.sql));
-  const metrics = await serveMetrics(settings.metrics, settings.metricsHost, log);
-  if (metrics) onStop(() => metrics.close());
   const server = await listen(gateway, boot.port, settings.host);
   onStop(() => server.close());
+  const metrics = await serveMetrics(settings.metrics, settings.metricsHost, log);
+  if (metrics) onStop(() => metrics.close());
 
   say(`Latchkey is listening on http://localhost:${server.port} (${db.description})`);
   for (const line of bootstrap) say(line);
