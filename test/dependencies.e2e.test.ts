@@ -7,6 +7,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { CallerSchema, DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { ownRedis } from "@latchkey/ratelimit/redis-testing";
 import {
   CONTEXTS,
   connectNats,
@@ -144,6 +145,28 @@ describe("a service started before its dependencies", { timeout: 120_000 }, () =
     const served = await getApi();
     expect((served as ConnectError).code).toBe(Code.NotFound);
     expect(await stopped(keys)).toBe(0);
+  });
+
+  it("ratelimit counting in Redis waits for Redis, then serves", async () => {
+    const db = await createTestDatabase();
+    cleanups.push(() => db.drop());
+    const redis = await ownRedis();
+    cleanups.push(() => redis.stop());
+    await redis.stop();
+    const ratelimit = await startProcess(
+      "ratelimit-waiting",
+      CONTEXTS.ratelimit.entry,
+      { DATABASE_URL: db.url, NATS_URL: "", RATELIMIT_STORE: "redis", REDIS_URL: redis.url },
+      undefined,
+      [],
+      "alive",
+    );
+    cleanups.push(() => ratelimit.stop());
+    await expectWaiting(ratelimit, "Redis");
+    await redis.start();
+    await until("ratelimit is ready", async () => (await probe(ratelimit, "/readyz")).status === 200);
+    expect(await probe(ratelimit, "/healthz")).toEqual({ status: 200, body: { status: "ok" } });
+    expect(await stopped(ratelimit)).toBe(0);
   });
 
   it("the gateway waits for NATS, answering requests 503 in the API's error shape meanwhile", async () => {
