@@ -55,6 +55,9 @@ export interface ProcessSpec<S extends { port: number; host: string }> {
   start(settings: S, boot: Starting): Promise<void>;
 }
 
+/** The longest a stop may take before the process exits anyway. */
+const STOP_WITHIN_MS = 20_000;
+
 /**
  * A process's life, the same for every one (the services through runService, the gateway,
  * npm start): its settings read and checked first; then it listens at once, alive (/healthz 200)
@@ -123,6 +126,12 @@ export async function runProcess<S extends { port: number; host: string }>(
     if (stopping) return;
     stopping = true;
     log.info({ signal }, `${name} stopping`);
+    // Within Kubernetes' grace (30 s, 5 of them the preStop sleep) even if a close hangs on a
+    // dependency that went away: better an exit that says so than a SIGKILL.
+    setTimeout(() => {
+      log.error(`${name}: closing took over ${STOP_WITHIN_MS} ms; exiting without the rest`);
+      process.exit(1);
+    }, STOP_WITHIN_MS).unref();
     abort.abort(new Error(`${name} is stopping (${signal})`));
     // A start cut short settles at once (its waits are aborted); one held in a call that cannot be
     // aborted (a migration's lock, say) is given a moment, then closed under it.
