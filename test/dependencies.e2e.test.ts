@@ -108,7 +108,7 @@ async function stopped(proc: Proc): Promise<number | null> {
 }
 
 describe("a service started before its dependencies", { timeout: 120_000 }, () => {
-  it("keys waits for PostgreSQL, then NATS, answering RPCs UNAVAILABLE meanwhile, and serves once they come", async () => {
+  it("keys waits for PostgreSQL, then NATS, answering RPCs UNAVAILABLE meanwhile (a gateway in front not ready), and serves once they come", async () => {
     const { url, proxy } = await databaseBehindProxy();
     const nats = await lateNats();
     const keys = await startProcess(
@@ -130,6 +130,16 @@ describe("a service started before its dependencies", { timeout: 120_000 }, () =
 
     await expectWaiting(keys, "PostgreSQL");
     expect(waits(keys, "PostgreSQL")[0]!.err).toContain("ECONNREFUSED");
+    // A gateway in front of it (as every service it needs) is not ready while keys waits.
+    const gateway = await startProcess("gateway-before-keys", GATEWAY_PROCESS.entry, {
+      NATS_URL: "",
+      METRICS_PORT: "0",
+      KEYS_URL: keys.url,
+      RATELIMIT_URL: keys.url,
+      IDENTITY_URL: keys.url,
+    });
+    cleanups.push(() => gateway.stop());
+    expect((await fetch(`${gateway.url}/readyz`)).status).toBe(503);
     const refused = await getApi();
     expect(refused).toBeInstanceOf(ConnectError);
     expect([(refused as ConnectError).code, (refused as ConnectError).rawMessage]).toEqual([
@@ -144,6 +154,8 @@ describe("a service started before its dependencies", { timeout: 120_000 }, () =
     expect(await probe(keys, "/healthz")).toEqual({ status: 200, body: { status: "ok" } });
     const served = await getApi();
     expect((served as ConnectError).code).toBe(Code.NotFound);
+    expect((await fetch(`${gateway.url}/readyz`)).status).toBe(200);
+    await gateway.stop();
     expect(await stopped(keys)).toBe(0);
   });
 
