@@ -25,6 +25,8 @@ export interface Exit {
 export interface Started {
   child: ChildProcess;
   exited: Promise<Exit>;
+  /** What it has written to stdout so far (its JSON log lines). */
+  stdout(): string;
 }
 
 const running = new Set<ChildProcess>();
@@ -53,7 +55,7 @@ export function startBundle(outdir: string, name: string, env: Record<string, st
       resolve({ code, signal, stdout, stderr });
     }),
   );
-  return { child, exited };
+  return { child, exited, stdout: () => stdout };
 }
 
 /** Kills every bundle still running (a test that failed half-way leaves none behind). */

@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 // deploy/ depends on no workspace package (its devDependencies are build and test tools only),
 // so the runtime's test helper is imported by path.
+import { CONTEXTS } from "../packages/runtime/src/contexts.ts";
 import { createTestDatabase, type TestDatabase } from "../packages/runtime/testing/database.ts";
 import { bundle, repoRoot } from "./bundle.ts";
 import { freePort, killBundles, startBundle, waitForOk } from "./bundle-process.ts";
@@ -125,7 +126,8 @@ async function environment(
   if (read.has("LATCHKEY_ENCRYPTION_KEY"))
     env["LATCHKEY_ENCRYPTION_KEY"] = randomBytes(32).toString("base64");
   // Called per request, not at start: nothing needs to listen there.
-  for (const url of ["RATELIMIT_URL", "IDENTITY_URL"]) if (read.has(url)) env[url] = "http://127.0.0.1:1";
+  for (const c of Object.values(CONTEXTS))
+    if (read.has(c.urlSetting)) env[c.urlSetting] = "http://127.0.0.1:1";
   return { env, ...(db ? { db } : {}), ...(clickhouseDatabase ? { clickhouseDatabase } : {}) };
 }
 

@@ -101,13 +101,36 @@ describe.each(components.map((c) => [c.name, c] as const))("dist/%s.mjs", (name,
   );
 
   it.skipIf(!built || servers.length === 0)(
-    `exits with the connection error when its servers cannot be reached, rather than hang`,
+    "waits for servers it cannot reach: alive, not ready and answering 503 meanwhile, a log line per try, and exits 0 on SIGTERM",
     async () => {
-      const env: Record<string, string> = {};
+      const port = await freePort();
+      const env: Record<string, string> = { PORT: String(port) };
       for (const v of required) env[v] = unreachable[v] ?? given[v] ?? "unused";
-      const exit = await startBundle(outdir, name, env).exited;
-      expect(exit.code).toBe(1);
-      expect(exit.stderr).toContain("ECONNREFUSED");
+      const { child, exited, stdout } = startBundle(outdir, name, env);
+      // Alive, so Kubernetes' liveness and startup probes leave it be while a dependency is away.
+      const alive = await waitForOk(`http://127.0.0.1:${port}/healthz`, Date.now() + 15_000, exited);
+      expect(await alive.json()).toEqual({ status: "starting", waitingFor: expect.any(String) });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ status: "starting", waitingFor: expect.any(String) });
+      const call = await fetch(`http://127.0.0.1:${port}/any.v1.Service/Method`, {
+        method: "POST",
+        headers: { "content-type": "application/proto" },
+        body: new Uint8Array(),
+      });
+      expect(call.status).toBe(503);
+      expect(await call.json()).toEqual({
+        code: "unavailable",
+        message: expect.stringContaining("starting"),
+      });
+      // Two tries at least (the second after 200 to 250 ms): each says what it waits for and why.
+      const deadline = Date.now() + 15_000;
+      const tries = () => [...stdout().matchAll(/"msg":"[^"]+ is not available yet; trying again"/g)];
+      while (tries().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(tries().length).toBeGreaterThanOrEqual(2);
+      expect(stdout()).toMatch(/ECONNREFUSED|connection refused/);
+      child.kill("SIGTERM");
+      expect((await exited).code).toBe(0);
     },
     30_000,
   );

@@ -1,7 +1,15 @@
+import {
+  CONTEXT_NAMES,
+  CONTEXTS,
+  type ContextName,
+  GATEWAY_PROCESS,
+} from "../packages/runtime/src/contexts.ts";
+
 /**
  * Every process Latchkey runs in production: one bundle, one container and
  * one Kubernetes workload each. The build, the manifests and the tests read
- * this table, so a new service is added here first.
+ * this table, which is the gateway and the contexts of
+ * packages/runtime/src/contexts.ts: a new context is added there.
  */
 export interface Component {
   /** The bundle is dist/<name>.mjs; the workload, its Service and its labels use the same name. */
@@ -14,13 +22,9 @@ export interface Component {
   metricsPort?: number;
 }
 
-export type ComponentName = "gateway" | "keys" | "ratelimit" | "identity" | "analytics" | "webhooks";
+export type ComponentName = "gateway" | ContextName;
 
 export const components: readonly Component[] = [
-  { name: "gateway", entry: "gateway/src/main.ts", port: 7070, metricsPort: 9464 },
-  { name: "keys", entry: "services/keys/src/main.ts", port: 7071 },
-  { name: "ratelimit", entry: "services/ratelimit/src/main.ts", port: 7072 },
-  { name: "identity", entry: "services/identity/src/main.ts", port: 7073 },
-  { name: "analytics", entry: "services/analytics/src/main.ts", port: 7074 },
-  { name: "webhooks", entry: "services/webhooks/src/main.ts", port: 7075 },
+  { ...GATEWAY_PROCESS },
+  ...CONTEXT_NAMES.map((name) => ({ name, entry: CONTEXTS[name].entry, port: CONTEXTS[name].port })),
 ];

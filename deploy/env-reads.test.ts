@@ -39,6 +39,35 @@ describe("envReads", () => {
     });
   });
 
+  it("adds what runService reads for the context a source names, and every context's URL for contextUrls()", () => {
+    const [root] = sources({
+      "main.ts": `await runService("analytics", {\n  settings: () => ({ url: env.required("CLICKHOUSE_URL") }),\n});\n`,
+      "gateway.ts": `const urls = contextUrls();\n`,
+      "contexts.ts": `export function contextUrls(): Record<ContextName, string> {}\n`,
+    });
+    const service = envReads(root, ["main.ts", "contexts.ts"]);
+    expect([...service.read].sort()).toEqual(["CLICKHOUSE_URL", "NATS_URL", "PORT"]);
+    expect([...service.required].sort()).toEqual(["CLICKHOUSE_URL", "NATS_URL"]);
+    expect(Object.fromEntries([...service.defaults].map(([k, v]) => [k, [...v]]))).toEqual({
+      PORT: ["7074"],
+    });
+    const gateway = envReads(root, ["gateway.ts"]);
+    expect(Object.fromEntries([...gateway.defaults].map(([k, v]) => [k, [...v]]))).toEqual({
+      KEYS_URL: ["http://127.0.0.1:7071"],
+      RATELIMIT_URL: ["http://127.0.0.1:7072"],
+      IDENTITY_URL: ["http://127.0.0.1:7073"],
+      ANALYTICS_URL: ["http://127.0.0.1:7074"],
+      WEBHOOKS_URL: ["http://127.0.0.1:7075"],
+    });
+  });
+
+  it("refuses runService of a name that is no context", () => {
+    const [root, files] = sources({ "main.ts": `await runService("billing", {});\n` });
+    expect(() => envReads(root, files)).toThrow(
+      'main.ts: runService("billing") names no context of contexts.ts',
+    );
+  });
+
   it("ignores names that are not upper-case constants", () => {
     const [root, files] = sources({ "a.ts": `env.string(name);\nprocess.env[key];\nenv.string("lower");\n` });
     expect(envReads(root, files).read.size).toBe(0);

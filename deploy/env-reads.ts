@@ -1,5 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  CONTEXTS,
+  type ContextName,
+  contextSettings,
+  contextUrlSettings,
+  type Setting,
+} from "../packages/runtime/src/contexts.ts";
 
 export interface EnvReads {
   /** Every variable the sources read, by env.string/env.int/env.bool/env.required or process.env. */
@@ -13,6 +20,13 @@ export interface EnvReads {
 const call =
   /\benv\.(string|int|bool|required)\(\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*(?:,\s*(?:"([^"]*)"|'([^']*)'|([0-9][0-9_.]*|true|false)\s*[,)]))?/g;
 const direct = /\bprocess\.env(?:\[\s*["'`]([A-Z][A-Z0-9_]*)["'`]\s*\]|\.([A-Z][A-Z0-9_]*))/g;
+/**
+ * What the runtime reads for a source, read through the settings of contexts.ts rather than by
+ * name: runService("<context>", …) reads contextSettings(<context>), contextUrls() every
+ * context's URL setting.
+ */
+const service = /\brunService\(\s*["'`]([a-z]+)["'`]/g;
+const urls = /(?<!function )\bcontextUrls\(\s*\)/g;
 
 /** The environment variables that `sources` (paths relative to `root`) read, found by their spelling. */
 export function envReads(root: string, sources: readonly string[]): EnvReads {
@@ -28,6 +42,20 @@ export function envReads(root: string, sources: readonly string[]): EnvReads {
       if (fallback !== undefined) defaults.set(name!, (defaults.get(name!) ?? new Set()).add(fallback));
     }
     for (const [, bracketed, dotted] of text.matchAll(direct)) read.add((bracketed ?? dotted)!);
+    const declared: Setting[] = [];
+    for (const [, name] of text.matchAll(service)) {
+      if (!(name! in CONTEXTS))
+        throw new Error(`${source}: runService("${name}") names no context of contexts.ts`);
+      declared.push(...contextSettings(name as ContextName));
+    }
+    if ([...text.matchAll(urls)].length > 0) declared.push(...contextUrlSettings());
+    for (const s of declared) {
+      read.add(s.name);
+      if (s.required) required.add(s.name);
+      else if (s.fallback !== undefined) {
+        defaults.set(s.name, (defaults.get(s.name) ?? new Set()).add(String(s.fallback)));
+      }
+    }
   }
   return { read, required, defaults };
 }

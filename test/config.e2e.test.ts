@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CONTEXTS, GATEWAY_PROCESS } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, internalSecret } from "./harness.ts";
@@ -60,12 +61,9 @@ describe("a service with a bad setting stops at start, before it connects or mig
     expect(await tables()).toBe(0);
   });
 
-  const entries = {
-    gateway: "gateway/src/main.ts",
-    keys: "services/keys/src/main.ts",
-    ratelimit: "services/ratelimit/src/main.ts",
-    identity: "services/identity/src/main.ts",
-    analytics: "services/analytics/src/main.ts",
+  const entries: Record<string, string> = {
+    gateway: GATEWAY_PROCESS.entry,
+    ...Object.fromEntries(Object.values(CONTEXTS).map((c) => [c.name, c.entry])),
   };
   const unreachable = {
     DATABASE_URL: "",
@@ -76,7 +74,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
   it.each(Object.keys(entries))(
     "%s: without LATCHKEY_INTERNAL_SECRET, or with one too short, exits 1 saying what it is, before it connects",
     async (name) => {
-      const entry = entries[name as keyof typeof entries];
+      const entry = entries[name]!;
       const missing = await runService(entry, {
         ...unreachable,
         DATABASE_URL: db.url,
@@ -104,7 +102,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     ["keys", "RPC_TIMEOUT_MS"],
     ["ratelimit", "RPC_TIMEOUT_MS"],
   ])("%s: %s=0 exits 1 saying it must be at least 1", async (name, variable) => {
-    const entry = entries[name as keyof typeof entries];
+    const entry = entries[name]!;
     const { code, output } = await runService(entry, {
       ...unreachable,
       DATABASE_URL: db.url,
@@ -170,7 +168,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     ["PORT", "http", "PORT must be an integer, got 'http'"],
     ["RATELIMIT_MAX_COUNTERS", "lots", "RATELIMIT_MAX_COUNTERS must be an integer, got 'lots'"],
   ])(
-    "npm start: %s=%s exits 1, says what to fix and leaves the database empty",
+    "pnpm start: %s=%s exits 1, says what to fix and leaves the database empty",
     async (name, value, says) => {
       const dataDir = mkdtempSync(join(tmpdir(), "latchkey-config-"));
       try {

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join, resolve as resolvePath } from "node:path";
 import { ensureRootKey } from "@latchkey/keys";
-import { InternalAuth } from "@latchkey/runtime";
+import { CONTEXTS, type ContextName, GATEWAY_PROCESS, InternalAuth, startOrder } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { freePort } from "@latchkey/runtime/testing/free-port";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -45,10 +45,25 @@ export interface Proc {
 }
 
 /**
+ * Whether a /healthz answer says the process has started: alive, and no longer waiting for its
+ * dependencies (packages/runtime/src/bootstrap.ts answers {"status":"starting"} until then).
+ */
+async function started(res: Response): Promise<boolean> {
+  if (!res.ok) return false;
+  const text = await res.text();
+  try {
+    return (JSON.parse(text) as { status?: unknown })?.status !== "starting";
+  } catch {
+    return true;
+  }
+}
+
+/**
  * Starts one entrypoint (a path from this checkout's root, or an absolute one)
  * as its own node process (TypeScript through tsx's loader), with the run's
  * LATCHKEY_INTERNAL_SECRET unless `env` sets it, and waits until /healthz
- * answers. `port` when the caller must know it
+ * says it has started (`until: "alive"`: until /healthz answers at all, for a
+ * process a test starts before its dependencies). `port` when the caller must know it
  * beforehand (replicas told each other's URLs); `nodeArgs` are flags for node
  * itself, e.g. --cpu-prof, which NODE_OPTIONS refuses.
  */
@@ -58,6 +73,7 @@ export async function startProcess(
   env: Record<string, string>,
   port?: number,
   nodeArgs: string[] = [],
+  until: "started" | "alive" = "started",
 ): Promise<Proc> {
   port ??= await freePort();
   let output = "";
@@ -83,7 +99,7 @@ export async function startProcess(
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}:\n${output}`);
     const ok = await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
+      (r) => (until === "alive" ? r.ok : started(r)),
       () => false,
     );
     if (ok) break;
@@ -121,7 +137,9 @@ export interface Stack {
 
 /**
  * The services and the gateway as separate processes on a fresh database, the
- * way they run in Kubernetes, driven over HTTP.
+ * way they run in Kubernetes, driven over HTTP: every context of contexts.ts
+ * (analytics and webhooks when asked for), each after the ones it calls and
+ * given their URLs, then the gateway, given every one's.
  */
 export async function startStack(
   options: {
@@ -135,14 +153,7 @@ export async function startStack(
      */
     webhooks?: { consumer?: string };
     /** Extra env per process. */
-    env?: {
-      gateway?: Record<string, string>;
-      keys?: Record<string, string>;
-      ratelimit?: Record<string, string>;
-      identity?: Record<string, string>;
-      analytics?: Record<string, string>;
-      webhooks?: Record<string, string>;
-    };
+    env?: Partial<Record<ContextName | "gateway", Record<string, string>>>;
     /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
     nodeArgs?: string[];
     /** Another checkout (with its dependencies installed) whose services run instead of this one's: bench:ab compares code this way. */
@@ -155,80 +166,76 @@ export async function startStack(
     DATABASE_URL: db.url,
     ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
   };
-  // The keys service calls the ratelimit and identity services: those start first.
+  /** What each context's process is given beyond `common` and its callees' URLs; undefined: not started. */
+  const own: Record<ContextName, Record<string, string> | undefined> = {
+    keys: {},
+    ratelimit: {},
+    identity: {},
+    analytics: options.analytics && {
+      CLICKHOUSE_URL: options.analytics.clickhouseUrl,
+      ANALYTICS_CONSUMER: options.analytics.consumer,
+      ANALYTICS_START_AT: "new",
+    },
+    webhooks: options.webhooks && {
+      LATCHKEY_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
+      ...(options.webhooks.consumer && options.natsUrl
+        ? { WEBHOOK_CONSUMER: options.webhooks.consumer }
+        : { NATS_URL: "" }),
+    },
+  };
   const flags = options.nodeArgs;
-  const ratelimit = await startProcess(
-    "ratelimit",
-    at("services/ratelimit/src/main.ts"),
-    { ...common, ...options.env?.ratelimit },
-    undefined,
-    flags,
-  );
-  const identity = await startProcess(
-    "identity",
-    at("services/identity/src/main.ts"),
-    { ...common, ...options.env?.identity },
-    undefined,
-    flags,
-  );
-  const keys: Proc[] = [];
-  // One at a time: each runs the migrations at start, under an advisory lock.
-  for (let i = 0; i < (options.keysInstances ?? 1); i++) {
-    keys.push(
-      await startProcess(
-        `keys-${i}`,
-        at("services/keys/src/main.ts"),
-        { ...common, RATELIMIT_URL: ratelimit.url, IDENTITY_URL: identity.url, ...options.env?.keys },
-        undefined,
-        flags,
-      ),
+  const procs = new Map<ContextName, Proc[]>();
+  const urlsOf = (names: readonly ContextName[]) =>
+    Object.fromEntries(
+      names
+        .filter((n) => procs.has(n))
+        .map((n) => [
+          CONTEXTS[n].urlSetting,
+          procs
+            .get(n)!
+            .map((p) => p.url)
+            .join(","),
+        ]),
     );
+  for (const name of startOrder()) {
+    const extra = own[name];
+    if (extra === undefined) continue;
+    const instances = name === "keys" ? (options.keysInstances ?? 1) : 1;
+    const list: Proc[] = [];
+    // One at a time: each runs the migrations at start, under an advisory lock.
+    for (let i = 0; i < instances; i++) {
+      const env = { ...common, ...urlsOf(CONTEXTS[name].calls), ...extra, ...options.env?.[name] };
+      list.push(
+        await startProcess(
+          name === "keys" ? `keys-${i}` : name,
+          at(CONTEXTS[name].entry),
+          env,
+          undefined,
+          flags,
+        ),
+      );
+    }
+    procs.set(name, list);
   }
-  const analytics = options.analytics
-    ? await startProcess("analytics", at("services/analytics/src/main.ts"), {
-        ...common,
-        CLICKHOUSE_URL: options.analytics.clickhouseUrl,
-        ANALYTICS_CONSUMER: options.analytics.consumer,
-        ANALYTICS_START_AT: "new",
-        ...options.env?.analytics,
-      })
-    : undefined;
-  const webhooks = options.webhooks
-    ? await startProcess("webhooks", at("services/webhooks/src/main.ts"), {
-        DATABASE_URL: db.url,
-        LATCHKEY_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
-        ...(options.webhooks.consumer && options.natsUrl
-          ? { NATS_URL: options.natsUrl, WEBHOOK_CONSUMER: options.webhooks.consumer }
-          : {}),
-        ...options.env?.webhooks,
-      })
-    : undefined;
   const gateway = await startProcess(
     "gateway",
-    at("gateway/src/main.ts"),
-    {
-      ...common,
-      KEYS_URL: keys.map((k) => k.url).join(","),
-      RATELIMIT_URL: ratelimit.url,
-      IDENTITY_URL: identity.url,
-      ...(analytics ? { ANALYTICS_URL: analytics.url } : {}),
-      ...(webhooks ? { WEBHOOKS_URL: webhooks.url } : {}),
-      ...options.env?.gateway,
-    },
+    at(GATEWAY_PROCESS.entry),
+    { ...common, ...urlsOf([...procs.keys()]), ...options.env?.gateway },
     undefined,
     flags,
   );
   const rootKey = `lk_root_e2e_${Math.random().toString(36).slice(2)}`;
   await ensureRootKey(db.sql, rootKey);
+  const one = (name: ContextName) => procs.get(name)?.[0];
 
   return {
     db,
     gateway,
-    keys,
-    ratelimit,
-    identity,
-    analytics,
-    webhooks,
+    keys: procs.get("keys")!,
+    ratelimit: one("ratelimit")!,
+    identity: one("identity")!,
+    analytics: one("analytics"),
+    webhooks: one("webhooks"),
     rootKey,
     async call(operation, body, key = rootKey) {
       const res = await fetch(`${gateway.url}/v2/${operation}`, {
@@ -250,14 +257,7 @@ export async function startStack(
       return { status: res.status, body: parsed };
     },
     async stop() {
-      await Promise.all([
-        gateway.stop(),
-        ratelimit.stop(),
-        identity.stop(),
-        ...(analytics ? [analytics.stop()] : []),
-        ...(webhooks ? [webhooks.stop()] : []),
-        ...keys.map((k) => k.stop()),
-      ]);
+      await Promise.all([gateway.stop(), ...[...procs.values()].flat().map((p) => p.stop())]);
       await db.drop();
     },
   };

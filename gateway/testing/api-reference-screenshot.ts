@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
-import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger, TestClock } from "@latchkey/runtime";
+import { createRouterTransport, type Transport } from "@connectrpc/connect";
+import { CONTEXT_NAMES, type ContextName, createLogger, TestClock } from "@latchkey/runtime";
 import { chromium } from "playwright-core";
 import { createGateway } from "../src/gateway.ts";
 import { listen } from "../src/listen.ts";
@@ -12,11 +12,7 @@ import { listen } from "../src/listen.ts";
  */
 const none = createRouterTransport(() => {});
 const gateway = createGateway({
-  keys: none,
-  ratelimit: none,
-  identity: none,
-  analytics: none,
-  webhooks: none,
+  ...(Object.fromEntries(CONTEXT_NAMES.map((name) => [name, none])) as Record<ContextName, Transport>),
   log: createLogger("screenshot", "silent"),
   clock: new TestClock(),
 });

@@ -1,11 +1,11 @@
-import { createRouterTransport } from "@connectrpc/connect";
+import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
 import { createGateway } from "@latchkey/gateway";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { keysRoutes } from "@latchkey/keys";
 import { createMemoryKeysDeps } from "@latchkey/keys/testing/keys-deps";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
-import { createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
+import { type ContextName, createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
 
 /**
@@ -29,7 +29,8 @@ export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } 
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
     log: createLogger("keys", "silent"),
   });
-  const gateway = createGateway({
+  // One transport per context of packages/runtime/src/contexts.ts: a new one fails to compile here until it is composed.
+  const transports: Record<ContextName, Transport> = {
     keys: createRouterTransport(keysRoutes(keysDeps)),
     ratelimit,
     identity,
@@ -39,6 +40,9 @@ export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } 
     webhooks: createRouterTransport(
       webhookRoutes(createMemoryWebhookDeps({ clock, log: createLogger("webhooks", "silent") })),
     ),
+  };
+  const gateway = createGateway({
+    ...transports,
     log: createLogger("gateway", "silent"),
     clock,
     bus,

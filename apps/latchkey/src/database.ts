@@ -2,16 +2,37 @@ import { resolve } from "node:path";
 import { identityMigrations } from "@latchkey/identity";
 import { keysMigrations } from "@latchkey/keys";
 import { ratelimitMigrations } from "@latchkey/ratelimit";
-import { connect, env, migrate, type Sql } from "@latchkey/runtime";
+import {
+  CONTEXTS,
+  type ContextName,
+  connect,
+  env,
+  type Migration,
+  migrate,
+  type Sql,
+} from "@latchkey/runtime";
+import { webhookMigrations } from "@latchkey/webhooks";
 import { type EmbeddedPostgres, runningEmbedded, startEmbeddedPostgres } from "./embedded-postgres.ts";
 
 export const dataDir = () => resolve(env.string("DATA_DIR", ".latchkey")!);
 
+/**
+ * The PostgreSQL migrations of each context whose row in contexts.ts says it keeps tables there
+ * (analytics keeps its own only where it runs without ClickHouse: createEmbeddedAnalyticsDeps).
+ */
+const migrations: Record<ContextName, readonly Migration[]> = {
+  keys: keysMigrations,
+  ratelimit: ratelimitMigrations,
+  identity: identityMigrations,
+  analytics: [],
+  webhooks: webhookMigrations,
+};
+
 /** Every context's migrations, applied in one place for the all-in-one process and the CLI. */
 export async function migrateAll(sql: Sql): Promise<void> {
-  await migrate(sql, "keys", keysMigrations);
-  await migrate(sql, "ratelimit", ratelimitMigrations);
-  await migrate(sql, "identity", identityMigrations);
+  for (const [name, context] of Object.entries(CONTEXTS)) {
+    if (context.postgres) await migrate(sql, name, migrations[name as ContextName]);
+  }
 }
 
 export interface Database {
@@ -32,11 +53,22 @@ export async function openDatabase(options: {
   reuseRunning: boolean;
   /** The embedded database's thread ended unexpectedly (it cannot come back: stop the process). */
   onLost: (err: Error) => void;
+  /**
+   * How DATABASE_URL's server is waited for (npm start: bootstrap.ts's `until`, tried with backoff
+   * while the process is not ready); by default the first failure throws.
+   */
+  until?: (what: string, attempt: () => Promise<void>) => Promise<void>;
 }): Promise<Database> {
   const url = env.string("DATABASE_URL");
   if (url) {
     const sql = connect(url);
-    await migrateAll(sql);
+    const until = options.until ?? ((_: string, attempt: () => Promise<void>) => attempt());
+    try {
+      await until("PostgreSQL", () => migrateAll(sql));
+    } catch (err) {
+      await sql.end({ timeout: 1 });
+      throw err;
+    }
     return { sql, url, description: "PostgreSQL from DATABASE_URL", close: () => sql.end({ timeout: 5 }) };
   }
   const dir = dataDir();

@@ -42,6 +42,14 @@ export class MemoryBus implements Bus {
   }
 }
 
+/**
+ * A NATS connection as Latchkey's processes keep them: it reconnects forever, every half second,
+ * once it has connected (the first connection is the caller's to wait for: bootstrap.ts's until).
+ */
+export function connectNats(url: string, name: string): Promise<NatsConnection> {
+  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+}
+
 export class NatsBus implements Bus {
   private constructor(
     readonly nc: NatsConnection,
@@ -49,8 +57,7 @@ export class NatsBus implements Bus {
   ) {}
 
   static async connect(url: string, log: Logger, name: string): Promise<NatsBus> {
-    const nc = await connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
-    return new NatsBus(nc, log);
+    return new NatsBus(await connectNats(url, name), log);
   }
 
   publish(subject: string, data: Uint8Array): void {

@@ -16,6 +16,15 @@ export const EVENT_SUBJECTS = [
   DOMAIN_EVENT_SUBJECT,
 ] as const;
 
+/**
+ * The most bytes a JetStream consumer of the events stream asks for at once (its pull's
+ * max_bytes). nats-server cuts a connection off as a slow consumer once 64 MiB (its max_pending)
+ * wait to be written to it: a pull bounded by message count alone lets a consumer catching up on
+ * a backlog of batches (up to MAX_BATCH_BYTES each) be handed far more than that while its event
+ * loop is busy, and every request waiting on the connection is lost with it.
+ */
+export const CONSUMER_PULL_BYTES = 8 * 1024 * 1024;
+
 /** Creates (or widens) the events stream; idempotent. */
 export async function ensureEventsStream(nc: NatsConnection): Promise<void> {
   const jsm = await jetstreamManager(nc);

@@ -1,8 +1,10 @@
 export * from "./audit.ts";
 export * from "./batcher.ts";
+export * from "./bootstrap.ts";
 export * from "./bus.ts";
 export * from "./clock.ts";
 export * from "./config.ts";
+export * from "./contexts.ts";
 export * from "./db.ts";
 export * from "./domain-events.ts";
 export * from "./errors.ts";
@@ -19,6 +21,7 @@ export * from "./oldest-first.ts";
 export * from "./permission-query.ts";
 export * from "./permissions.ts";
 export * from "./progress.ts";
+export * from "./run-service.ts";
 export * from "./sealing.ts";
 export * from "./serve.ts";
 

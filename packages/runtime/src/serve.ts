@@ -123,8 +123,8 @@ export async function serveRpc(
   };
 }
 
-/** A duplex over `socket` whose readable side starts with `head`. */
-function replaying(socket: net.Socket, head: Buffer): Duplex {
+/** A duplex over `socket` whose readable side starts with `head` (for an HTTP/2 session handed a socket already read from). */
+export function replaying(socket: net.Socket, head: Buffer): Duplex {
   const duplex = new Duplex({
     read: () => socket.resume(),
     write: (chunk, encoding, callback) => socket.write(chunk, encoding, callback),

@@ -63,4 +63,21 @@ describe("untilAvailable", () => {
     await expect(waiting).rejects.toThrow("stopping");
     expect(r.lines).toHaveLength(1);
   });
+
+  it("throws at once, logging nothing, an error `permanent` says no wait can change, after retrying the others", async () => {
+    const r = recorder();
+    let tries = 0;
+    const refusal = new Error("another process counts in its own memory");
+    const waiting = untilAvailable(
+      "PostgreSQL",
+      async () => {
+        tries++;
+        throw tries < 3 ? new Error("ECONNREFUSED") : refusal;
+      },
+      { log: r.log, sleep: r.sleep, permanent: (err) => err === refusal },
+    );
+    await expect(waiting).rejects.toBe(refusal);
+    expect(tries).toBe(3);
+    expect(r.lines.map((l) => l.fields["err"])).toEqual(["ECONNREFUSED", "ECONNREFUSED"]);
+  });
 });

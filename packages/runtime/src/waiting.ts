@@ -10,6 +10,11 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /** How to wait (tests pass one that does not). */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * Whether an error is no outage but a refusal that trying again cannot change (another process
+   * holding what this one needs, say): such an error is thrown at once. Default: none is.
+   */
+  permanent?: (err: unknown) => boolean;
 }
 
 /**
@@ -33,6 +38,7 @@ export async function untilAvailable<T>(
       return await attempt();
     } catch (err) {
       options.signal?.throwIfAborted();
+      if (options.permanent?.(err)) throw err;
       const base = Math.min(max, first * 2 ** Math.min(tries - 1, 30));
       const retryInMs = Math.round(base * (0.8 + Math.random() * 0.2));
       options.log.warn(

@@ -1,4 +1,5 @@
 import {
+  CONSUMER_PULL_BYTES,
   EVENT_BATCH_HEADER,
   EVENTS_STREAM,
   ensureEventsStream,
@@ -93,7 +94,9 @@ export async function startConsumer(options: ConsumerOptions): Promise<RunningCo
     await jsm.consumers.add(EVENTS_STREAM, config);
   }
   const consumer = await jetstream(nats).consumers.get(EVENTS_STREAM, durable);
-  const messages = await consumer.consume({ max_messages: Math.min(batchSize * 2, 10_000) });
+  // Bounded in bytes, not messages: a backlog of large batches is handed over a few MiB at a time
+  // (CONSUMER_PULL_BYTES), never enough to make nats-server drop the connection as a slow consumer.
+  const messages = await consumer.consume({ max_bytes: CONSUMER_PULL_BYTES });
 
   const stats: ConsumerStats = {
     inserted: 0,

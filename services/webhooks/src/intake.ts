@@ -2,6 +2,7 @@ import { fromBinary, type Message } from "@bufbuild/protobuf";
 import { type DomainEvent, DomainEventSchema, EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import {
   type Clock,
+  CONSUMER_PULL_BYTES,
   DOMAIN_EVENT_SUBJECT,
   EVENT_BATCH_HEADER,
   EVENTS_STREAM,
@@ -478,7 +479,9 @@ export async function startIntakeConsumer(options: IntakeConsumerOptions): Promi
     });
   }
   const consumer = await jetstream(nats).consumers.get(EVENTS_STREAM, durable);
-  const messages = await consumer.consume({ max_messages: 100 });
+  // Bounded in bytes (CONSUMER_PULL_BYTES): a hundred messages of up to 512 KiB each would let a
+  // backlog crowd the connection until nats-server drops it as a slow consumer.
+  const messages = await consumer.consume({ max_bytes: CONSUMER_PULL_BYTES });
   const stats = { taken: 0, messages: 0, undecodable: 0, failedWrites: 0, unwritable: 0 };
   const progress = loopProgress("webhooks.intake");
   const wakeup = new Wakeup();
