@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
-import { startStack } from "../test/harness.ts";
+import { startStack } from "../test/testing/process-stack.ts";
 import { type Call, type Figures, load, type Target } from "./load.ts";
 import { treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";

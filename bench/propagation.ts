@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { CreditsOperation, KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { internalTransport } from "@latchkey/runtime";
-import { internalAuth, type Proc, type Stack, startStack } from "../test/harness.ts";
+import { internalAuth, type Proc, type Stack, startStack } from "../test/testing/process-stack.ts";
 import { startRatelimitReplicas } from "./replicas.ts";
 
 /** Changes measured per kind: at least 200, so the p99 rests on two changes or more. */

@@ -3,7 +3,7 @@ import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
-import { type Proc, startProcess } from "../test/harness.ts";
+import { type Proc, startProcess } from "../test/testing/process-stack.ts";
 import { cpuOf, type ProcessGroups, treeOf } from "./procfs.ts";
 import { startAllInOne } from "./throughput.ts";
 

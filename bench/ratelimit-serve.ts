@@ -6,7 +6,7 @@ import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { internalTransport } from "@latchkey/runtime";
 import { createTestDatabase } from "@latchkey/runtime/testing/database";
-import { internalAuth, startProcess } from "../test/harness.ts";
+import { internalAuth, startProcess } from "../test/testing/process-stack.ts";
 
 /**
  * The service as it is served, alone: the ratelimit process (RATELIMIT_ENTRY,

@@ -1,4 +1,4 @@
-import { freePort, type Proc, startProcess } from "../test/harness.ts";
+import { freePort, type Proc, startProcess } from "../test/testing/process-stack.ts";
 
 /**
  * `count` ratelimit replicas sharing one budget (RATELIMIT_PEERS, RATELIMIT_SELF)

@@ -1,4 +1,4 @@
-import { type Proc, startProcess, startStack } from "../test/harness.ts";
+import { type Proc, startProcess, startStack } from "../test/testing/process-stack.ts";
 import { describeLoad, type Figures, measure, ratioOf, row, type Target } from "./load.ts";
 import { serviceRssMiB } from "./procfs.ts";
 import { seededKey, seedKeys } from "./seed.ts";

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing/database";
-import { type Proc, startProcess, startStack } from "../test/harness.ts";
+import { type Proc, startProcess, startStack } from "../test/testing/process-stack.ts";
 import {
   type Call,
   caller,

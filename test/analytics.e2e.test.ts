@@ -1,6 +1,6 @@
 import { createWorkspace } from "@latchkey/keys";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { analyticsOptions, type Stack, startStack } from "./harness.ts";
+import { analyticsOptions, type Stack, startStack } from "./testing/process-stack.ts";
 
 // Verifications through the gateway -> KeyVerified on JetStream -> the analytics consumer -> ClickHouse -> the query.
 const analytics = analyticsOptions("analytics_e2e");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { type Stack, startStack } from "./testing/process-stack.ts";
 
 let stack: Stack;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { type Stack, startStack } from "./testing/process-stack.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");

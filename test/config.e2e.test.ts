@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { CONTEXTS, GATEWAY_PROCESS } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, internalSecret } from "./harness.ts";
+import { freePort, internalSecret } from "./testing/process-stack.ts";
 
 const root = join(import.meta.dirname, "..");
 

@@ -32,7 +32,7 @@ import {
   internalSecret,
   type Proc,
   startProcess,
-} from "./harness.ts";
+} from "./testing/process-stack.ts";
 
 // Every process waits for its dependencies rather than exiting on the first error: started with
 // PostgreSQL away (a port nothing listens on, then a proxy to the real server there) and NATS not

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { isGeneratedShape } from "@latchkey/gateway/auth";
 import { createRootKey, ensureRootKey } from "@latchkey/keys";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { holdToContract, type Stack, startStack } from "./harness.ts";
+import { holdToContract, type Stack, startStack } from "./testing/process-stack.ts";
 
 // The gateway behind a proxy on loopback it trusts: a request without X-Forwarded-For is the
 // loopback client's own, one with it is the client it names (gateway/src/client-address.ts).

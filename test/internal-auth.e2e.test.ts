@@ -12,7 +12,7 @@ import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { INTERNAL_AUTH_HEADER, InternalAuth, signingInterceptor } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { internalAuth, internalSecret, type Stack, startStack } from "./harness.ts";
+import { internalAuth, internalSecret, type Stack, startStack } from "./testing/process-stack.ts";
 
 // Anything that can reach a service's port (a pod where NetworkPolicies are not enforced, a compose
 // or VM deployment) must not be able to act as any workspace by writing a caller into the message.

@@ -8,7 +8,7 @@ import { createRootKey } from "@latchkey/keys";
 import { KeysService, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
 import { signingInterceptor } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { internalAuth, type Stack, startStack } from "./harness.ts";
+import { internalAuth, type Stack, startStack } from "./testing/process-stack.ts";
 
 let stack: Stack;
 beforeAll(async () => {

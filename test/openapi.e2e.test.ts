@@ -1,7 +1,7 @@
 import { createRootKey, createWorkspace } from "@latchkey/keys";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATIONS, type Operation, routes } from "../gateway/src/routes/index.ts";
-import { analyticsOptions, type Stack, startStack } from "./harness.ts";
+import { analyticsOptions, type Stack, startStack } from "./testing/process-stack.ts";
 
 /**
  * Every operation of the route table, driven with its example body (docs/openapi.json shows the

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "./harness.ts";
+import { type Proc, startProcess } from "./testing/process-stack.ts";
 
 // Two `npm start` processes on one PostgreSQL, counting rate limits in their own memory (the default):
 // each would count every budget alone, so the second refuses to start unless told it may.

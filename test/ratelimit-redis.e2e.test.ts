@@ -1,6 +1,6 @@
 import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, type Stack, startProcess, startStack } from "./harness.ts";
+import { type Proc, type Stack, startProcess, startStack } from "./testing/process-stack.ts";
 
 // The ratelimit service counting in a Redis of this test's own (RATELIMIT_STORE=redis), which the
 // test stops and starts: verifications follow keys' RATELIMIT_FAIL_OPEN meanwhile, nothing waits

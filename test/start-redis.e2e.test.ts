@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { ownRedis } from "@latchkey/ratelimit/testing/redis";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "./harness.ts";
+import { type Proc, startProcess } from "./testing/process-stack.ts";
 
 // Two `npm start` processes behind one load balancer, on one PostgreSQL, with RATELIMIT_STORE=redis:
 // each budget is one, whichever process a request reaches, and survives a process's restart.

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { listeningTcpPorts } from "@latchkey/latchkey/testing/postgres-wire";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort, holdToContract, type Proc, startProcess } from "./harness.ts";
+import { freePort, holdToContract, type Proc, startProcess } from "./testing/process-stack.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");

@@ -1,6 +1,6 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, type Stack, startProcess, startStack } from "./harness.ts";
+import { type Proc, type Stack, startProcess, startStack } from "./testing/process-stack.ts";
 
 // A service that accepts connections and never answers (stuck, or a partition that drops packets)
 // must cost a request its deadline, not forever, and must not stop the gateway serving the rest.

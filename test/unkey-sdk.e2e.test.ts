@@ -1,7 +1,7 @@
 import { Unkey } from "@unkey/api";
 import { NotFoundErrorResponse } from "@unkey/api/models/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { type Stack, startStack } from "./testing/process-stack.ts";
 
 // Unkey's own TypeScript SDK, unchanged, pointed at Latchkey (the gateway and the services as separate
 // processes). The SDK validates every answer against Unkey's schemas, so an answer that does not match

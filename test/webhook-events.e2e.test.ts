@@ -7,7 +7,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { type Stack, startStack } from "./testing/process-stack.ts";
 
 /**
  * The nine event types as real operations cause them, with nothing published by the test: keys,

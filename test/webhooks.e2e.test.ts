@@ -7,7 +7,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.ts";
+import { type Stack, startStack } from "./testing/process-stack.ts";
 
 /**
  * The webhooks service as its own process behind the gateway, taking DomainEvents from JetStream

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { DOMAIN_EVENT_TYPES } from "@latchkey/runtime";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/harness.ts";
+import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
 import { EVENT_TYPES } from "../src/events.ts";
 import { launch, seriousViolations, watch } from "./browser.ts";

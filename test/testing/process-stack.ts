@@ -7,9 +7,9 @@ import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing
 import { freePort } from "@latchkey/runtime/testing/free-port";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { answerContract } from "../gateway/testing/openapi-contract.ts";
+import { answerContract } from "../../gateway/testing/openapi-contract.ts";
 
-const root = join(import.meta.dirname, "..");
+const root = join(import.meta.dirname, "..", "..");
 
 const contract = answerContract();
 
