@@ -34,7 +34,12 @@ export const EVENT_TYPES = [
 ];
 
 /** Messages between the soak (bench/soak.ts) and its workers, over the fork's IPC channel. */
-export type ToWorker = { type: "attack" } | { type: "stop" } | { type: "report" } | { type: "exit" };
+export type ToWorker =
+  | { type: "attack" }
+  | { type: "stop" }
+  /** drainS: how long the victim waits for its last events (0 once Latchkey has exited). */
+  | { type: "report"; drainS?: number }
+  | { type: "exit" };
 
 export class Recorder {
   readonly samples: Sample[] = [];
@@ -164,18 +169,20 @@ export function percentile(values: readonly number[], p: number): number {
 
 /** The worker's message channel: what the soak sends, as a queue of awaited messages. */
 export function fromSoak() {
-  const waiting = new Map<ToWorker["type"], () => void>();
-  const arrived = new Set<ToWorker["type"]>();
+  const waiting = new Map<ToWorker["type"], (m: ToWorker) => void>();
+  const arrived = new Map<ToWorker["type"], ToWorker>();
   process.on("message", (m: ToWorker) => {
-    arrived.add(m.type);
-    waiting.get(m.type)?.();
+    arrived.set(m.type, m);
+    waiting.get(m.type)?.(m);
     if (m.type === "exit") process.exit(0);
   });
   // The soak gone (killed, crashed): so is this worker, whatever it was doing.
   process.on("disconnect", () => process.exit(0));
   return {
-    next: (type: ToWorker["type"]) =>
-      arrived.has(type) ? Promise.resolve() : new Promise<void>((r) => waiting.set(type, r)),
+    next: (type: ToWorker["type"]): Promise<ToWorker> => {
+      const m = arrived.get(type);
+      return m ? Promise.resolve(m) : new Promise<ToWorker>((r) => waiting.set(type, r));
+    },
     send: (message: unknown) => process.send?.(message),
   };
 }

@@ -254,9 +254,9 @@ const analyst = loop(async () => {
 await soak.next("stop");
 await Promise.all([verifier.stop(), limiter.stop(), manager.stop(), analyst.stop()]);
 
-await soak.next("report");
+const reportAsked = (await soak.next("report")) as { drainS?: number };
 // The events still expected get drainS to arrive (the load has stopped by now).
-const deadline = Date.now() + config.drainS * 1000;
+const deadline = Date.now() + (reportAsked.drainS ?? config.drainS) * 1000;
 while (Date.now() < deadline && [...expected.keys()].some((k) => !arrivals.has(k))) {
   await new Promise((r) => setTimeout(r, 250));
 }

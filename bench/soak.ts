@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { createRootKey } from "@latchkey/keys";
@@ -146,8 +146,8 @@ function worker(file: string, config: object) {
   });
   return {
     child,
-    send: (type: string) => {
-      if (child.connected) child.send({ type });
+    send: (type: string, extra: object = {}) => {
+      if (child.connected) child.send({ type, ...extra });
     },
     next: (type: string, timeoutMs: number) =>
       new Promise<any>((resolve, reject) => {
@@ -181,6 +181,8 @@ async function cliWorkspace(databaseUrl: string, dataDir: string, name: string) 
 
 interface Latchkey {
   url: string;
+  /** Its processes that exited before the soak stopped them, and when. */
+  exits: { name: string; code: number | null; signal: string | null; at: number }[];
   pids(): number[];
   metricsUrls: string[];
   output(): string;
@@ -217,6 +219,7 @@ async function startLatchkey(
     });
     return {
       url: proc.url,
+      exits: watchExits([proc]),
       pids: () => (proc.child.pid === undefined ? [] : [proc.child.pid]),
       metricsUrls: [`http://127.0.0.1:${metricsPort}/metrics`],
       output: proc.output,
@@ -253,6 +256,7 @@ async function startLatchkey(
   };
   return {
     url: stack.gateway.url,
+    exits: watchExits(procs),
     pids: () => procs.flatMap((p) => (p.child.pid === undefined ? [] : [p.child.pid])),
     metricsUrls: [
       `http://127.0.0.1:${metricsPort}/metrics`,
@@ -263,6 +267,18 @@ async function startLatchkey(
     stop,
     dropDatabase: stop,
   };
+}
+
+/** Until `stopping` is set, every exit of these processes: a crash, which the soak reports. */
+let stopping = false;
+function watchExits(procs: Proc[]): Latchkey["exits"] {
+  const exits: Latchkey["exits"] = [];
+  for (const p of procs) {
+    p.child.once("exit", (code, signal) => {
+      if (!stopping) exits.push({ name: p.name, code, signal, at: Date.now() });
+    });
+  }
+  return exits;
 }
 
 /** The value of every `latchkey_loop_last_progress_seconds{loop=...}` line, by loop. */
@@ -310,6 +326,7 @@ async function notableMetrics(urls: string[]): Promise<string[]> {
 
 async function main(): Promise<number> {
   const tmp = mkdtempSync(join(tmpdir(), "latchkey-soak-"));
+  const loadAtStart = loadavg();
   mkdirSync(outDir, { recursive: true });
   const cleanups: (() => Promise<unknown>)[] = [];
   const children: ChildProcess[] = [];
@@ -482,7 +499,8 @@ async function main(): Promise<number> {
     sampling = false;
     await sampler;
     const metricsAtEnd = await notableMetrics(latchkey.metricsUrls);
-    victim.send("report");
+    const crashed = latchkey.exits.length > 0;
+    victim.send("report", crashed ? { drainS: 0 } : {});
     const { report: victimReport } = (await victim.next("report", (DRAIN_S + 120) * 1000)) as {
       report: VictimReport;
     };
@@ -491,9 +509,9 @@ async function main(): Promise<number> {
 
     // Analytics must count every verification the victim had answered, exactly, by outcome.
     const expectedCounts = victimReport.verified;
-    let counted: Record<string, number> = {};
+    let counted: Record<string, number> | undefined;
     const analyticsDeadline = Date.now() + DRAIN_S * 1000;
-    for (;;) {
+    while (!crashed) {
       const res = await fetch(`${latchkey.url}/v2/analytics.getVerifications`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${victimWs.rootKey}` },
@@ -505,14 +523,20 @@ async function main(): Promise<number> {
         const rows = ((await res.json()) as any).data as { outcome: string; n: number }[];
         counted = Object.fromEntries(rows.map((r) => [r.outcome, Number(r.n)]));
       }
-      const same = Object.keys({ ...counted, ...expectedCounts }).every(
-        (o) => (counted[o] ?? 0) === (expectedCounts[o] ?? 0),
-      );
+      const same =
+        counted !== undefined &&
+        Object.keys({ ...counted, ...expectedCounts }).every(
+          (o) => (counted![o] ?? 0) === (expectedCounts[o] ?? 0),
+        );
       if (same || Date.now() > analyticsDeadline) break;
       await sleep(2_000);
     }
 
+    stopping = true;
     const output = report({
+      exits: latchkey.exits,
+      output: latchkey.output(),
+      load: [loadAtStart, loadavg()],
       victim: victimReport,
       attacker: attackerReport,
       windows,
@@ -567,13 +591,16 @@ function opTable(title: string, figures: OpFigures[]): string[] {
 }
 
 function report(r: {
+  exits: Latchkey["exits"];
+  output: string;
+  load: number[][];
   victim: VictimReport;
   attacker: AttackerReport;
   windows: FaultWindow[];
   rss: { t: number; value: number }[];
   redisUsed: { t: number; value: number }[];
   loopStale: Map<string, { max: number; at: number }>;
-  counted: Record<string, number>;
+  counted: Record<string, number> | undefined;
   metricsAtEnd: string[];
   cpu: Record<string, Record<"warmup" | "attack", number>>;
   redisInfo: string[];
@@ -587,6 +614,7 @@ function report(r: {
   lines.push(
     `# npm run soak: ${MINUTES} min, ${TOPOLOGY === "start" ? "npm start" : "separate processes"}; warm-up ${WARMUP_S.toFixed(0)} s alone, attack ${ATTACK_S.toFixed(0)} s (ramp ${RAMP_S.toFixed(0)} s)`,
     "",
+    `load average (1, 5, 15 min) at the start ${r.load[0]!.map((l) => l.toFixed(1)).join(", ")}, at the end ${r.load[1]!.map((l) => l.toFixed(1)).join(", ")}`,
     `victim: ${JSON.stringify(victimRates)}`,
     `attacker: ${JSON.stringify(attackRates)}; counters per workspace ${COUNTER_BUDGET ?? "Latchkey's default"}, Redis maxmemory ${REDIS_MAXMEMORY}`,
     "",
@@ -601,6 +629,30 @@ function report(r: {
     ...opTable("victim, under attack", perOperation(victim.samples, r.attackAt)),
     "",
   );
+
+  // 0. Latchkey stays up.
+  verdicts.push({
+    bound: "Latchkey's process(es) stay up for the whole run",
+    figure:
+      r.exits.length === 0
+        ? "up"
+        : r.exits.map((e) => `${e.name} exited (${e.code ?? e.signal}) at ${at(e.at)}`).join("; "),
+    pass: r.exits.length === 0,
+  });
+  if (r.exits.length > 0) {
+    const tail = r.output
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("{"))
+      .slice(-12);
+    lines.push(
+      "Latchkey exited; the last lines it wrote that are not log records:",
+      "",
+      "```",
+      ...tail,
+      "```",
+      "",
+    );
+  }
 
   // 1. The victim's answers.
   const statuses = judgeStatuses(victim.samples, windows);
@@ -662,19 +714,23 @@ function report(r: {
   });
 
   // 4. Nothing lost: analytics count every answered verification, every caused event arrives.
-  const outcomes = [...new Set([...Object.keys(victim.verified), ...Object.keys(r.counted)])].sort();
-  const lost = outcomes.reduce((a, o) => a + Math.max(0, (victim.verified[o] ?? 0) - (r.counted[o] ?? 0)), 0);
-  const extra = outcomes.reduce(
-    (a, o) => a + Math.max(0, (r.counted[o] ?? 0) - (victim.verified[o] ?? 0)),
-    0,
-  );
+  const counted = r.counted ?? {};
+  const outcomes = [...new Set([...Object.keys(victim.verified), ...Object.keys(counted)])].sort();
+  const lost = outcomes.reduce((a, o) => a + Math.max(0, (victim.verified[o] ?? 0) - (counted[o] ?? 0)), 0);
+  const extra = outcomes.reduce((a, o) => a + Math.max(0, (counted[o] ?? 0) - (victim.verified[o] ?? 0)), 0);
   lines.push(
-    `analytics: ${outcomes.map((o) => `${o} answered ${victim.verified[o] ?? 0}, counted ${r.counted[o] ?? 0}`).join("; ")}; ${victim.verifyUnanswered} verifications unanswered (5xx or none)`,
+    r.counted === undefined
+      ? "analytics: could not be asked at the end (Latchkey had exited, or never answered)"
+      : `analytics: ${outcomes.map((o) => `${o} answered ${victim.verified[o] ?? 0}, counted ${counted[o] ?? 0}`).join("; ")}; ${victim.verifyUnanswered} verifications unanswered (5xx or none)`,
   );
   verdicts.push({
     bound: "events lost: 0 (every verification answered is counted in analytics; every event caused arrives)",
-    figure: `${lost} verifications not counted, ${extra} counted beyond those answered (of ${victim.verifyUnanswered} unanswered); ${events.missing.length} webhook events never arrived`,
-    pass: lost === 0 && extra <= victim.verifyUnanswered && events.missing.length === 0,
+    figure: `${r.counted === undefined ? "analytics not answering" : `${lost} verifications not counted, ${extra} counted beyond those answered (of ${victim.verifyUnanswered} unanswered)`}; ${events.missing.length} webhook events never arrived`,
+    pass:
+      r.counted !== undefined &&
+      lost === 0 &&
+      extra <= victim.verifyUnanswered &&
+      events.missing.length === 0,
   });
 
   // 5. Memory.
@@ -697,8 +753,11 @@ function report(r: {
   const redisGrowth = (redisEnd - redisBase) / redisBase;
   verdicts.push({
     bound: `RSS of Latchkey's process(es), end of ramp to end, ≤ +${BOUNDS.growth * 100} %`,
-    figure: `${rssBase.toFixed(0)} → ${rssEnd.toFixed(0)} MiB (${pct(rssGrowth)})`,
-    pass: rssGrowth <= BOUNDS.growth,
+    figure:
+      r.exits.length > 0
+        ? "Latchkey exited"
+        : `${rssBase.toFixed(0)} → ${rssEnd.toFixed(0)} MiB (${pct(rssGrowth)})`,
+    pass: r.exits.length === 0 && rssGrowth <= BOUNDS.growth,
   });
   verdicts.push({
     bound: `Redis used_memory, end of ramp to end, ≤ +${BOUNDS.growth * 100} %`,
