@@ -43,6 +43,8 @@ export interface VictimReport {
   expected: { event: string; op: string; t: number; arrived?: number }[];
   /** Events that arrived but were not expected (caused by a request answered 5xx, or during setup). */
   unexpected: number;
+  /** The first few of them, as type|id. */
+  unexpectedSome: string[];
   /** Arrivals of an event already received (at-least-once delivery). */
   repeats: number;
   errors: [string, number][];
@@ -290,6 +292,7 @@ const report: VictimReport = {
   verifyUnanswered,
   expected: [...expected.entries()].map(([event, e]) => ({ event, ...e, arrived: arrivals.get(event) })),
   unexpected: [...arrivals.keys()].filter((k) => !expected.has(k)).length,
+  unexpectedSome: [...arrivals.keys()].filter((k) => !expected.has(k)).slice(0, 5),
   repeats,
   errors: rec.errors(),
   skipped: verifier.skipped() + limiter.skipped(),
