@@ -156,6 +156,10 @@ function flood(name: string, env: Record<string, string>, rate: number) {
   });
   flooders.push(f);
 }
+// However this process ends (the soak gone included), its floods end with it.
+process.on("exit", () => {
+  for (const f of flooders) f.child.kill("SIGKILL");
+});
 flood("bogus root keys", { FLOOD: "distinct" }, config.rootFloodRate);
 flood("random key strings", { FLOOD: "keys", AUTH: rootKey }, config.keyFloodRate);
 

@@ -327,12 +327,38 @@ async function notableMetrics(urls: string[]): Promise<string[]> {
   return lines;
 }
 
+/** What the soak started, stopped at the end, on an error, or on SIGINT/SIGTERM: nothing is left running. */
+const cleanups: (() => Promise<unknown>)[] = [];
+const children: ChildProcess[] = [];
+const tmp = mkdtempSync(join(tmpdir(), "latchkey-soak-"));
+let cleaned: Promise<void> | undefined;
+function cleanUp(): Promise<void> {
+  cleaned ??= (async () => {
+    stopping = true;
+    // The workers' own children (the attacker's floods) first, while their parent is still there to find them by.
+    for (const child of children) {
+      if (child.pid === undefined) continue;
+      for (const pid of [...descendants(child.pid), child.pid].reverse()) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {}
+      }
+    }
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => say(`cleanup: ${err}`));
+    rmSync(tmp, { recursive: true, force: true });
+  })();
+  return cleaned;
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    say(`${signal}: stopping everything the soak started`);
+    cleanUp().finally(() => process.exit(130));
+  });
+}
+
 async function main(): Promise<number> {
-  const tmp = mkdtempSync(join(tmpdir(), "latchkey-soak-"));
   const loadAtStart = loadavg();
   mkdirSync(outDir, { recursive: true });
-  const cleanups: (() => Promise<unknown>)[] = [];
-  const children: ChildProcess[] = [];
   try {
     say(
       `soak: ${MINUTES} min, topology ${TOPOLOGY === "start" ? "npm start (one process)" : "separate processes"}; starting NATS, Redis and ClickHouse of its own under ${tmp}`,
@@ -567,9 +593,7 @@ async function main(): Promise<number> {
     attacker.send("exit");
     return output.failed ? 1 : 0;
   } finally {
-    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => say(`cleanup: ${err}`));
-    rmSync(tmp, { recursive: true, force: true });
+    await cleanUp();
   }
 }
 
