@@ -35,16 +35,17 @@ export const BOUNDS = {
  *
  * - Redis holds the counters of ratelimits.limit and multiLimit: with it down they cannot be
  *   decided (services/ratelimit/README.md, Redis down). A verification's named limits fail open
- *   (RATELIMIT_FAIL_OPEN defaults to true), so a verification is not excused.
+ *   (RATELIMIT_FAIL_OPEN defaults to true), so a verification is excused only where they fail
+ *   closed (`failClosed`: the keys service run with RATELIMIT_FAIL_OPEN=false).
  * - ClickHouse answers analytics queries.
  * - PostgreSQL: every operation may need a connection (a credit spend, a key not cached, every
  *   management operation); a killed connection fails what was running on it.
  * - NATS carries events and cache invalidations, buffered while it is away (docs/limits.md: 200,000
  *   events per process): nothing is excused.
  */
-export function excused(dependency: Dependency, op: string, status: number): boolean {
+export function excused(dependency: Dependency, op: string, status: number, failClosed = false): boolean {
   if (status !== 503) return false;
-  if (dependency === "redis") return op.startsWith("ratelimits.");
+  if (dependency === "redis") return op.startsWith("ratelimits.") || (failClosed && op === "keys.verifyKey");
   if (dependency === "clickhouse") return op.startsWith("analytics");
   if (dependency === "postgres") return true;
   return false;
@@ -64,7 +65,11 @@ export interface StatusFigures {
 }
 
 /** The victim's answers: 2xx, excused by a fault, or failures. */
-export function judgeStatuses(samples: readonly Sample[], windows: readonly FaultWindow[]): StatusFigures {
+export function judgeStatuses(
+  samples: readonly Sample[],
+  windows: readonly FaultWindow[],
+  failClosed = false,
+): StatusFigures {
   const figures: StatusFigures = { total: 0, ok: 0, excused: {}, failures: {}, failuresInWindows: 0 };
   for (const s of samples) {
     figures.total++;
@@ -73,7 +78,7 @@ export function judgeStatuses(samples: readonly Sample[], windows: readonly Faul
       continue;
     }
     const inWindows = windows.filter((w) => overlaps(s, w));
-    const by = inWindows.find((w) => excused(w.dependency, s.op, s.status));
+    const by = inWindows.find((w) => excused(w.dependency, s.op, s.status, failClosed));
     if (by) {
       figures.excused[by.dependency] = (figures.excused[by.dependency] ?? 0) + 1;
       continue;

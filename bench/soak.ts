@@ -60,6 +60,11 @@ const FAULTS = process.env["SOAK_FAULTS"] ?? "redis,nats,clickhouse,postgres";
 /** Seconds between faults; a short run packs them closer, so that each dependency fails at least once. */
 const FAULT_EVERY_S = num("SOAK_FAULT_EVERY_S", 60);
 const DRAIN_S = num("SOAK_DRAIN_S", 60);
+/**
+ * Verifications fail closed while Redis is down only where the keys service is told so
+ * (RATELIMIT_FAIL_OPEN=false, read by the separate keys process; `npm start` always fails open).
+ */
+const FAIL_CLOSED = TOPOLOGY === "processes" && process.env["RATELIMIT_FAIL_OPEN"] === "false";
 /** Latchkey's own delivery timeout (WEBHOOK_TIMEOUT_MS), which the attacker's slow receivers answer just under. */
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
@@ -682,7 +687,7 @@ function report(r: {
   }
 
   // 1. The victim's answers.
-  const statuses = judgeStatuses(victim.samples, windows);
+  const statuses = judgeStatuses(victim.samples, windows, FAIL_CLOSED);
   const failures = Object.entries(statuses.failures);
   const failureCount = failures.reduce((a, [, n]) => a + n, 0);
   lines.push(
