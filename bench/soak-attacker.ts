@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { EVENT_TYPES, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
+import { EVENT_TYPES, everyMs, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
 
 /**
  * The attacker of `npm run soak` (bench/soak.ts), in a process of its own: a workspace doing the
@@ -216,7 +216,7 @@ const manager = loop(async () => {
   });
   if (i.status === 200)
     await rec.call(url, rootKey, "identities.deleteIdentity", { identity: i.body.data.identityId });
-}, 4_000 / Math.max(0.01, config.manageRate));
+}, 4_000 / config.manageRate);
 
 const HEAVY =
   "SELECT count() AS n FROM key_verifications_v1 AS a JOIN key_verifications_v1 AS b ON a.outcome = b.outcome";
@@ -244,7 +244,7 @@ const reenabler = loop(async () => {
     const u = await rec.call(url, rootKey, "webhooks.update", { webhookId: w.webhookId, enabled: true });
     if (u.status === 200) reenabled++;
   }
-}, config.reenableEveryS * 1000);
+}, everyMs(config.reenableEveryS));
 
 await soak.next("stop");
 const floods: AttackerReport["floods"] = {};

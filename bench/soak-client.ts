@@ -44,6 +44,8 @@ export type ToWorker =
 export class Recorder {
   readonly samples: Sample[] = [];
   private readonly texts = new Map<string, number>();
+  /** A few request ids of each kind of failed answer ("op status"), to find in Latchkey's log. */
+  readonly failedIds: Record<string, string[]> = {};
 
   /** POST /v2/<op> with `rootKey`, recorded; never throws (no answer is status 0). */
   async call(
@@ -71,7 +73,12 @@ export class Recorder {
       } catch {
         parsed = text;
       }
-      if (status >= 400) this.remember(`${options.label ?? op} ${status}: ${errorText(parsed)}`);
+      if (status >= 400) {
+        this.remember(`${options.label ?? op} ${status}: ${errorText(parsed)}`);
+        const id = parsed?.meta?.requestId;
+        const ids = (this.failedIds[`${options.label ?? op} ${status}`] ??= []);
+        if (typeof id === "string" && ids.length < 3) ids.push(id);
+      }
     } catch (err) {
       this.remember(`${options.label ?? op} no answer: ${(err as Error).name}: ${(err as Error).message}`);
     }
@@ -137,8 +144,12 @@ export function pace(perSecond: number, send: () => Promise<unknown>, maxInFligh
   };
 }
 
-/** Runs `step` again and again, one at a time, `gapMs` apart, until stopped; stop() waits for the step running. */
+/**
+ * Runs `step` again and again, one at a time, `gapMs` apart, until stopped; stop() waits for the step
+ * running. An infinite gap (a rate of 0, an interval of 0 turned off) never runs it.
+ */
 export function loop(step: () => Promise<unknown>, gapMs: number) {
+  if (!Number.isFinite(gapMs)) return { stop: async () => {} };
   let stopped = false;
   let wake: (() => void) | undefined;
   const done = (async () => {
@@ -159,6 +170,9 @@ export function loop(step: () => Promise<unknown>, gapMs: number) {
     },
   };
 }
+
+/** Milliseconds between runs of something done every `seconds` (0: never). */
+export const everyMs = (seconds: number) => (seconds > 0 ? seconds * 1000 : Number.POSITIVE_INFINITY);
 
 /** The `p`th percentile (0 to 100) of `values`, nearest rank; NaN for none. */
 export function percentile(values: readonly number[], p: number): number {

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { EVENT_TYPES, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
+import { EVENT_TYPES, everyMs, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
 
 /**
  * The victim of `npm run soak` (bench/soak.ts), in a process of its own so that nothing else the soak
@@ -48,6 +48,7 @@ export interface VictimReport {
   /** Arrivals of an event already received (at-least-once delivery). */
   repeats: number;
   errors: [string, number][];
+  failedIds: Record<string, string[]>;
   skipped: number;
   apiId: string;
   /** Its webhook's deliveries still pending after the drain (webhooks.listDeliveries), and the oldest's age. */
@@ -233,7 +234,7 @@ const steps: (() => Promise<unknown>)[] = [
   },
 ];
 let step = 0;
-const manager = loop(() => steps[step++ % steps.length]!(), 1000 / Math.max(0.01, config.manageRate));
+const manager = loop(() => steps[step++ % steps.length]!(), 1000 / config.manageRate);
 
 let structured = false;
 const analyst = loop(async () => {
@@ -251,7 +252,7 @@ const analyst = loop(async () => {
         },
     { timeoutMs: 40_000, label: structured ? "analytics (structured)" : "analytics (SQL)" },
   );
-}, config.analyticsEveryS * 1000);
+}, everyMs(config.analyticsEveryS));
 
 await soak.next("stop");
 await Promise.all([verifier.stop(), limiter.stop(), manager.stop(), analyst.stop()]);
@@ -295,6 +296,7 @@ const report: VictimReport = {
   unexpectedSome: [...arrivals.keys()].filter((k) => !expected.has(k)).slice(0, 5),
   repeats,
   errors: rec.errors(),
+  failedIds: rec.failedIds,
   skipped: verifier.skipped() + limiter.skipped(),
   apiId,
   pending,

@@ -47,6 +47,8 @@ const num = (name: string, fallback: number) => {
 };
 
 const MINUTES = num("SOAK_MINUTES", 10);
+if (MINUTES < 1)
+  throw new Error(`SOAK_MINUTES must be at least 1 (a warm-up and an attack), got '${MINUTES}'`);
 const TOPOLOGY = process.env["SOAK_TOPOLOGY"] || "start";
 if (TOPOLOGY !== "start" && TOPOLOGY !== "processes")
   throw new Error(`SOAK_TOPOLOGY must be start or processes, got '${TOPOLOGY}'`);
@@ -73,7 +75,7 @@ const victimRates = {
   limitRate: num("VICTIM_LIMIT_RATE", 20),
   manageRate: num("VICTIM_MANAGE_RATE", 2),
   analyticsEveryS: num("VICTIM_ANALYTICS_EVERY_S", 5),
-  keys: num("VICTIM_KEYS", 20),
+  keys: Math.max(1, num("VICTIM_KEYS", 20)),
   rotateEveryS: num("VICTIM_ROTATE_S", 30),
 };
 const attackRates = {
@@ -602,6 +604,26 @@ async function main(): Promise<number> {
   }
 }
 
+/**
+ * What Latchkey logged of the requests with these ids (the gateway logs a failed request with its
+ * id and the error behind the answer), one line each: the cause the answer's generic text hides.
+ */
+function causes(output: string, ids: string[]): string[] {
+  const found: string[] = [];
+  for (const id of ids) {
+    const line = output.split("\n").find((l) => l.includes(`"requestId":"${id}"`));
+    if (line === undefined) continue;
+    try {
+      const record = JSON.parse(line);
+      const err = record.err;
+      const text =
+        typeof err === "object" && err !== null ? (err.message ?? JSON.stringify(err)) : String(err);
+      found.push(`  ${id}: ${record.service ?? ""} ${record.msg ?? ""}: ${text}`.slice(0, 400));
+    } catch {}
+  }
+  return found;
+}
+
 const ms = (v: number) =>
   Number.isFinite(v) ? `${v.toFixed(1)} ms` : v === Number.POSITIVE_INFINITY ? "never" : "-";
 const pct = (v: number) => `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)} %`;
@@ -696,7 +718,10 @@ function report(r: {
         .map(([d, n]) => `${d} ${n}`)
         .join(", ") || "none"
     }; failures ${failureCount} (${statuses.failuresInWindows} of them inside a fault window)`,
-    ...failures.map(([k, n]) => `- failure: ${k}: ${n}`),
+    ...failures.flatMap(([k, n]) => [
+      `- failure: ${k}: ${n}`,
+      ...causes(r.output, victim.failedIds[k] ?? []),
+    ]),
     ...(victim.skipped > 0 ? [`- not sent (too many unanswered at once): ${victim.skipped}`] : []),
     ...victim.errors.slice(0, 12).map(([text, n]) => `- error answer ×${n}: ${text}`),
     "",
