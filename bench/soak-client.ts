@@ -76,7 +76,9 @@ export class Recorder {
       if (status >= 400) {
         this.remember(`${options.label ?? op} ${status}: ${errorText(parsed)}`);
         const id = parsed?.meta?.requestId;
-        const ids = (this.failedIds[`${options.label ?? op} ${status}`] ??= []);
+        const kind = `${options.label ?? op} ${status}`;
+        const ids = this.failedIds[kind] ?? [];
+        this.failedIds[kind] = ids;
         if (typeof id === "string" && ids.length < 3) ids.push(id);
       }
     } catch (err) {
