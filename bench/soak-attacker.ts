@@ -22,7 +22,7 @@ import { EVENT_TYPES, everyMs, fromSoak, loop, pace, Recorder, type Sample } fro
  *   real one's shape, each a lookup, and random key strings with its valid root key, each a
  *   key-cache miss.
  * - Analytics: the heaviest query it may run, a self-join of its own verifications that runs to the
- *   time limit, `queryConcurrency` at once, back to back.
+ *   time or memory limit, `queryConcurrency` at once, back to back.
  */
 export interface AttackerConfig {
   url: string;

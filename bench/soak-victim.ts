@@ -130,8 +130,9 @@ await setupCall("ratelimits.limit", {
 soak.send({ type: "ready", apiId });
 
 const started = Date.now();
-/** The root key of management and analytics: a new one every rotateEveryS. */
+/** The root key of management and analytics: a new one every rotateEveryS (0: always the first). */
 const managementKey = () => {
+  if (config.rotateEveryS <= 0) return config.rootKey;
   const i = Math.floor((Date.now() - started) / (config.rotateEveryS * 1000));
   return config.rotatedRootKeys[Math.min(i, config.rotatedRootKeys.length - 1)] ?? config.rootKey;
 };
