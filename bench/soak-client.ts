@@ -11,6 +11,8 @@ export interface Sample {
   t: number;
   ms: number;
   status: number;
+  /** An error answer's detail (the first 120 characters), which tells a dependency's 503 from the gateway's own. */
+  detail?: string;
 }
 
 export interface Answer {
@@ -85,7 +87,9 @@ export class Recorder {
       this.remember(`${options.label ?? op} no answer: ${(err as Error).name}: ${(err as Error).message}`);
     }
     const ms = performance.now() - started;
-    this.samples.push({ op: options.label ?? op, t, ms, status });
+    const sample: Sample = { op: options.label ?? op, t, ms, status };
+    if (status >= 400) sample.detail = errorText(parsed).slice(0, 120);
+    this.samples.push(sample);
     return { status, body: parsed, t, ms };
   }
 

@@ -42,9 +42,18 @@ export const BOUNDS = {
  *   management operation); a killed connection fails what was running on it.
  * - NATS carries events and cache invalidations, buffered while it is away (docs/limits.md: 200,000
  *   events per process): nothing is excused.
+ *
+ * The gateway's own 503 for a root key it may not look up yet (its lookup budget spent, `detail`
+ * naming the unknown root keys) is no dependency's: it is excused in no window.
  */
-export function excused(dependency: Dependency, op: string, status: number, failClosed = false): boolean {
-  if (status !== 503) return false;
+export function excused(
+  dependency: Dependency,
+  op: string,
+  status: number,
+  failClosed = false,
+  detail = "",
+): boolean {
+  if (status !== 503 || detail.includes("unknown root keys")) return false;
   if (dependency === "redis") return op.startsWith("ratelimits.") || (failClosed && op === "keys.verifyKey");
   if (dependency === "clickhouse") return op.startsWith("analytics");
   if (dependency === "postgres") return true;
@@ -78,7 +87,7 @@ export function judgeStatuses(
       continue;
     }
     const inWindows = windows.filter((w) => overlaps(s, w));
-    const by = inWindows.find((w) => excused(w.dependency, s.op, s.status, failClosed));
+    const by = inWindows.find((w) => excused(w.dependency, s.op, s.status, failClosed, s.detail));
     if (by) {
       figures.excused[by.dependency] = (figures.excused[by.dependency] ?? 0) + 1;
       continue;
