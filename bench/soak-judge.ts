@@ -201,10 +201,22 @@ export function judgeEvents(
   };
 }
 
-/** The mean of the samples taken in [from, to]; NaN for none. */
-export function meanIn(samples: readonly { t: number; value: number }[], from: number, to: number): number {
+/**
+ * Memory at `at`: the mean of the last `count` samples taken at or before it outside `windows` (a
+ * restarted Redis reads its file back for seconds, its memory climbing from nothing meanwhile);
+ * NaN for none.
+ */
+export function memoryAt(
+  samples: readonly { t: number; value: number }[],
+  at: number,
+  count: number,
+  windows: readonly FaultWindow[] = [],
+): number {
   const values = samples
-    .filter((s) => s.t >= from && s.t <= to && Number.isFinite(s.value))
+    .filter(
+      (s) => s.t <= at && Number.isFinite(s.value) && !windows.some((w) => s.t >= w.start && s.t <= w.end),
+    )
+    .slice(-count)
     .map((s) => s.value);
   return values.length === 0 ? Number.NaN : values.reduce((a, b) => a + b, 0) / values.length;
 }

@@ -19,7 +19,7 @@ import {
   judgeEvents,
   judgeStatuses,
   latencies,
-  meanIn,
+  memoryAt,
   type OpFigures,
   perOperation,
   type Verdict,
@@ -97,7 +97,7 @@ const WARMUP_S = Math.max(20, 0.15 * TOTAL_S);
 const ATTACK_S = TOTAL_S - WARMUP_S;
 const RAMP_S = Math.max(30, 0.4 * ATTACK_S);
 const SAMPLE_EVERY_S = 5;
-/** Memory is the mean of the samples in this many seconds before each point. */
+/** Memory at a point is the mean of this many seconds of samples before it (Redis's outside its fault windows). */
 const MEMORY_SPAN_S = 15;
 
 const run = promisify(execFile);
@@ -806,11 +806,12 @@ function report(r: {
   });
 
   // 5. Memory.
-  const span = MEMORY_SPAN_S * 1000;
-  const rssBase = meanIn(r.rss, r.baselineAt - span, r.baselineAt);
-  const rssEnd = meanIn(r.rss, r.endAt - span, r.endAt);
-  const redisBase = meanIn(r.redisUsed, r.baselineAt - span, r.baselineAt);
-  const redisEnd = meanIn(r.redisUsed, r.endAt - span, r.endAt);
+  const samples = MEMORY_SPAN_S / SAMPLE_EVERY_S;
+  const redisDown = windows.filter((w) => w.dependency === "redis");
+  const rssBase = memoryAt(r.rss, r.baselineAt, samples);
+  const rssEnd = memoryAt(r.rss, r.endAt, samples);
+  const redisBase = memoryAt(r.redisUsed, r.baselineAt, samples, redisDown);
+  const redisEnd = memoryAt(r.redisUsed, r.endAt, samples, redisDown);
   const timeline = (s: { t: number; value: number }[]) =>
     s
       .filter((_, i) => i % Math.max(1, Math.round(30 / SAMPLE_EVERY_S)) === 0)
