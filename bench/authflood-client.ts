@@ -5,7 +5,8 @@ import net from "node:net";
  * The other client of BENCH=authflood, in a process of its own: POSTs keys.verifyKey at RATE
  * requests per second to URL, each with a new root key (FLOOD=distinct: lk_root_ and 32 random
  * characters, the shape of a real one, so each costs the gateway a lookup) or always the same
- * unknown one (FLOOD=same). Raw keep-alive sockets with pipelined requests written every 10 ms,
+ * unknown one (FLOOD=same); or (FLOOD=keys, for bench/soak-attacker.ts) with the valid root key AUTH
+ * and a new random key string in each body, each a key-cache miss and a lookup. Raw keep-alive sockets with pipelined requests written every 10 ms,
  * so that the flood costs the machine little beyond what the server spends answering it
  * (autocannon's pacing cost more CPU than the requests). Prints "flooding" once connected; on
  * SIGTERM prints {sent, seconds, statuses} as JSON and exits.
@@ -13,14 +14,18 @@ import net from "node:net";
 const url = new URL(process.env["URL"]!);
 const rate = Number(process.env["RATE"] ?? 10_000);
 const same = process.env["FLOOD"] === "same";
+const randomKeys = process.env["FLOOD"] === "keys";
 const CONNECTIONS = 16;
 /** Requests a connection may have unanswered; past it a tick's share is skipped, not queued. */
 const MAX_OUTSTANDING = 500;
 const TICK_MS = 10;
 
 const body = '{"key":"sk_flood"}';
-const head = `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nauthorization: Bearer lk_root_`;
-const tail = `\r\n\r\n${body}`;
+const keyBody = (key: string) => `{"key":"sk_${key}"}`;
+const head = randomKeys
+  ? `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${keyBody("x".repeat(32)).length}\r\nauthorization: Bearer ${process.env["AUTH"]}\r\n\r\n{"key":"sk_`
+  : `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nauthorization: Bearer lk_root_`;
+const tail = randomKeys ? '"}' : `\r\n\r\n${body}`;
 const fixed = randomBytes(24).toString("base64url");
 
 const statuses: Record<string, number> = {};

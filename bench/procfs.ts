@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 
 /** The pids of every descendant of `pid` (Linux /proc), depth first. */
-function descendants(pid: number): number[] {
+export function descendants(pid: number): number[] {
   let children: number[];
   try {
     children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
@@ -34,8 +34,8 @@ export function serviceRssMiB(pid: number | undefined): number {
 
 const TICKS_PER_SECOND = 100; // USER_HZ, 100 on Linux
 
-/** CPU time (user + system) a process and its children have used so far, in microseconds. */
-function cpuMicros(pid: number): number {
+/** CPU time (user + system) a process has used so far, in microseconds. */
+export function cpuMicros(pid: number): number {
   try {
     // Fields after the command name: state is the 1st, utime the 12th, stime the 13th.
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
