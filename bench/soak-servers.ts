@@ -4,7 +4,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort, ownNatsServer } from "@latchkey/runtime/testing";
+import { freePort } from "@latchkey/runtime/testing/free-port";
+import { ownNatsServer } from "@latchkey/runtime/testing/nats-server";
 import { pidsMatching } from "./procfs.ts";
 
 /**
