@@ -9,19 +9,19 @@ import { fillTable } from "./seed.ts";
 import { allInOneEntry, seedFullVerification, startAllInOne } from "./throughput.ts";
 
 /**
- * `pnpm bench:ab`: is B faster than A? Two Latchkeys run side by side, each
+ * `npm run bench:ab`: is B faster than A? Two Latchkeys run side by side, each
  * with its own environment (A and B, "NAME=value NAME=value"), and are loaded
  * in turn for SECONDS each, PAIRS times, the order alternating, so the
  * machine's drift (2x within minutes on the VMs this is built on, where a
  * ratio to a ceiling measured seconds earlier still moves by 15 %) falls on
  * both. Prints B/A per pair and their geometric mean: on such a machine about
  * 5 % is the smallest difference ten pairs resolve (an A/A run gives 0.98 to
- * 1.02). The pnpm bench tables cannot show that: they measure each target
+ * 1.02). The npm run bench tables cannot show that: they measure each target
  * once per run.
  *
  * Settings (env): A, B; TARGET full (default: the full verification),
  * unlimited or limit; STACK=1 for the services as separate processes instead
- * of `pnpm start`; EMBEDDED=1 for `pnpm start` on PGlite instead of a
+ * of `npm start`; EMBEDDED=1 for `npm start` on PGlite instead of a
  * PostgreSQL test database; PAIRS (10); SECONDS (3); CONNECTIONS (64).
  * A_DIR and B_DIR: a side runs the code of that checkout instead of this one
  * (its dependencies installed; a copy of this tree with `cp -a` will do), so a
@@ -169,7 +169,7 @@ async function main() {
     }
     const geomean = geomeanOf(ratios);
     process.stdout.write(
-      `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (pnpm start)"}, A "${process.env["A"] ?? ""}"${dirA ? ` (${dirA})` : ""} vs B "${process.env["B"] ?? ""}"${dirB ? ` (${dirB})` : ""}, ${PAIRS} pairs of ${SECONDS} s\n` +
+      `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (npm start)"}, A "${process.env["A"] ?? ""}"${dirA ? ` (${dirA})` : ""} vs B "${process.env["B"] ?? ""}"${dirB ? ` (${dirB})` : ""}, ${PAIRS} pairs of ${SECONDS} s\n` +
         `B/A: geometric mean ${geomean.toFixed(3)}, median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}; median req/s A ${Math.round(median(rpsA))}, B ${Math.round(median(rpsB))}\n` +
         `CPU per request of Latchkey's processes, B/A: geometric mean ${geomeanOf(cpuRatios).toFixed(3)}, median ${median(cpuRatios).toFixed(3)}, range ${Math.min(...cpuRatios).toFixed(2)} to ${Math.max(...cpuRatios).toFixed(2)} (below 1: B spends less)\n`,
     );

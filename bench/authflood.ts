@@ -10,7 +10,7 @@ import { startAllInOne } from "./throughput.ts";
 
 /** Distinct bogus root keys per second that the other client sends (FLOOD_RATE). */
 const FLOOD_RATE = Number(process.env["FLOOD_RATE"] ?? 10_000);
-/** Another checkout to run `pnpm start` from (CHECKOUT; its dependencies installed), e.g. a copy from before a change. */
+/** Another checkout to run `npm start` from (CHECKOUT; its dependencies installed), e.g. a copy from before a change. */
 const CHECKOUT = process.env["CHECKOUT"] || undefined;
 
 interface FloodStats {
@@ -60,13 +60,13 @@ async function flood(url: string, mode: "distinct" | "same") {
 const rateOf = (s: FloodStats) => Math.round(s.sent / Math.max(1, s.seconds));
 
 /**
- * `pnpm bench` (BENCH=authflood): the full verification through one `pnpm start` (PostgreSQL)
+ * `npm run bench` (BENCH=authflood): the full verification through one `npm start` (PostgreSQL)
  * with a valid, cached root key, measured alone and while another process sends FLOOD_RATE
  * keys.verifyKey requests per second, each with a new bogus root key of a real one's shape (every
  * one a lookup the gateway must make), RUNS pairs in alternating order; and, as the control that
  * shows what the flood's requests cost by themselves, the same rate with one repeated bogus key
  * (remembered as unknown, no lookups). Prints each pair and the geometric mean of flooded/alone.
- * CHECKOUT runs `pnpm start` from another checkout, to compare with the code before a change.
+ * CHECKOUT runs `npm start` from another checkout, to compare with the code before a change.
  */
 export async function authflood(): Promise<void> {
   const db = await createTestDatabase();

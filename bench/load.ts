@@ -2,7 +2,7 @@ import autocannon from "autocannon";
 import { cpuOf, type ProcessGroups } from "./procfs.ts";
 
 /**
- * What every `pnpm bench` table shares: autocannon with CONNECTIONS connections,
+ * What every `npm run bench` table shares: autocannon with CONNECTIONS connections,
  * each target warmed up for WARMUP seconds, then measured RUNS times for
  * DURATION seconds; the median run is reported.
  */

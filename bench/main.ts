@@ -4,7 +4,7 @@ import { scale } from "./scale.ts";
 import { throughput } from "./throughput.ts";
 
 /**
- * `pnpm bench`: the measurements docs/performance.md describes, as tables printed to stdout
+ * `npm run bench`: the measurements docs/performance.md describes, as tables printed to stdout
  * (progress goes to stderr). BENCH picks them: all (default), throughput,
  * propagation, scale, authflood (verification beside a flood of bogus root keys), or a
  * comma-separated list. A benchmark, not a test: it
@@ -37,7 +37,7 @@ async function main() {
     if (bench === "authflood") await authflood();
   }
   process.stderr.write(
-    `pnpm bench (${benches.join(", ")}) took ${Math.round((Date.now() - started) / 1000)} s\n`,
+    `npm run bench (${benches.join(", ")}) took ${Math.round((Date.now() - started) / 1000)} s\n`,
   );
 }
 

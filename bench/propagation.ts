@@ -74,7 +74,7 @@ async function ok(call: Promise<{ status: number; body: unknown }>, what: string
 }
 
 /**
- * `pnpm bench` (BENCH=propagation): how long a change takes to reach every
+ * `npm run bench` (BENCH=propagation): how long a change takes to reach every
  * instance, with two keys-service instances and two ratelimit replicas on one
  * PostgreSQL and NATS. For each of CHANGES changes per kind, the clock starts
  * at the change's answer and stops when every instance, polled directly over

@@ -9,7 +9,7 @@ import { startAllInOne } from "./throughput.ts";
 
 /**
  * ratelimits.limit through the gateway beside rate-limiter-flexible on Redis,
- * alternating, like `pnpm bench` but only this pair (and with the ratelimit
+ * alternating, like `npm run bench` but only this pair (and with the ratelimit
  * service's entry chosen by RATELIMIT_ENTRY, relative to the repo root, so two
  * versions can be compared on the same machine in the same minutes):
  *   node --import tsx bench/ratelimit-gateway-limit.ts

@@ -28,7 +28,7 @@ interface Size {
 }
 
 /**
- * `pnpm bench` (BENCH=scale): keys.verifyKey through the gateway (separate
+ * `npm run bench` (BENCH=scale): keys.verifyKey through the gateway (separate
  * processes) over a key chosen at random per request among N keys seeded in
  * bulk, for N = 10^3, 10^5, 10^6 (SCALE_MAX caps it), and over 1,000 hot keys
  * spread over the N (the table grows, the working set does not). Cost per

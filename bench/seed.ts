@@ -48,7 +48,7 @@ const MIGRATE_BATCH = 1_000;
 /**
  * TABLE_KEYS keys under an API of their own, created through `call`: in bulk
  * through `sql` when the bench can reach the database, otherwise (the
- * embedded PGlite, inside `pnpm start`) through keys.migrateKeys, a thousand
+ * embedded PGlite, inside `npm start`) through keys.migrateKeys, a thousand
  * hashes a request (about 0.4 s each there).
  */
 export async function fillTable(call: Call, sql?: Sql): Promise<void> {

@@ -61,7 +61,7 @@ export function allInOneEntry(checkout: string): string | undefined {
 }
 
 /**
- * `pnpm start` as its own process (logs at warn), with the full-verification key seeded through it;
+ * `npm start` as its own process (logs at warn), with the full-verification key seeded through it;
  * from `checkout` (another checkout with its dependencies installed) when given.
  */
 export async function startAllInOne(env: Record<string, string>, checkout?: string) {
@@ -84,7 +84,7 @@ export async function startAllInOne(env: Record<string, string>, checkout?: stri
   return { proc, call, full, auth: { authorization: `Bearer ${rootKey}` } };
 }
 
-/** The full verification through one `pnpm start`, with the processes whose CPU is counted. */
+/** The full verification through one `npm start`, with the processes whose CPU is counted. */
 function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, processes: ProcessGroups): Target {
   return {
     url: `${started.proc.url}/v2/keys.verifyKey`,
@@ -95,7 +95,7 @@ function verifyFullOn(started: Awaited<ReturnType<typeof startAllInOne>>, proces
 }
 
 /**
- * `pnpm bench` (BENCH=throughput): throughput and latency of Latchkey beside a ceiling measured in
+ * `npm run bench` (BENCH=throughput): throughput and latency of Latchkey beside a ceiling measured in
  * the same run (a bare Node HTTP server that parses the JSON body and answers a
  * fixed body of the same size), as ratios. autocannon, 64 connections, each
  * target warmed up, then measured RUNS times for DURATION seconds, each run
@@ -129,7 +129,7 @@ export async function throughput(): Promise<void> {
     // Creates the namespace before measuring.
     await call("ratelimits.limit", JSON.parse(limitBody));
 
-    // The same through `pnpm start`: every service in one process, on PostgreSQL, and on the
+    // The same through `npm start`: every service in one process, on PostgreSQL, and on the
     // embedded default (PGlite in the process, no configuration at all).
     const allInOne = await startAllInOne({ DATABASE_URL: allInOneDb.url, DATA_DIR: dataDir });
     peers.push(allInOne.proc);
@@ -268,11 +268,11 @@ export async function throughput(): Promise<void> {
       row("ceiling: bare node:http, JSON in and out", top, top),
       row("keys.verifyKey, unlimited key (separate processes)", verifyUnlimited, top),
       row(`keys.verifyKey, ${full.label} (separate processes)`, verifyFull, top),
-      row(`keys.verifyKey, the same, pnpm start (one process, PostgreSQL)`, verifyAllInOne, top),
-      row(`keys.verifyKey, the same, pnpm start (one process, embedded PGlite)`, verifyEmbedded, top),
-      row("keys.verifyKey, the same, pnpm start, CREDITS_ASYNC_COMMIT=true", verifyRelaxed, top),
+      row(`keys.verifyKey, the same, npm start (one process, PostgreSQL)`, verifyAllInOne, top),
+      row(`keys.verifyKey, the same, npm start (one process, embedded PGlite)`, verifyEmbedded, top),
+      row("keys.verifyKey, the same, npm start, CREDITS_ASYNC_COMMIT=true", verifyRelaxed, top),
       row("ratelimits.limit through the gateway (separate processes)", limit, top),
-      row("ratelimits.limit, pnpm start (one process)", limitAllInOne, top),
+      row("ratelimits.limit, npm start (one process)", limitAllInOne, top),
       row("ratelimits.limit through the gateway, counters in Redis", limitRedis, top),
       row("rate-limiter-flexible on Redis, bare node:http", peer, top),
       "",
@@ -281,17 +281,17 @@ export async function throughput(): Promise<void> {
         ratioOf(limitAllInOne, top) / ratioOf(peer, top)
       ).toFixed(
         2,
-      )} pnpm start, ${(ratioOf(limitRedis, top) / ratioOf(peer, top)).toFixed(2)} RATELIMIT_STORE=redis (the same Redis)`,
+      )} npm start, ${(ratioOf(limitRedis, top) / ratioOf(peer, top)).toFixed(2)} RATELIMIT_STORE=redis (the same Redis)`,
       "",
       ...cpuTable([
         ["ceiling", top],
         ["verify unlimited (separate)", verifyUnlimited],
         ["verify full (separate)", verifyFull],
-        ["verify full (pnpm start)", verifyAllInOne],
-        ["verify full (pnpm start, PGlite)", verifyEmbedded],
-        ["verify full (pnpm start, async commit)", verifyRelaxed],
+        ["verify full (npm start)", verifyAllInOne],
+        ["verify full (npm start, PGlite)", verifyEmbedded],
+        ["verify full (npm start, async commit)", verifyRelaxed],
         ["ratelimits.limit (separate)", limit],
-        ["ratelimits.limit (pnpm start)", limitAllInOne],
+        ["ratelimits.limit (npm start)", limitAllInOne],
         ["ratelimits.limit (Redis store)", limitRedis],
         ["rate-limiter-flexible", peer],
       ]),
