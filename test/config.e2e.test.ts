@@ -168,7 +168,7 @@ describe("a service with a bad setting stops at start, before it connects or mig
     ["PORT", "http", "PORT must be an integer, got 'http'"],
     ["RATELIMIT_MAX_COUNTERS", "lots", "RATELIMIT_MAX_COUNTERS must be an integer, got 'lots'"],
   ])(
-    "pnpm start: %s=%s exits 1, says what to fix and leaves the database empty",
+    "npm start: %s=%s exits 1, says what to fix and leaves the database empty",
     async (name, value, says) => {
       const dataDir = mkdtempSync(join(tmpdir(), "latchkey-config-"));
       try {

@@ -60,7 +60,7 @@ import { relayKeyChanges } from "./key-changes.ts";
 import { composeWebhooks } from "./webhooks.ts";
 
 /**
- * `pnpm start`: the gateway and every context in one process. With no
+ * `npm start`: the gateway and every context in one process. With no
  * configuration it keeps its data, analytics included, in embedded PostgreSQL
  * under DATA_DIR; with DATABASE_URL, NATS_URL and CLICKHOUSE_URL it
  * uses those servers, waiting for each with backoff while it answers /readyz
