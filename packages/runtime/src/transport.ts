@@ -1,7 +1,8 @@
+import http from "node:http";
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type InternalAuth, signedTransport } from "./internal-auth.ts";
-import { unaryTransport, type WireCodecs } from "./unary.ts";
+import type { WireCodecs } from "./unary.ts";
 
 export interface InternalTransportOptions {
   /**
@@ -29,17 +30,18 @@ export interface InternalTransportOptions {
  * turn (a Kubernetes Service does the same with one URL).
  */
 export function internalTransport(baseUrls: string, options: InternalTransportOptions): Transport {
-  const codecs = options.codecs ?? {};
   const transports = baseUrls
     .split(",")
     .map((u) => u.trim())
     .filter(Boolean)
     .map((baseUrl) =>
-      unaryTransport(
+      createConnectTransport({
         baseUrl,
-        createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
-        codecs,
-      ),
+        httpVersion: "1.1",
+        useBinaryFormat: true,
+        acceptCompression: [],
+        nodeOptions: { agent: new http.Agent({ keepAlive: true, scheduling: "lifo" }) },
+      }),
     );
   if (transports.length === 0) throw new Error("internalTransport needs at least one URL");
   let wire: Transport;
