@@ -7,7 +7,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type InternalAuth, verifyingInterceptor } from "./internal-auth.ts";
 import { listening } from "./listening.ts";
 import { collectProcessMetrics, metricsText, rpcMetricsInterceptor } from "./metrics.ts";
-import { registeredServices, type WireCodecs } from "./unary.ts";
+import { registeredServices, unaryFastPath, unaryMethods, type WireCodecs } from "./unary.ts";
 
 type Fallback = NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]>;
 
@@ -57,9 +57,11 @@ export async function serveRpc(
         ? [rpcMetricsInterceptor]
         : [verifyingInterceptor(options.auth), rpcMetricsInterceptor],
     fallback: (req, res) => health(req, res, probe),
-    readMaxBytes: 64 * 1024 * 1024,
   });
-  const h1 = http.createServer(rpc);
+  const fast = unaryFastPath(unaryMethods(services), options.codecs ?? {}, options.auth);
+  const h1 = http.createServer((req, res) => {
+    if (!fast(req, res)) rpc(req, res);
+  });
   h1.keepAliveTimeout = 65_000;
   // HTTP/1.1 requests in flight per connection, so shutdown can close the idle
   // ones at once and each busy one as soon as its answer is sent.

@@ -1,8 +1,7 @@
-import http from "node:http";
 import type { Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { type InternalAuth, signedTransport } from "./internal-auth.ts";
-import type { WireCodecs } from "./unary.ts";
+import { unaryTransport, type WireCodecs } from "./unary.ts";
 
 export interface InternalTransportOptions {
   /**
@@ -30,18 +29,17 @@ export interface InternalTransportOptions {
  * turn (a Kubernetes Service does the same with one URL).
  */
 export function internalTransport(baseUrls: string, options: InternalTransportOptions): Transport {
+  const codecs = options.codecs ?? {};
   const transports = baseUrls
     .split(",")
     .map((u) => u.trim())
     .filter(Boolean)
     .map((baseUrl) =>
-      createConnectTransport({
+      unaryTransport(
         baseUrl,
-        httpVersion: "1.1",
-        useBinaryFormat: true,
-        acceptCompression: [],
-        nodeOptions: { agent: new http.Agent({ keepAlive: true, scheduling: "lifo" }) },
-      }),
+        createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }),
+        codecs,
+      ),
     );
   if (transports.length === 0) throw new Error("internalTransport needs at least one URL");
   let wire: Transport;
