@@ -169,6 +169,9 @@ try {
   const wire = (e: (typeof entries)[number]) => e.fn.file.startsWith("packages/runtime/src/wire/");
   const coarse = walk.filter((e) => !wire(e));
   const filesOf = (list: typeof walk) => new Set(list.map((e) => e.fn.file)).size;
+  /** Functions of the source, one however many processes ran it. */
+  const distinct = (list: typeof walk) =>
+    new Set(list.map((e) => `${e.fn.file}:${e.fn.line} ${e.fn.name}`)).size;
 
   const layers = new Map<string, { functions: number; files: Set<string> }>();
   for (const e of walk) {
@@ -192,10 +195,12 @@ try {
       `  ${e.process.padEnd(9)} ${`${e.fn.file}:${e.fn.line}`.padEnd(58)} ${e.fn.name}${e.fn.count > 1 ? ` ×${e.fn.count}` : ""}${e.idle > 0 ? ` (when idle ×${e.idle})` : ""}${e.seen < TRACED ? ` (in ${e.seen} of ${TRACED})` : ""}`;
     process.stdout.write(
       `One keys.verifyKey (credits, autoApply limit, 2 roles, permission query), separate processes, warm:\n` +
-        `  ${walk.length} functions in ${filesOf(walk)} files between the request and its answer; ` +
+        `  ${walk.length} functions in ${filesOf(walk)} files between the request and its answer ` +
+        `(${distinct(walk)} functions of the source: some run in several processes); ` +
         `${returnsOf(walk.map((e) => e.fn.file))} returns to a file already visited in the order below ` +
         `(${returnsOf(calls)} along all ${calls.length} calls)\n` +
-        `  without the protobuf reader and writer (packages/runtime/src/wire/): ${coarse.length} functions in ` +
+        `  without the protobuf reader and writer (packages/runtime/src/wire/): ${coarse.length} functions ` +
+        `(${distinct(coarse)} of the source) in ` +
         `${filesOf(coarse)} files, ${returnsOf(coarse.map((e) => e.fn.file))} returns\n\n` +
         `By process and layer (functions, files):\n${[...layers]
           .map(
