@@ -60,7 +60,7 @@ async function outcome(auth: RootKeyAuth, header: string): Promise<string> {
 }
 
 describe("RootKeyAuth", () => {
-  it("holds at most maxEntries root keys, the oldest resolved leaving first", async () => {
+  it("holds at most maxEntries root keys, the least recently used leaving first", async () => {
     const { auth, stats, add } = fixture({ maxEntries: 2 });
     const [one, two, three] = [rootKeyLike(), rootKeyLike(), rootKeyLike()];
     add(one, "ws_1");
@@ -74,10 +74,29 @@ describe("RootKeyAuth", () => {
     expect(stats.calls).toBe(3);
     expect((await auth.authenticate(`Bearer ${one}`)).workspaceId).toBe("ws_1");
     expect(stats.calls).toBe(4);
-    // Now two, the oldest resolved, has left.
+    // Now two, the least recently used, has left.
     expect((await auth.authenticate(`Bearer ${three}`)).workspaceId).toBe("ws_3");
     expect((await auth.authenticate(`Bearer ${two}`)).workspaceId).toBe("ws_2");
     expect(stats.calls).toBe(5);
+    auth.close();
+  });
+
+  it("keeps a root key in use while newly resolved ones push out those not used since", async () => {
+    const { auth, stats, add } = fixture({ maxEntries: 2 });
+    const [busy, idle, fresh] = [rootKeyLike(), rootKeyLike(), rootKeyLike()];
+    add(busy, "ws_busy");
+    add(idle, "ws_idle");
+    add(fresh, "ws_fresh");
+    await auth.authenticate(`Bearer ${busy}`);
+    await auth.authenticate(`Bearer ${idle}`);
+    // busy, resolved first, is used again; then fresh needs room.
+    expect(auth.cached(`Bearer ${busy}`)?.workspaceId).toBe("ws_busy");
+    await auth.authenticate(`Bearer ${fresh}`);
+    expect(stats.calls).toBe(3);
+    expect(auth.cached(`Bearer ${busy}`)?.workspaceId).toBe("ws_busy");
+    expect(auth.cached(`Bearer ${idle}`)).toBeUndefined();
+    expect((await auth.authenticate(`Bearer ${busy}`)).workspaceId).toBe("ws_busy");
+    expect(stats.calls).toBe(3);
     auth.close();
   });
 

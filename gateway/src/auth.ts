@@ -3,8 +3,9 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import { KeyChangedSchema } from "@latchkey/proto/keys/v1/events_pb";
 import type { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
-import { type Bus, type Clock, ErrorReason, errorDetailOf, hashKey, OldestFirst } from "@latchkey/runtime";
+import { type Bus, type Clock, ErrorReason, errorDetailOf, hashKey } from "@latchkey/runtime";
 import bs58 from "bs58";
+import { LRUCache } from "lru-cache";
 import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { problems } from "./problem.ts";
 
@@ -28,9 +29,9 @@ export interface RootKeyAuthOptions {
   ttlMs: number;
   /** How long an unknown root key is remembered as unknown (short: it may be created any moment). */
   unknownTtlMs?: number;
-  /** Most root keys held at once; the oldest resolved leaves first. Default 10,000. */
+  /** Most root keys held at once; the least recently used leaves first. Default 10,000. */
   maxEntries?: number;
-  /** Most unknown tokens remembered at once, apart from the known ones; the oldest leaves first. Default 100,000. */
+  /** Most unknown tokens remembered at once, apart from the known ones; the least recently asked leaves first. Default 100,000. */
   maxUnknown?: number;
   /** Lookups of tokens not known to be root keys out at once. Default 16. */
   maxLookups?: number;
@@ -104,17 +105,15 @@ interface Known {
  * is still one Map lookup.
  */
 export class RootKeyAuth {
-  private readonly known = new Map<string, Known>();
-  private readonly oldestKnown = new OldestFirst(this.known);
+  /** Resolved root keys by hash; one whose TTL ran out stays until asked about again (see authenticate). */
+  private readonly known: LRUCache<string, Known>;
   /**
    * Authorization header -> hash of its key, for known root keys only, so a
-   * repeated header costs one Map lookup instead of parsing and SHA-256.
+   * repeated header costs one look-up instead of parsing and SHA-256.
    */
-  private readonly hashes = new Map<string, string>();
-  private readonly oldestHeader = new OldestFirst(this.hashes);
-  /** Hash of an unknown token -> until when it is answered unknown without asking. */
-  private readonly unknown = new Map<string, number>();
-  private readonly oldestUnknown = new OldestFirst(this.unknown);
+  private readonly hashes: LRUCache<string, string>;
+  /** Hashes of unknown tokens, answered unknown without asking until unknownTtlMs has passed. */
+  private readonly unknown: LRUCache<string, true>;
   private readonly pending = new Map<string, Promise<Caller | null>>();
   /** Lookups of new tokens out, and those waiting for one to return (FIFO). */
   private lookupsOut = 0;
@@ -122,9 +121,8 @@ export class RootKeyAuth {
   /** The lookups that may start now (a token bucket refilled at lookupsPerSecond), and when it was last filled. */
   private lookupBudget: number;
   private budgetAt: number;
-  /** Each client's budgets, by clientOf's key; the least recently seen first. */
-  private readonly clients = new Map<string, ClientBudget>();
-  private readonly oldestClient = new OldestFirst(this.clients);
+  /** Each client's budgets, by clientOf's key; the least recently seen leaves first. */
+  private readonly clients: LRUCache<string, ClientBudget>;
   private readonly ttlMs: number;
   private readonly unknownTtlMs: number;
   private readonly maxEntries: number;
@@ -156,6 +154,16 @@ export class RootKeyAuth {
     this.clientLookupsPerSecond = options.clientLookupsPerSecond ?? 20;
     this.clientReservedPerSecond = options.clientReservedPerSecond ?? 5;
     this.maxClients = options.maxClients ?? 10_000;
+    this.known = new LRUCache({ max: this.maxEntries });
+    this.hashes = new LRUCache({ max: this.maxEntries });
+    // Expiry by the injected clock, read on every look-up (ttlResolution 0), so tests can move it.
+    this.unknown = new LRUCache({
+      max: this.maxUnknown,
+      ttl: this.unknownTtlMs,
+      ttlResolution: 0,
+      perf: { now: () => clock.now() },
+    });
+    this.clients = new LRUCache({ max: this.maxClients });
     this.trustedProxies = options.trustedProxies ?? TrustedProxies.none;
     this.lookupBudget = this.lookupsPerSecond;
     this.budgetAt = clock.now();
@@ -194,8 +202,7 @@ export class RootKeyAuth {
     const now = this.clock.now();
     const entry = this.known.get(hash);
     if (entry !== undefined && entry.expiresAt > now) return Promise.resolve(entry.caller);
-    const unknownUntil = this.unknown.get(hash);
-    if (unknownUntil !== undefined && unknownUntil > now) throw problems.unknownRootKey();
+    if (this.unknown.get(hash) !== undefined) throw problems.unknownRootKey();
     let p = this.pending.get(hash);
     if (p === undefined) {
       // A known key whose TTL ran out is asked about beside the bounds for new tokens.
@@ -209,10 +216,7 @@ export class RootKeyAuth {
     }
     return p.then((caller) => {
       if (caller === null) throw problems.unknownRootKey();
-      if (header !== undefined && !this.hashes.has(header)) {
-        this.oldestHeader.trim(this.maxEntries - 1);
-        this.hashes.set(header, hash);
-      }
+      if (header !== undefined && !this.hashes.has(header)) this.hashes.set(header, hash);
       return caller;
     });
   }
@@ -257,10 +261,7 @@ export class RootKeyAuth {
       if (fromReserve) client.reserved--;
       else client.own--;
       // Kept only once charged, so addresses that were refused cost no memory.
-      if (!this.clients.has(key)) {
-        this.oldestClient.trim(this.maxClients - 1);
-        this.clients.set(key, client);
-      }
+      if (!this.clients.has(key)) this.clients.set(key, client);
     }
     return wait;
   }
@@ -271,6 +272,7 @@ export class RootKeyAuth {
    * are kept only as fast as lookups are let in (maxClients at lookupsPerSecond: 100 s).
    */
   private clientBudget(key: string, now: number): ClientBudget {
+    // get() marks it the most recently seen.
     const kept = this.clients.get(key);
     if (kept === undefined) {
       return { own: this.clientLookupsPerSecond, reserved: this.clientReservedPerSecond, at: now };
@@ -285,8 +287,6 @@ export class RootKeyAuth {
       kept.reserved + (elapsed * this.clientReservedPerSecond) / 1_000,
     );
     kept.at = now;
-    this.clients.delete(key);
-    this.clients.set(key, kept);
     return kept;
   }
 
@@ -314,13 +314,9 @@ export class RootKeyAuth {
     const now = this.clock.now();
     if (caller === null) {
       this.known.delete(hash);
-      this.oldestUnknown.trim(this.maxUnknown - 1);
-      this.unknown.delete(hash);
-      this.unknown.set(hash, now + this.unknownTtlMs);
+      this.unknown.set(hash, true);
     } else {
       this.unknown.delete(hash);
-      this.oldestKnown.trim(this.maxEntries - 1);
-      this.known.delete(hash);
       this.known.set(hash, { caller, expiresAt: now + this.ttlMs });
     }
     return caller;
@@ -338,9 +334,11 @@ export class RootKeyAuth {
       this.unknown.delete(changed.hash);
     }
     if (changed.keyId === "") return;
-    for (const [hash, entry] of this.known) {
-      if (entry.caller.rootKeyId === changed.keyId) this.known.delete(hash);
+    const revoked: string[] = [];
+    for (const [hash, entry] of this.known.entries()) {
+      if (entry.caller.rootKeyId === changed.keyId) revoked.push(hash);
     }
+    for (const hash of revoked) this.known.delete(hash);
   }
 }
 

@@ -195,6 +195,22 @@ describe("callersText", () => {
     ).toThrow(/wrong/);
   });
 
+  it("keeps at most 1,000 assertions for reuse, the least recently used dropped first", () => {
+    let now = 1_000_000;
+    const signer = new InternalAuth([SECRET], () => now);
+    const other = (i: number | string) => ({ caller: { ...alice, workspaceId: `ws_other_${i}` } });
+    const hot = signer.sign(GET_KEY, { caller: alice });
+    const firstOther = signer.sign(GET_KEY, other(0));
+    // Anything made anew from here on has a later expiry, so it differs from what was kept.
+    now += 1_000;
+    for (let i = 1; i < 999; i++) signer.sign(GET_KEY, other(i));
+    // A thousand kept; the hot caller's is used again, then one more caller needs room.
+    expect(signer.sign(GET_KEY, { caller: alice })).toBe(hot);
+    signer.sign(GET_KEY, other("new"));
+    expect(signer.sign(GET_KEY, { caller: alice })).toBe(hot);
+    expect(signer.sign(GET_KEY, other(0))).not.toBe(firstOther);
+  });
+
   it("keeps no assertion for reuse when the caller carries a request id", () => {
     let now = 1_000_000;
     const auth = new InternalAuth([SECRET], () => now);

@@ -1,9 +1,9 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type Transport } from "@connectrpc/connect";
+import { LRUCache } from "lru-cache";
 import { Counter } from "prom-client";
 import { env } from "./config.ts";
-import { OldestFirst } from "./oldest-first.ts";
 
 /**
  * The trust boundary between Latchkey's processes. A service acts for the caller written in the
@@ -43,7 +43,7 @@ const MAC_LENGTH = 43;
  * TTL: a reused assertion still has 45 s to live. The receiver checks every call.
  */
 const REUSE_MS = 15_000;
-/** Assertions kept for reuse, by method and callers; the oldest is dropped beyond this. */
+/** Assertions kept for reuse, by method and callers; the least recently used is dropped beyond this. */
 const REUSED_MAX = 1_000;
 
 const WHAT =
@@ -120,8 +120,7 @@ export interface OpenedAssertion {
 export class InternalAuth {
   private readonly keys: KeyObject[];
   /** Assertions made, by "<path>\n<callers>": what sign() sends again until `renewAt`. */
-  private readonly made = new Map<string, { header: string; renewAt: number }>();
-  private readonly oldest = new OldestFirst(this.made);
+  private readonly made = new LRUCache<string, { header: string; renewAt: number }>({ max: REUSED_MAX });
 
   /** `now`: the clock, in milliseconds (tests move it). */
   constructor(
@@ -166,10 +165,7 @@ export class InternalAuth {
     const made = this.made.get(key);
     if (made !== undefined && now < made.renewAt) return made.header;
     const header = this.make(now, path, callers);
-    // Deleted first, so a renewed entry moves to the back of the insertion order.
-    this.made.delete(key);
     this.made.set(key, { header, renewAt: now + REUSE_MS });
-    this.oldest.trim(REUSED_MAX);
     return header;
   }
 

@@ -9,6 +9,11 @@
  * For callers that delete (or delete and re-insert, which moves it to the
  * back) every key it hands out: a key handed out and left in place is not
  * handed out again until the cursor has been through the rest.
+ *
+ * A plain bounded cache is an lru-cache (gateway/src/auth.ts, internal-auth.ts); this
+ * is for the Maps lru-cache's single order of use does not serve: one order per
+ * workspace sharing one bound (services/keys/src/verify/identity-cache.ts) and a
+ * rotation that comes round again (services/ratelimit/src/limiter/sliding-windows.ts).
  */
 export class OldestFirst<K> {
   private cursor: Iterator<K> | undefined;

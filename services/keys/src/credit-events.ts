@@ -6,8 +6,8 @@ import {
   domainEventId,
   type EventSink,
   env,
-  OldestFirst,
 } from "@latchkey/runtime";
+import { LRUCache } from "lru-cache";
 import { noEvents } from "./events.ts";
 import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store/keys-store.ts";
 
@@ -101,13 +101,15 @@ export function crossingAt(c: RunCrossings, index: number): CreditsCrossing | un
 
 /** Publishes what spends crossed, once per key, period and type in this process. */
 export class CreditEvents {
-  private readonly announced = new Map<string, true>();
-  private readonly oldest = new OldestFirst(this.announced);
+  /** What was published, the first published forgotten first (has() leaves the order alone). */
+  private readonly announced: LRUCache<string, true>;
 
   constructor(
     private readonly sink: EventSink,
-    private readonly max = MAX_ANNOUNCED_CREDITS,
-  ) {}
+    max = MAX_ANNOUNCED_CREDITS,
+  ) {
+    this.announced = new LRUCache({ max });
+  }
 
   /** A spend of `key` crossed: its balance is now `remaining`. Appends to the sink's buffer. */
   crossed(
@@ -146,7 +148,6 @@ export class CreditEvents {
     const seen = `${type}${SEP}${key.workspaceId}${SEP}${key.id}${SEP}${period}`;
     if (this.announced.has(seen)) return;
     this.announced.set(seen, true);
-    this.oldest.trim(this.max);
     const id = domainEventId(type, key.workspaceId, key.id, period);
     this.sink.publish(DOMAIN_EVENT, id, domainEvent(type, key.workspaceId, data, at, id));
   }

@@ -23,12 +23,23 @@ describe("ExceededEvents' memory", () => {
     const sink = recordingSink();
     const exceeded = new ExceededEvents(sink, new TestClock(), 2);
     for (const id of ["a", "b", "a", "b", "c", "b", "c", "a"]) exceeded.limitDenied(denial(id), outcome);
-    // a and b fill it; c pushes out a (b was denied since, but the oldest announcement goes); a comes back.
+    // a and b fill it; c pushes out a (denied less recently than b); a comes back.
     const ids = sink.events.map((e) => fromBinary(DomainEventSchema, e.data).dataJson);
     expect(ids.map((j) => JSON.parse(j).identifier)).toEqual(["a", "b", "c", "a"]);
     const key = denial("a").counter.key;
     expect(sink.events[0]!.id).toBe(domainEventId("ratelimit.exceeded", key, 60_000, 60_000));
     expect(sink.events[3]!.id).toBe(sink.events[0]!.id);
+  });
+
+  it("forgets the counter denied least recently, not the one announced first", () => {
+    const sink = recordingSink();
+    const exceeded = new ExceededEvents(sink, new TestClock(), 2);
+    // a is denied again after b; c pushes out b, so a's next denial in its window is no news.
+    for (const id of ["a", "b", "a", "c", "a"]) exceeded.limitDenied(denial(id), outcome);
+    const identifiers = sink.events.map(
+      (e) => JSON.parse(fromBinary(DomainEventSchema, e.data).dataJson).identifier,
+    );
+    expect(identifiers).toEqual(["a", "b", "c"]);
   });
 
   it("holds at most its bound of bytes: a flood of denials of the longest identifiers forgets the oldest", () => {

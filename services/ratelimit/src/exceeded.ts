@@ -1,12 +1,6 @@
 import type { NamedLimitGroup } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import {
-  type Clock,
-  DOMAIN_EVENT,
-  domainEvent,
-  domainEventId,
-  type EventSink,
-  OldestFirst,
-} from "@latchkey/runtime";
+import { type Clock, DOMAIN_EVENT, domainEvent, domainEventId, type EventSink } from "@latchkey/runtime";
+import { LRUCache } from "lru-cache";
 import { noEvents } from "./events.ts";
 import { type CounterCheck, type CounterOutcome, counterBytes } from "./limiter/sliding-windows.ts";
 
@@ -41,22 +35,28 @@ interface DeniedCheck {
 }
 
 export class ExceededEvents {
-  /** The window start last announced, by counter key and duration. */
-  private readonly announced = new Map<string, number>();
-  private readonly oldest = new OldestFirst(this.announced);
-  /** What the remembered counters cost, as counterBytes counts them. */
-  private held = 0;
+  /**
+   * The window start last announced, by counter key and duration; bounded in count and in bytes as
+   * counterBytes counts them, the counter denied least recently forgotten first.
+   */
+  private readonly announced: LRUCache<string, number>;
 
   constructor(
     private readonly sink: EventSink,
     private readonly clock: Clock,
-    private readonly max = MAX_ANNOUNCED_COUNTERS,
-    private readonly maxBytes = MAX_ANNOUNCED_BYTES,
-  ) {}
+    max = MAX_ANNOUNCED_COUNTERS,
+    maxBytes = MAX_ANNOUNCED_BYTES,
+  ) {
+    this.announced = new LRUCache({
+      max,
+      maxSize: maxBytes,
+      sizeCalculation: (_start, at) => counterBytes(at),
+    });
+  }
 
   /** Counters remembered, and their bytes. */
   get remembered(): { counters: number; bytes: number } {
-    return { counters: this.announced.size, bytes: this.held };
+    return { counters: this.announced.size, bytes: this.announced.calculatedSize };
   }
 
   /** A standalone check (limit, limitBatch, multiLimit: a checks.ts ResolvedCheck) was denied. */
@@ -90,18 +90,9 @@ export class ExceededEvents {
     if (this.sink === noEvents || outcome.refused) return;
     const windowStart = outcome.reset - counter.duration;
     const at = counter.key + SEP + counter.duration;
+    // get() marks it used: the counters denied most recently are the last forgotten.
     if (this.announced.get(at) === windowStart) return;
-    // Moved to the back: the counters denied most recently are the last forgotten.
-    const bytes = counterBytes(at);
-    if (this.announced.delete(at)) this.held -= bytes;
     this.announced.set(at, windowStart);
-    this.held += bytes;
-    while (this.announced.size > this.max || this.held > this.maxBytes) {
-      const oldest = this.oldest.next();
-      if (oldest === undefined) break;
-      this.announced.delete(oldest);
-      this.held -= counterBytes(oldest);
-    }
     const id = domainEventId("ratelimit.exceeded", counter.key, counter.duration, windowStart);
     const data = { namespace, identifier, limit: outcome.limit, duration: counter.duration, windowStart };
     this.sink.publish(

@@ -86,7 +86,7 @@ await runService("ratelimit", {
     return {
       routes: ratelimitRoutes(deps),
       ready: () => deps.store.ping(),
-      // The batched calls of the hot path are read and written by hand-written codecs (runtime/src/wire).
+      // The batched calls of the hot path are read and written by hand-written codecs (proto/codecs/wire).
       codecs: ratelimitCodecs,
       about: {
         store: store.store,

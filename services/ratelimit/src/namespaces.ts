@@ -1,23 +1,26 @@
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
-import { domainError, ErrorReason, holds, need, OldestFirst } from "@latchkey/runtime";
+import { domainError, ErrorReason, holds, need } from "@latchkey/runtime";
+import { LRUCache } from "lru-cache";
 import type { Namespace, RatelimitStore } from "./store/ratelimit-store.ts";
 
 export const NAMESPACE_ID_PREFIX = "rlns_";
 
 /**
  * Namespaces by workspace and by name or id. Namespaces are never renamed or
- * deleted, so a found one is kept (up to `max` entries); a missing one is
- * looked up again next time, since it may have been created meanwhile.
+ * deleted, so a found one is kept (up to `max` entries, by id and by name, the
+ * least recently used leaving first); a missing one is looked up again next
+ * time, since it may have been created meanwhile.
  */
 export class NamespaceCache {
-  private readonly found = new Map<string, Namespace>();
-  private readonly oldest = new OldestFirst(this.found);
+  private readonly found: LRUCache<string, Namespace>;
   private readonly loading = new Map<string, Promise<Namespace | undefined>>();
 
   constructor(
     private readonly store: RatelimitStore,
-    private readonly max = 100_000,
-  ) {}
+    max = 100_000,
+  ) {
+    this.found = new LRUCache({ max });
+  }
 
   /** The namespace when cached: lets a check go without awaiting. */
   peek(workspaceId: string, ref: string): Namespace | undefined {
@@ -57,8 +60,7 @@ export class NamespaceCache {
   }
 
   private remember(ns: Namespace): void {
-    // Each namespace takes two entries (id and name): make room for both, so at most `max` are held.
-    this.oldest.trim(Math.max(0, this.max - 2));
+    // Two entries, by id and by name, each used (and dropped) on its own.
     this.found.set(ns.workspaceId + "\u001f" + ns.id, ns);
     this.found.set(ns.workspaceId + "\u001f" + ns.name, ns);
   }

@@ -74,7 +74,7 @@ describe("override cache", () => {
     expect((await cache.get(ns.id)).match("a")?.limit).toBe(5);
   });
 
-  it("keeps at most maxNamespaces namespaces' overrides, the oldest loaded leaving first", async () => {
+  it("keeps at most maxNamespaces namespaces' overrides, the least recently used leaving first", async () => {
     const store = new MemoryRatelimitStore();
     const cache = new OverrideCache(store, new MemoryBus(), 2);
     const ids: string[] = [];
@@ -82,6 +82,19 @@ describe("override cache", () => {
     for (const id of ids) await cache.get(id);
     expect(ids.map((id) => cache.peek(id) !== undefined)).toEqual([false, true, true]);
     await cache.get(ids[0]!);
+    expect(ids.map((id) => cache.peek(id) !== undefined)).toEqual([true, false, true]);
+  });
+
+  it("keeps a namespace's overrides in use while newly loaded ones push out those not used since", async () => {
+    const store = new MemoryRatelimitStore();
+    const cache = new OverrideCache(store, new MemoryBus(), 2);
+    const ids: string[] = [];
+    for (const name of ["a", "b", "c"]) ids.push((await store.createNamespace("ws_1", name)).id);
+    await cache.get(ids[0]!);
+    await cache.get(ids[1]!);
+    // a, loaded first, is checked again; then c needs room.
+    expect(cache.peek(ids[0]!)).toBeDefined();
+    await cache.get(ids[2]!);
     expect(ids.map((id) => cache.peek(id) !== undefined)).toEqual([true, false, true]);
   });
 

@@ -1,7 +1,8 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { OverridesChangedSchema } from "@latchkey/proto/ratelimit/v1/events_pb";
 import { OverrideSchema } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { type Bus, OldestFirst } from "@latchkey/runtime";
+import type { Bus } from "@latchkey/runtime";
+import { LRUCache } from "lru-cache";
 import { SUBJECT_OVERRIDES_CHANGED } from "./events.ts";
 import type { Namespace, Override, RatelimitStore } from "./store/ratelimit-store.ts";
 
@@ -59,13 +60,13 @@ export class OverrideSet {
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
- * Overrides per namespace, loaded once and kept until they change. A change
+ * Overrides per namespace, loaded once and kept until they change (up to
+ * `maxNamespaces`, the least recently used leaving first). A change
  * made on any replica is announced on the bus (events.ratelimit.overrides_changed)
  * and drops the namespace's entry everywhere, so the next check reloads it.
  */
 export class OverrideCache {
-  private readonly sets = new Map<string, OverrideSet>();
-  private readonly oldest = new OldestFirst(this.sets);
+  private readonly sets: LRUCache<string, OverrideSet>;
   /**
    * Loads under way. A change drops the namespace's entry, so a load is kept
    * only while it is still the one here: a load that a change overtook is not
@@ -77,8 +78,9 @@ export class OverrideCache {
   constructor(
     private readonly store: RatelimitStore,
     bus: Bus,
-    private readonly maxNamespaces = 10_000,
+    maxNamespaces = 10_000,
   ) {
+    this.sets = new LRUCache({ max: maxNamespaces });
     this.unsubscribe = bus.subscribe(SUBJECT_OVERRIDES_CHANGED, (data) => {
       this.invalidate(fromBinary(OverridesChangedSchema, data).namespaceId);
     });
@@ -99,7 +101,6 @@ export class OverrideCache {
         const set = overrides.length === 0 ? OverrideSet.EMPTY : new OverrideSet(overrides);
         if (this.loading.get(namespaceId) === load) {
           this.loading.delete(namespaceId);
-          this.oldest.trim(this.maxNamespaces - 1);
           this.sets.set(namespaceId, set);
         }
         return set;

@@ -11,13 +11,24 @@ describe("PermissionQueries", () => {
     expect(queries.size).toBe(1);
   });
 
-  it("keeps at most max queries, dropping the oldest parsed", () => {
+  it("keeps at most max queries, dropping the least recently used", () => {
     const queries = new PermissionQueries(2);
     const a = queries.parse("a");
     queries.parse("b");
     queries.parse("c");
     expect(queries.size).toBe(2);
     expect(queries.parse("a")).not.toBe(a);
+  });
+
+  it("keeps a query in use while newly parsed ones push out those not used since", () => {
+    const queries = new PermissionQueries(2);
+    const a = queries.parse("a");
+    const b = queries.parse("b");
+    // a, parsed first, is asked again; then c needs room.
+    expect(queries.parse("a")).toBe(a);
+    queries.parse("c");
+    expect(queries.parse("a")).toBe(a);
+    expect(queries.parse("b")).not.toBe(b);
   });
 
   it("throws for a text that does not parse each time and keeps nothing of it", () => {
