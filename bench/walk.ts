@@ -7,7 +7,7 @@ import { seedFullVerification } from "./throughput.ts";
  * not node_modules) run for one `keys.verifyKey` through separate processes, and in how many files.
  *
  * The gateway, keys, ratelimit and identity services run as separate processes over loopback, as
- * in `STACK=1` (test/harness.ts's startStack, events through NATS), each with bench/walk-agent.ts
+ * in `STACK=1` (test/testing/process-stack.ts's startStack, events through NATS), each with bench/walk-agent.ts
  * loaded. A key with credits, an autoApply named limit, two roles and a permission query (the full
  * verification of the benchmarks) is verified once to warm every cache, then:
  *
