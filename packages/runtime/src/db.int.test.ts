@@ -1,6 +1,6 @@
 import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { testServerUrl } from "../testing/database.ts";
+import { createTestDatabase, testServerUrl } from "../testing/database.ts";
 import { connect } from "./db.ts";
 
 afterEach(() => vi.restoreAllMocks());
@@ -37,5 +37,51 @@ describe("the PostgreSQL client (postgres, patched: patches/postgres@3.4.9.patch
     } finally {
       await sql.end({ timeout: 5 });
     }
+  });
+  describe("when a backend is terminated under a transaction", () => {
+    /** Terminates the backend `pid` from a connection of its own. */
+    const terminate = async (pid: number) => {
+      const admin = connect(testServerUrl(), { max: 1 });
+      try {
+        await admin`SELECT pg_terminate_backend(${pid})`;
+      } finally {
+        await admin.end({ timeout: 5 });
+      }
+    };
+
+    it("rejects the transaction with a connection error, runs none of its later queries outside it, and serves the next query", async () => {
+      const db = await createTestDatabase();
+      const thrown: unknown[] = [];
+      const onUncaught = (err: unknown) => thrown.push(err);
+      process.on("uncaughtException", onUncaught);
+      try {
+        await db.sql`CREATE TABLE after_close (n int)`;
+        const sql = connect(db.url, { max: 1 });
+        let pid = 0;
+        const tx = sql.begin(async (t) => {
+          [{ pid }] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+          // The transaction goes on after its query failed, as code that catches its own errors does.
+          await t`SELECT pg_sleep(5)`.catch(() => {});
+          await t`INSERT INTO after_close VALUES (1)`;
+        });
+        while (pid === 0) await new Promise((r) => setTimeout(r, 20));
+        await terminate(pid);
+        const failure = await tx.then(
+          () => undefined,
+          (err: unknown) => err as { code?: string },
+        );
+        expect(["CONNECTION_CLOSED", "ECONNRESET", "57P01"]).toContain(failure?.code);
+        // What unpatched postgres.js did next: a write to the closed socket, thrown where nothing catches it.
+        await new Promise((r) => setTimeout(r, 300));
+        expect(thrown).toEqual([]);
+        // The pool's one connection reconnects and serves; the insert never ran, in or out of the transaction.
+        expect(await sql<{ one: number }[]>`SELECT 1 AS one`).toEqual([{ one: 1 }]);
+        expect(await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM after_close`).toEqual([{ n: 0 }]);
+        await sql.end({ timeout: 5 });
+      } finally {
+        process.off("uncaughtException", onUncaught);
+        await db.drop();
+      }
+    });
   });
 });
