@@ -59,7 +59,8 @@ describe("the PostgreSQL client (postgres, patched: patches/postgres@3.4.9.patch
         const sql = connect(db.url, { max: 1 });
         let pid = 0;
         const tx = sql.begin(async (t) => {
-          [{ pid }] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+          const [row] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+          pid = row!.pid;
           // The transaction goes on after its query failed, as code that catches its own errors does.
           await t`SELECT pg_sleep(5)`.catch(() => {});
           await t`INSERT INTO after_close VALUES (1)`;

@@ -64,3 +64,48 @@ export function errorDetailOf(err: unknown): ErrorDetail | undefined {
   if (!(err instanceof ConnectError)) return undefined;
   return err.findDetails(ErrorDetailSchema)[0];
 }
+
+/** Node's and postgres.js's codes of a connection that failed or broke: the same call may pass later. */
+const TRANSIENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+]);
+
+/**
+ * Whether an error is a dependency's passing trouble rather than a fault of the call: a connection
+ * that failed or broke (Node's or postgres.js's code), or PostgreSQL's SQLSTATE class 08
+ * (connection), 40 (serialization, deadlock), 53 (resources), 57 (shutdown, cancelled, timed out),
+ * 58 (system) or 55P03 (lock not available).
+ */
+export function isTransientError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return false;
+  if (TRANSIENT_CODES.has(code)) return true;
+  if (!/^[0-9A-Z]{5}$/.test(code)) return false;
+  return ["08", "40", "53", "57", "58"].includes(code.slice(0, 2)) || code === "55P03";
+}
+
+/**
+ * A failure as the ConnectError a caller sees: a domain error as it is; a dependency's passing
+ * trouble (isTransientError) as UNAVAILABLE, so the public API answers 503 and a client retries,
+ * not 500; anything else Internal.
+ */
+export function callErrorOf(err: unknown): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (isTransientError(err)) {
+    return domainError(
+      ErrorReason.UNAVAILABLE,
+      "A database or service Latchkey depends on is unavailable right now; retry shortly.",
+    );
+  }
+  return ConnectError.from(err, Code.Internal);
+}

@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, register } from "prom-client";
+import { callErrorOf } from "./errors.ts";
 import type { EventSink } from "./event-sink.ts";
 
 /**
@@ -40,7 +41,10 @@ export const verificationOutcomes = new Counter({
   labelNames: ["outcome"] as const,
 });
 
-/** Records every RPC a Connect router serves. */
+/**
+ * Records every RPC a Connect router serves, and answers a failure as the caller should see it
+ * (callErrorOf: a dependency's passing trouble as UNAVAILABLE), as the unary fast path does.
+ */
 export const rpcMetricsInterceptor: Interceptor = (next) => async (req) => {
   const end = rpcDuration.startTimer({ service: req.service.typeName, method: req.method.name });
   try {
@@ -48,8 +52,9 @@ export const rpcMetricsInterceptor: Interceptor = (next) => async (req) => {
     end({ code: "ok" });
     return res;
   } catch (err) {
-    end({ code: Code[ConnectError.from(err).code] ?? "unknown" });
-    throw err;
+    const error = callErrorOf(err);
+    end({ code: Code[error.code] ?? "unknown" });
+    throw error;
   }
 };
 

@@ -13,6 +13,7 @@ import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { type GetApiRequest, type GetApiResponse, KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainError, ErrorReason, errorDetailOf } from "./errors.ts";
+import { localTransport } from "./local-transport.ts";
 import { type ServedRpc, serveRpc } from "./serve.ts";
 import { CallContext, unaryTransport } from "./unary.ts";
 
@@ -26,6 +27,11 @@ const routes = (router: Parameters<Parameters<typeof serveRpc>[0]>[0]) =>
       if (req.apiId === "api_missing")
         throw domainError(ErrorReason.API_NOT_FOUND, "The API does not exist.");
       if (req.apiId === "api_broken") throw new Error("the database is down");
+      // What postgres.js throws when its connection broke under a query.
+      if (req.apiId === "api_disconnected")
+        throw Object.assign(new Error("write CONNECTION_CLOSED 127.0.0.1:5432"), {
+          code: "CONNECTION_CLOSED",
+        });
       if (req.apiId === "api_slow") await new Promise((r) => setTimeout(r, 300));
       // Non-ASCII text crosses the wire intact in both directions.
       return { api: { id: req.apiId, name: `naïve ${req.apiId} ✓` } };
@@ -95,6 +101,22 @@ describe.each([
 
   it("raises Unimplemented for a method the server does not serve", async () => {
     expect((await failure(client().createApi({ name: "x" }))).code).toBe(Code.Unimplemented);
+  });
+});
+
+describe.each([
+  ["the fast client against the fast path", () => fastClient(url)],
+  ["connect's binary client against the fast path", () => stockClient(url, true)],
+  ["connect's JSON client against connect's adapter", () => stockClient(url, false)],
+  ["a call in process", () => createClient(KeysService, localTransport(routes))],
+])("a served method whose database connection broke, to %s", (_name, client) => {
+  it("raises Unavailable with the UNAVAILABLE reason, so the API answers 503, not 500", async () => {
+    const err = await failure(client().getApi({ apiId: "api_disconnected" }));
+    expect(err.code).toBe(Code.Unavailable);
+    expect(errorDetailOf(err)?.reason).toBe(ErrorReason.UNAVAILABLE);
+    expect(err.rawMessage).toBe(
+      "A database or service Latchkey depends on is unavailable right now; retry shortly.",
+    );
   });
 });
 

@@ -29,6 +29,7 @@ import {
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
 import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
+import { callErrorOf } from "./errors.ts";
 import { INTERNAL_AUTH_HEADER, type InternalAuth, type OpenedAssertion } from "./internal-auth.ts";
 import { rpcDuration } from "./metrics.ts";
 
@@ -125,7 +126,7 @@ export async function invokeUnary(
     ok.observe((performance.now() - started) / 1000);
     return { message, context };
   } catch (err) {
-    const error = ConnectError.from(err, Code.Internal);
+    const error = callErrorOf(err);
     rpcDuration.observe(
       { service: method.parent.typeName, method: method.name, code: Code[error.code] ?? "unknown" },
       (performance.now() - started) / 1000,

@@ -10,6 +10,7 @@ import {
   type EventSinkStats,
   type EventType,
   ensureEventsStream,
+  isTransientError,
   type Logger,
   loopProgress,
 } from "@latchkey/runtime";
@@ -48,21 +49,6 @@ export function decodeDomainEvents(data: Uint8Array, batch: boolean): DomainEven
   return fromBinary(EventBatchSchema, data).events.map((e) => fromBinary(DomainEventSchema, e.data));
 }
 
-/** Node's and postgres.js's codes of a connection that failed or broke: the write may pass later. */
-const TRANSIENT_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EPIPE",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-]);
-
 /**
  * Whether a failed write may pass if tried again. `permanent`: SQLSTATE class 22 (data exception)
  * or 23 (integrity constraint), the same events fail every time. `transient`: a connection error,
@@ -72,13 +58,8 @@ const TRANSIENT_CODES = new Set([
  */
 export function writeErrorKind(err: unknown): "transient" | "permanent" | "unknown" {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") return "unknown";
-  if (TRANSIENT_CODES.has(code)) return "transient";
-  if (/^[0-9A-Z]{5}$/.test(code)) {
-    const cls = code.slice(0, 2);
-    if (cls === "22" || cls === "23") return "permanent";
-    if (["08", "40", "53", "57", "58"].includes(cls) || code === "55P03") return "transient";
-  }
+  if (isTransientError(err)) return "transient";
+  if (typeof code === "string" && /^(22|23)[0-9A-Z]{3}$/.test(code)) return "permanent";
   return "unknown";
 }
 

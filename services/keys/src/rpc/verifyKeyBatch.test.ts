@@ -112,10 +112,28 @@ describe("verifyKeyBatch", () => {
       expect(first.value.code).toBe(Code.Unavailable);
       expect(first.value.detail?.reason).toBe(ErrorReason.UNAVAILABLE);
       expect(first.value.message).toBe(
-        "A service the verification depends on did not answer in time; retry shortly.",
+        "A database or service the verification depends on did not answer in time; retry shortly.",
       );
     }
     expect(second?.case === "response" && VerifyCode[second.value.code]).toBe("VALID");
+  });
+
+  it("answers an item whose key lookup loses its database connection as UNAVAILABLE, not as an internal error", async () => {
+    const { keys, seed, verifier, deps } = verificationKit();
+    const apiId = await seed.api();
+    const { key } = await seed.key({ apiId });
+    // Not cached: the lookup reaches the store, whose connection breaks as postgres.js reports it.
+    deps.keyCache.invalidate();
+    deps.store.findKeysByHash = async () => {
+      throw Object.assign(new Error("write CONNECTION_CLOSED 127.0.0.1:5432"), { code: "CONNECTION_CLOSED" });
+    };
+    const res = await keys.verifyKeyBatch({
+      callers: [verifier],
+      items: [{ callerIndex: 0, request: { key } }],
+    });
+    const [first] = res.results.map((r) => r.result);
+    expect(first?.case === "error" && first.value.code).toBe(Code.Unavailable);
+    expect(first?.case === "error" && first.value.detail?.reason).toBe(ErrorReason.UNAVAILABLE);
   });
 
   it("decides the spends of a batch in one store call and hands them out in request order", async () => {

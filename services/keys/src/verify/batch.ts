@@ -10,7 +10,7 @@ import {
   type VerifyKeyBatchResponse,
   type VerifyKeyBatchResult,
 } from "@latchkey/proto/keys/v1/keys_pb";
-import { errorDetailOf, invalidInput } from "@latchkey/runtime";
+import { errorDetailOf, invalidInput, isTransientError } from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
 import type { Spend } from "../store/keys-store.ts";
 import { answersInBinary, encodedAnswer } from "./batch-wire.ts";
@@ -115,13 +115,20 @@ function batchError(deps: KeysDeps, err: unknown, requestId: string | undefined)
   if (err instanceof ConnectError && detail) {
     return create(BatchErrorSchema, { code: err.code, message: err.rawMessage, detail });
   }
-  // A service verification asks (identity, ratelimit) did not answer in time or could not be reached:
-  // the item is unavailable (503 at the gateway), as the same failure of a unary call is, not a 500.
-  if (err instanceof ConnectError && (err.code === Code.DeadlineExceeded || err.code === Code.Unavailable)) {
-    deps.log.warn({ err: err.message, requestId }, "verification in a batch: a dependency did not answer");
+  // A service verification asks (identity, ratelimit) did not answer in time or could not be reached,
+  // or its database connection broke: the item is unavailable (503 at the gateway), as the same failure
+  // of a unary call is (callErrorOf), not a 500.
+  if (
+    isTransientError(err) ||
+    (err instanceof ConnectError && (err.code === Code.DeadlineExceeded || err.code === Code.Unavailable))
+  ) {
+    deps.log.warn(
+      { err: (err as Error).message, requestId },
+      "verification in a batch: a dependency did not answer",
+    );
     return create(BatchErrorSchema, {
       code: Code.Unavailable,
-      message: "A service the verification depends on did not answer in time; retry shortly.",
+      message: "A database or service the verification depends on did not answer in time; retry shortly.",
       detail: { reason: ErrorReason.UNAVAILABLE },
     });
   }
