@@ -1,4 +1,4 @@
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, type Interceptor } from "@connectrpc/connect";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, register } from "prom-client";
 import { callErrorOf } from "./errors.ts";
 import type { EventSink } from "./event-sink.ts";
