@@ -12,6 +12,7 @@ import { ErrorReason, errorDetailOf, invalidInput } from "./errors.ts";
 import { isIdOf, newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { authenticatedCaller, requirePermissions } from "./permissions.ts";
+import { type LoopProgress, loopProgress } from "./progress.ts";
 
 /**
  * Who made a change: a root key through the gateway, the CLI, or Latchkey itself ("system": a
@@ -489,8 +490,14 @@ export class AuditPruner {
       intervalMs?: number;
       batch?: number;
       log?: Logger;
+      /** Marked at each statement and each run that finds nothing old; `audit.retention.<table>` by default. */
+      progress?: LoopProgress;
     },
-  ) {}
+  ) {
+    this.progress = options.progress ?? loopProgress(`audit.retention.${table}`);
+  }
+
+  private readonly progress: LoopProgress;
 
   /** Deletes every record older than the retention at `now`; answers how many. */
   async prune(now: number = (this.options.now ?? Date.now)()): Promise<number> {
@@ -503,6 +510,7 @@ export class AuditPruner {
           SELECT id FROM ${table} WHERE time < ${before}::bigint LIMIT ${batch})
         RETURNING 1`;
       total += rows.length;
+      this.progress.mark();
       if (rows.length < batch || this.stopped) return total;
     }
   }

@@ -2,9 +2,11 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { EventBatchSchema } from "@latchkey/proto/common/v1/common_pb";
 import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
+import { ownNatsServer } from "../testing/nats-server.ts";
 import type { EventType } from "./event-sink.ts";
 import { EVENT_BATCH_HEADER, ensureEventsStream, JetStreamEventSink } from "./events.ts";
 import { createLogger } from "./logger.ts";
+import { LoopProgress } from "./progress.ts";
 
 /** An event that is its bytes, for a sink that only carries them. */
 interface Raw {
@@ -63,4 +65,32 @@ describe("JetStreamEventSink", () => {
       await nc.close();
     }
   });
+
+  it("publishes a backlog of 50,000 events that waited out a NATS outage, marking progress at each batch once NATS is back", async () => {
+    const nats = await ownNatsServer();
+    const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    try {
+      await ensureEventsStream(nc);
+      const progress = new LoopProgress("test.events.publish");
+      const sink = new JetStreamEventSink(nc, log, { intervalMs: 10, batchSize: 1_000, progress });
+      await nats.stop();
+      for (let i = 0; i < 50_000; i++)
+        sink.publish(rawEvent("events.keys.verified"), `e${i}`, raw([i % 256]));
+      await new Promise((r) => setTimeout(r, 1_000));
+      // Stuck while NATS is away: nothing published, no progress to mark.
+      const marksWhileAway = progress.marks;
+      expect(sink.stats()).toMatchObject({ buffered: 50_000, published: 0, dropped: 0 });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(progress.marks).toBe(marksWhileAway);
+      await nats.start();
+      await sink.flush(30_000);
+      expect(sink.stats()).toEqual({ buffered: 0, published: 50_000, dropped: 0 });
+      // 50 batches of 1,000, each marked, and idle ticks after.
+      expect(progress.marks - marksWhileAway).toBeGreaterThanOrEqual(50);
+      sink.close();
+    } finally {
+      await nc.close();
+      await nats.close();
+    }
+  }, 60_000);
 });

@@ -7,6 +7,7 @@ import type { EventSink, EventSinkStats, EventType } from "./event-sink.ts";
 import { newId } from "./ids.ts";
 import type { Logger } from "./logger.ts";
 import { watchEventSink } from "./metrics.ts";
+import { type LoopProgress, loopProgress } from "./progress.ts";
 
 /** The stream every event subject is stored in. */
 export const EVENTS_STREAM = "LATCHKEY_EVENTS";
@@ -84,13 +85,21 @@ export class JetStreamEventSink implements EventSink {
   /** The batch being sent, kept as is until every message of it is acknowledged. */
   private sending: { events: number; messages: Outgoing[] } | undefined;
   private readonly batchPrefix = newId("evb");
+  private readonly progress: LoopProgress;
   private batches = 0;
 
   constructor(
     nc: NatsConnection,
     private readonly log: Logger,
-    private readonly options: { maxBuffered?: number; batchSize?: number; intervalMs?: number } = {},
+    private readonly options: {
+      maxBuffered?: number;
+      batchSize?: number;
+      intervalMs?: number;
+      /** Marked at each batch acknowledged and each tick with nothing waiting; `events.publish` by default. */
+      progress?: LoopProgress;
+    } = {},
   ) {
+    this.progress = options.progress ?? loopProgress("events.publish");
     this.js = jetstream(nc, { timeout: 2_000 });
     this.timer = setInterval(() => void this.pump(), options.intervalMs ?? 50);
     this.timer.unref();
@@ -129,7 +138,11 @@ export class JetStreamEventSink implements EventSink {
 
   /** Sends the next batch; on failure the same batch is retried on the next tick. */
   private async pump(): Promise<void> {
-    if (this.running || (this.sending === undefined && this.queue.length - this.head === 0)) return;
+    if (this.running) return;
+    if (this.sending === undefined && this.queue.length - this.head === 0) {
+      this.progress.mark();
+      return;
+    }
     this.running = true;
     try {
       while (this.sending !== undefined || this.queue.length - this.head > 0) {
@@ -147,6 +160,7 @@ export class JetStreamEventSink implements EventSink {
         this.head += this.sending.events;
         this.published += this.sending.events;
         this.sending = undefined;
+        this.progress.mark();
         if (this.head > 50_000) {
           this.queue = this.queue.slice(this.head);
           this.head = 0;
