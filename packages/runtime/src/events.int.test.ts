@@ -93,4 +93,30 @@ describe("JetStreamEventSink", () => {
       await nats.close();
     }
   }, 60_000);
+
+  it("keeps half of its buffer for other workspaces while NATS is away and one workspace floods it", async () => {
+    const nats = await ownNatsServer();
+    const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    try {
+      await ensureEventsStream(nc);
+      const sink = new JetStreamEventSink(nc, log, { intervalMs: 10, batchSize: 100, maxBuffered: 1_000 });
+      await nats.stop();
+      const event = (workspaceId: string, i: number) => ({ ...raw([i % 256]), workspaceId });
+      const type = rawEvent("events.keys.verified") as EventType<Raw & { workspaceId: string }>;
+      for (let i = 0; i < 2_000; i++) sink.publish(type, `flood${i}`, event("ws_flood", i));
+      for (let i = 0; i < 400; i++) sink.publish(type, `victim${i}`, event("ws_victim", i));
+      // The flood keeps its half; every one of the other workspace's events is held.
+      expect(sink.stats()).toEqual({ buffered: 900, published: 0, dropped: 1_500 });
+      await nats.start();
+      await sink.flush(30_000);
+      expect(sink.stats()).toEqual({ buffered: 0, published: 900, dropped: 1_500 });
+      // Once published, the flooding workspace has its half again.
+      for (let i = 0; i < 10; i++) sink.publish(type, `again${i}`, event("ws_flood", i));
+      expect(sink.stats().buffered + sink.stats().published).toBe(910);
+      sink.close();
+    } finally {
+      await nc.close();
+      await nats.close();
+    }
+  }, 60_000);
 });

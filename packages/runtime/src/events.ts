@@ -47,6 +47,8 @@ interface Pending {
   subject: string;
   id: string;
   data: Uint8Array;
+  /** The event's workspace ("" for an event that names none), for its share of the buffer. */
+  workspace: string;
 }
 
 /** The header marking a JetStream message whose data is a common.v1.EventBatch. */
@@ -85,6 +87,8 @@ export class JetStreamEventSink implements EventSink {
   /** The batch being sent, kept as is until every message of it is acknowledged. */
   private sending: { events: number; messages: Outgoing[] } | undefined;
   private readonly batchPrefix = newId("evb");
+  /** Events in the buffer by workspace. */
+  private readonly held = new Map<string, number>();
   private readonly progress: LoopProgress;
   private batches = 0;
 
@@ -108,16 +112,28 @@ export class JetStreamEventSink implements EventSink {
 
   publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
     const subject = type.subject;
-    if (this.queue.length - this.head >= (this.options.maxBuffered ?? 200_000)) {
+    const max = this.options.maxBuffered ?? 200_000;
+    const named = (message as { workspaceId?: unknown }).workspaceId;
+    const workspace = typeof named === "string" ? named : "";
+    const held = this.held.get(workspace) ?? 0;
+    // No workspace holds more than half the buffer: while NATS is away, one workspace's flood of
+    // verifications leaves the other half to every other workspace's events.
+    if (this.queue.length - this.head >= max || held >= max / 2) {
       this.dropped++;
       const now = Date.now();
       if (now - this.lastDropLog > 5_000) {
         this.lastDropLog = now;
-        this.log.error({ dropped: this.dropped, subject }, "event buffer full: events dropped");
+        this.log.error(
+          { dropped: this.dropped, subject, workspaceId: workspace, full: held < max / 2 },
+          held < max / 2
+            ? "event buffer full: events dropped"
+            : "a workspace's half of the event buffer is full: its events dropped",
+        );
       }
       return;
     }
-    this.queue.push({ subject, id, data: type.encode(message) });
+    this.held.set(workspace, held + 1);
+    this.queue.push({ subject, id, data: type.encode(message), workspace });
   }
 
   stats(): EventSinkStats {
@@ -157,6 +173,12 @@ export class JetStreamEventSink implements EventSink {
               m.sent = true;
             }),
         );
+        for (let i = this.head; i < this.head + this.sending.events; i++) {
+          const workspace = this.queue[i]!.workspace;
+          const left = (this.held.get(workspace) ?? 1) - 1;
+          if (left > 0) this.held.set(workspace, left);
+          else this.held.delete(workspace);
+        }
         this.head += this.sending.events;
         this.published += this.sending.events;
         this.sending = undefined;
