@@ -88,9 +88,9 @@ const log = {
 } as unknown as Logger;
 
 let n = 0;
-const verified = () => {
+const verified = (workspaceId = "ws_1") => {
   const requestId = `req_${++n}`;
-  return [keyVerifiedType, requestId, create(KeyVerifiedSchema, { requestId, workspaceId: "ws_1" })] as const;
+  return [keyVerifiedType, requestId, create(KeyVerifiedSchema, { requestId, workspaceId })] as const;
 };
 const checked = () => {
   const requestId = `req_${++n}`;
@@ -100,10 +100,11 @@ const checked = () => {
     create(RatelimitCheckedSchema, { requestId, workspaceId: "ws_1" }),
   ] as const;
 };
-const publishMany = (ingest: BufferedIngest, count: number) => {
+/** `count` verifications, of the workspaces given in turn. */
+const publishMany = (ingest: BufferedIngest, count: number, workspaces = ["ws_1"]) => {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const event = verified();
+    const event = verified(workspaces[i % workspaces.length]);
     ingest.publish(...event);
     ids.push(event[1]);
   }
@@ -249,8 +250,8 @@ describe("BufferedIngest", () => {
   it("drops, counts and logs the events past its bound while the store fails, and takes events again once written", async () => {
     const ingest = new BufferedIngest(store, log, { maxBuffered: 5, retryMs: 1_000 });
     store.failures = 1;
-    const kept = publishMany(ingest, 5);
-    publishMany(ingest, 3);
+    const kept = publishMany(ingest, 5, ["ws_1", "ws_2"]);
+    publishMany(ingest, 3, ["ws_3"]);
     expect(ingest.stats()).toEqual({ buffered: 5, published: 0, dropped: 3 });
     // Logged once, not once per event.
     expect(errors).toEqual(["analytics buffer full: events dropped"]);
@@ -261,6 +262,19 @@ describe("BufferedIngest", () => {
     await vi.advanceTimersByTimeAsync(100);
     expect(store.stored()).toEqual([...kept, ...after]);
     expect(ingest.stats()).toEqual({ buffered: 0, published: 7, dropped: 3 });
+  });
+
+  it("keeps half of its bound for other workspaces while one floods it and the store fails", async () => {
+    const ingest = new BufferedIngest(store, log, { maxBuffered: 10, retryMs: 1_000 });
+    store.failures = 1;
+    const flood = publishMany(ingest, 20, ["ws_flood"]);
+    const victim = publishMany(ingest, 5, ["ws_victim"]);
+    expect(ingest.stats()).toEqual({ buffered: 10, published: 0, dropped: 15 });
+    await vi.advanceTimersByTimeAsync(100 + 1_000);
+    expect(store.stored()).toEqual([...flood.slice(0, 5), ...victim]);
+    // Written, the flooding workspace has its half again.
+    publishMany(ingest, 5, ["ws_flood"]);
+    expect(ingest.stats()).toEqual({ buffered: 5, published: 10, dropped: 15 });
   });
 
   it("writes what is buffered on close, before the interval, and drops (counted, logged) events published after", async () => {

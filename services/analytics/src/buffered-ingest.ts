@@ -69,6 +69,8 @@ export class BufferedIngest implements EventSink {
   private readonly maxBuffered: number;
   private readonly retryMs: number;
   private readonly progress: LoopProgress;
+  /** Rows in the buffer (and the batch) by workspace. */
+  private readonly held = new Map<string, number>();
 
   constructor(
     private readonly store: AnalyticsStore,
@@ -82,6 +84,15 @@ export class BufferedIngest implements EventSink {
     this.progress = options.progress ?? loopProgress("analytics.ingest");
   }
 
+  /** Rows stored: no longer their workspaces' share of the buffer. */
+  private release(rows: readonly { workspaceId: string }[]): void {
+    for (const { workspaceId } of rows) {
+      const left = (this.held.get(workspaceId) ?? 1) - 1;
+      if (left > 0) this.held.set(workspaceId, left);
+      else this.held.delete(workspaceId);
+    }
+  }
+
   publish<M extends Message>(type: EventType<M>, id: string, message: M): void {
     this.ingest(type.subject, id, message);
   }
@@ -93,10 +104,15 @@ export class BufferedIngest implements EventSink {
 
   private take(subject: string, event: AnalyticsEvent): void {
     if (event.kind === "ignored") return;
-    if (this.closed || this.buffered() >= this.maxBuffered) {
+    const workspace = event.row.workspaceId;
+    const held = this.held.get(workspace) ?? 0;
+    // No workspace holds more than half the buffer: while the store is slow or away, one workspace's
+    // flood of events leaves the other half to every other workspace's.
+    if (this.closed || this.buffered() >= this.maxBuffered || held >= this.maxBuffered / 2) {
       this.drop(subject);
       return;
     }
+    this.held.set(workspace, held + 1);
     if (event.kind === "verification") this.verifications.push(event.row);
     else this.ratelimits.push(event.row);
     // The running write looks at the buffer again when it ends; after a failure the retry timer does.
@@ -171,11 +187,13 @@ export class BufferedIngest implements EventSink {
         if (batch.verifications.length > 0) {
           await this.store.insertVerifications(batch.verifications, batch.id);
           this.stored += batch.verifications.length;
+          this.release(batch.verifications);
           batch.verifications = [];
         }
         if (batch.ratelimits.length > 0) {
           await this.store.insertRatelimits(batch.ratelimits, batch.id);
           this.stored += batch.ratelimits.length;
+          this.release(batch.ratelimits);
           batch.ratelimits = [];
         }
         this.batch = undefined;
