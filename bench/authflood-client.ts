@@ -22,9 +22,13 @@ const TICK_MS = 10;
 
 const body = '{"key":"sk_flood"}';
 const keyBody = (key: string) => `{"key":"sk_${key}"}`;
+// X-Forwarded-For, when the flood stands for a client behind a proxy Latchkey trusts (the soak's attacker).
+const forwarded = process.env["SOAK_CLIENT_ADDRESS"]
+  ? `x-forwarded-for: ${process.env["SOAK_CLIENT_ADDRESS"]}\r\n`
+  : "";
 const head = randomKeys
-  ? `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${keyBody("x".repeat(32)).length}\r\nauthorization: Bearer ${process.env["AUTH"]}\r\n\r\n{"key":"sk_`
-  : `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nauthorization: Bearer lk_root_`;
+  ? `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${keyBody("x".repeat(32)).length}\r\n${forwarded}authorization: Bearer ${process.env["AUTH"]}\r\n\r\n{"key":"sk_`
+  : `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n${forwarded}authorization: Bearer lk_root_`;
 const tail = randomKeys ? '"}' : `\r\n\r\n${body}`;
 const fixed = randomBytes(24).toString("base64url");
 

@@ -3,7 +3,16 @@ import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { EVENT_TYPES, everyMs, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
+import {
+  clientHeader,
+  EVENT_TYPES,
+  everyMs,
+  fromSoak,
+  loop,
+  pace,
+  Recorder,
+  type Sample,
+} from "./soak-client.ts";
 
 /**
  * The attacker of `npm run soak` (bench/soak.ts), in a process of its own: a workspace doing the
@@ -90,7 +99,7 @@ const failingUrl = await receiver((res) => {
 const setupCall = async (op: string, body: unknown) => {
   const res = await fetch(`${url}/v2/${op}`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+    headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}`, ...clientHeader },
     body: JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any };

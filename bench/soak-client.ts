@@ -43,6 +43,10 @@ export type ToWorker =
   | { type: "report"; drainS?: number }
   | { type: "exit" };
 
+/** The client address this worker's requests carry (X-Forwarded-For), as a proxy in front of Latchkey reports it. */
+const clientAddress = process.env["SOAK_CLIENT_ADDRESS"];
+export const clientHeader: Record<string, string> = clientAddress ? { "x-forwarded-for": clientAddress } : {};
+
 export class Recorder {
   readonly samples: Sample[] = [];
   private readonly texts = new Map<string, number>();
@@ -64,7 +68,7 @@ export class Recorder {
     try {
       const res = await fetch(`${baseUrl}/v2/${op}`, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+        headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}`, ...clientHeader },
         body: typeof body === "string" ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(options.timeoutMs ?? 15_000),
       });

@@ -1,6 +1,15 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { EVENT_TYPES, everyMs, fromSoak, loop, pace, Recorder, type Sample } from "./soak-client.ts";
+import {
+  clientHeader,
+  EVENT_TYPES,
+  everyMs,
+  fromSoak,
+  loop,
+  pace,
+  Recorder,
+  type Sample,
+} from "./soak-client.ts";
 
 /**
  * The victim of `npm run soak` (bench/soak.ts), in a process of its own so that nothing else the soak
@@ -96,7 +105,11 @@ const expect = (key: string, op: string, t: number) => {
 const setupCall = async (op: string, body: unknown) => {
   const res = await fetch(`${url}/v2/${op}`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${config.rootKey}` },
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${config.rootKey}`,
+      ...clientHeader,
+    },
     body: JSON.stringify(body),
   });
   const parsed = (await res.json()) as any;
@@ -277,7 +290,11 @@ try {
   for (let page = 0; page < 50; page++) {
     const res = await fetch(`${url}/v2/webhooks.listDeliveries`, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${config.rootKey}` },
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${config.rootKey}`,
+        ...clientHeader,
+      },
       body: JSON.stringify({ webhookId, status: "pending", limit: 100, ...(cursor ? { cursor } : {}) }),
     });
     const body = (await res.json()) as any;

@@ -136,11 +136,20 @@ class CpuTracker {
   }
 }
 
+/**
+ * The client address each side's requests carry in X-Forwarded-For, as a load balancer in front of
+ * Latchkey reports them (TRUSTED_PROXIES names the loopback the soak connects from): the victim and
+ * the attacker are different clients, as they are in a deployment, so each has its own root-key
+ * lookup budget (docs/reliability.md).
+ */
+const CLIENT_ADDRESSES = { victim: "198.51.100.7", attacker: "203.0.113.9" } as const;
+const TRUSTED_PROXIES = "127.0.0.1,::1";
+
 /** A worker process (victim or attacker) and its messages. */
-function worker(file: string, config: object) {
+function worker(file: string, config: object, clientAddress: string) {
   const child = fork(join(import.meta.dirname, file), [], {
     execArgv: ["--import", "tsx"],
-    env: { ...process.env, SOAK_WORKER: JSON.stringify(config) },
+    env: { ...process.env, SOAK_WORKER: JSON.stringify(config), SOAK_CLIENT_ADDRESS: clientAddress },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const waiting = new Map<string, (m: any) => void>();
@@ -226,6 +235,7 @@ async function startLatchkey(
       CONSOLE: "false",
       WEBHOOK_ALLOW_PRIVATE_URLS: "true",
       WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
+      TRUSTED_PROXIES,
       LOG_LEVEL: "warn",
     });
     return {
@@ -247,7 +257,7 @@ async function startLatchkey(
       ratelimit: ratelimitEnv,
       analytics: { CLICKHOUSE_QUERY_URL: servers.clickhouse.queryUrl },
       webhooks: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS) },
-      gateway: { METRICS_PORT: String(metricsPort) },
+      gateway: { METRICS_PORT: String(metricsPort), TRUSTED_PROXIES },
     },
   });
   const procs: Proc[] = [
@@ -408,13 +418,13 @@ async function main(): Promise<number> {
       webhookTimeoutMs: WEBHOOK_TIMEOUT_MS,
       ...attackRates,
     };
-    const attacker = worker("soak-attacker.ts", attackerConfig);
+    const attacker = worker("soak-attacker.ts", attackerConfig, CLIENT_ADDRESSES.attacker);
     children.push(attacker.child);
     const attackerReady = await attacker.next("ready", 120_000);
     say(
       `attacker ready: ${attackerReady.webhooks.slow} slow and ${attackerReady.webhooks.failing} failing webhooks`,
     );
-    const victim = worker("soak-victim.ts", victimConfig);
+    const victim = worker("soak-victim.ts", victimConfig, CLIENT_ADDRESSES.victim);
     children.push(victim.child);
     await victim.next("ready", 120_000);
     const databaseName = new URL(latchkey.databaseUrl).pathname.slice(1);
