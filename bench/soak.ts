@@ -60,6 +60,16 @@ const REDIS_MAXMEMORY = process.env["SOAK_REDIS_MAXMEMORY"] || "256mb";
 const FAULT_DOWN_S = num("SOAK_FAULT_DOWN_S", 5);
 const FAULT_GRACE_S = num("SOAK_FAULT_GRACE_S", 5);
 const FAULTS = process.env["SOAK_FAULTS"] ?? "redis,nats,clickhouse,postgres";
+// Checked before anything starts: a mistyped name stops the soak at once.
+const FAULT_DEPENDENCIES = FAULTS.split(",")
+  .map((d) => d.trim())
+  .filter(Boolean) as Dependency[];
+for (const d of FAULT_DEPENDENCIES) {
+  if (!["nats", "redis", "clickhouse", "postgres"].includes(d)) {
+    process.stderr.write(`SOAK_FAULTS: unknown '${d}'; use nats, redis, clickhouse, postgres (or nothing)\n`);
+    process.exit(2);
+  }
+}
 /** Seconds between faults; a short run packs them closer, so that each dependency fails at least once. */
 const FAULT_EVERY_S = num("SOAK_FAULT_EVERY_S", 60);
 const DRAIN_S = num("SOAK_DRAIN_S", 60);
@@ -498,13 +508,7 @@ async function main(): Promise<number> {
 
     // Faults: one dependency at a time, spread over the attack, none starting in its last 30 s.
     const windows: FaultWindow[] = [];
-    const deps = FAULTS.split(",")
-      .map((d) => d.trim())
-      .filter(Boolean) as Dependency[];
-    for (const d of deps) {
-      if (!["nats", "redis", "clickhouse", "postgres"].includes(d))
-        throw new Error(`SOAK_FAULTS: unknown '${d}'; use nats, redis, clickhouse, postgres`);
-    }
+    const deps = FAULT_DEPENDENCIES;
     // On the server's maintenance database, so that it is not among the connections it kills.
     const killer = connect(testServerUrl(), { max: 1 });
     const faultSpan = ATTACK_S - 25;
