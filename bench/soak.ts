@@ -312,9 +312,14 @@ function watchExits(procs: Proc[]): Latchkey["exits"] {
   return exits;
 }
 
-/** The value of every `latchkey_loop_last_progress_seconds{loop=...}` line, by loop. */
-async function loopProgress(urls: string[]): Promise<Map<string, number>> {
+/**
+ * The value of every `latchkey_loop_last_progress_seconds{loop=...}` line, by loop, and the longest
+ * event-loop delay any process saw since the last scrape (`nodejs_eventloop_lag_max_seconds`, which
+ * each scrape resets), in ms.
+ */
+async function loopProgress(urls: string[]): Promise<{ loops: Map<string, number>; lagMaxMs: number }> {
   const found = new Map<string, number>();
+  let lagMaxMs = 0;
   for (const url of urls) {
     const text = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
       (r) => (r.ok ? r.text() : ""),
@@ -323,8 +328,10 @@ async function loopProgress(urls: string[]): Promise<Map<string, number>> {
     for (const m of text.matchAll(/^latchkey_loop_last_progress_seconds\{loop="([^"]+)"\} (\S+)$/gm)) {
       found.set(m[1]!, Math.max(found.get(m[1]!) ?? 0, Number(m[2])));
     }
+    const lag = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+    if (lag) lagMaxMs = Math.max(lagMaxMs, Number(lag[1]) * 1000);
   }
-  return found;
+  return { loops: found, lagMaxMs };
 }
 
 /** What Redis says of its memory and of the commands it refused, at the end. */
@@ -467,6 +474,8 @@ async function main(): Promise<number> {
     const rss: { t: number; value: number }[] = [];
     const redisUsed: { t: number; value: number }[] = [];
     const loopStale = new Map<string, { max: number; at: number }>();
+    /** The longest event-loop delay of each sample interval, by phase, in ms. */
+    const lag = { warmup: [] as number[], attack: [] as number[] };
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
@@ -476,7 +485,10 @@ async function main(): Promise<number> {
         const info = await redisClient.info("memory").catch(() => "");
         const used = /used_memory:(\d+)/.exec(info);
         if (used) redisUsed.push({ t, value: Number(used[1]) / 2 ** 20 });
-        for (const [loop, last] of await loopProgress(latchkey.metricsUrls)) {
+        const scraped = await loopProgress(latchkey.metricsUrls);
+        const phase = t <= attackAt ? "warmup" : t <= endAt ? "attack" : undefined;
+        if (phase) lag[phase].push(scraped.lagMaxMs);
+        for (const [loop, last] of scraped.loops) {
           const stale = t / 1000 - last;
           const seen = loopStale.get(loop);
           if (!seen || stale > seen.max) loopStale.set(loop, { max: stale, at: t });
@@ -605,6 +617,7 @@ async function main(): Promise<number> {
       rss,
       redisUsed,
       loopStale,
+      lag,
       counted,
       metricsAtEnd,
       cpu: cpu.used,
@@ -681,6 +694,7 @@ function report(r: {
   rss: { t: number; value: number }[];
   redisUsed: { t: number; value: number }[];
   loopStale: Map<string, { max: number; at: number }>;
+  lag: { warmup: number[]; attack: number[] };
   counted: Record<string, number> | undefined;
   metricsAtEnd: string[];
   cpu: Record<string, Record<"warmup" | "attack", number>>;
@@ -886,6 +900,15 @@ function report(r: {
     ...(r.loopStale.size === 0
       ? ["no loop reports progress"]
       : [...r.loopStale.entries()].map(([loop, s]) => `- ${loop}: ${s.max.toFixed(1)} s (at ${at(s.at)})`)),
+    "",
+    "## Event-loop delay of Latchkey's process(es): the longest of each sample interval, ms",
+    "",
+    ...(["warmup", "attack"] as const).map((phase) => {
+      const l = [...r.lag[phase]].sort((a, b) => a - b);
+      const q = (p: number) =>
+        l.length === 0 ? Number.NaN : l[Math.min(l.length - 1, Math.floor(p * l.length))]!;
+      return `- ${phase === "warmup" ? "warm-up" : "attack"}: median ${q(0.5).toFixed(1)}, p90 ${q(0.9).toFixed(1)}, max ${q(1).toFixed(1)} over ${l.length} intervals`;
+    }),
     "",
     "## Counters at the end (non-zero)",
     "",
