@@ -11,10 +11,19 @@ const callerA = {
   permissions: [],
   requestId: "",
 } as Caller;
+/** Another root key of the same workspace. */
 const callerB = {
   $typeName: "common.v1.Caller",
-  workspaceId: "ws_b",
+  workspaceId: "ws_a",
   rootKeyId: "rk_b",
+  permissions: [],
+  requestId: "",
+} as Caller;
+/** A root key of another workspace. */
+const callerOther = {
+  $typeName: "common.v1.Caller",
+  workspaceId: "ws_other",
+  rootKeyId: "rk_other",
   permissions: [],
   requestId: "",
 } as Caller;
@@ -153,5 +162,52 @@ describe("batchedByCaller", () => {
     await turn();
     echo(sent[1]!);
     expect(await later).toBe("3!");
+  });
+
+  it("keeps each workspace's calls in batches of their own, answered as their batch returns, whatever another's is doing", async () => {
+    const { sent, call } = recording();
+    const slow = call(callerA, "a1");
+    const other = call(callerOther, "o1");
+    await turn();
+    expect(sent.map((b) => [b.callers.map((c) => c.workspaceId), b.items.map((i) => i.request)])).toEqual([
+      [["ws_a"], ["a1"]],
+      [["ws_other"], ["o1"]],
+    ]);
+    // The other workspace's batch returns while ws_a's is still out.
+    echo(sent[1]!);
+    expect(await other).toBe("o1!");
+    echo(sent[0]!);
+    expect(await slow).toBe("a1!");
+  });
+
+  it("counts maxInFlight per workspace: one with its batches all out holds no other workspace's calls", async () => {
+    const { sent, call } = recording({ maxInFlight: 1 });
+    const held = call(callerA, "a1");
+    await turn();
+    const waiting = call(callerA, "a2");
+    const other = call(callerOther, "o1");
+    await turn();
+    // ws_a's second call waits for its first batch; the other workspace's leaves at once.
+    expect(sent.map((b) => b.items.map((i) => i.request))).toEqual([["a1"], ["o1"]]);
+    echo(sent[1]!);
+    expect(await other).toBe("o1!");
+    echo(sent[0]!);
+    expect(await held).toBe("a1!");
+    await turn();
+    await turn();
+    echo(sent[2]!);
+    expect(await waiting).toBe("a2!");
+  });
+
+  it("keeps a lane only for a workspace with calls waiting or out", async () => {
+    const { sent, call } = recording();
+    const lanes = (call as unknown as { lanes(): number }).lanes;
+    const answers = Promise.all([call(callerA, "a"), call(callerOther, "o")]);
+    expect(lanes()).toBe(2);
+    await turn();
+    for (const b of sent) echo(b);
+    await answers;
+    await turn();
+    expect(lanes()).toBe(0);
   });
 });
