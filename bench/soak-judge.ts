@@ -20,10 +20,13 @@ export interface FaultWindow {
 export const BOUNDS = {
   /** The victim's webhook events, from its operation to their arrival, p99 outside NATS and PostgreSQL faults. */
   webhookP99Ms: 5_000,
-  /** The victim's verification p99 under attack (outside fault windows): at most this times its p99 alone... */
-  verifyP99Factor: 3,
-  /** ...or this many ms, whichever is larger: below it a p99 is scheduling noise on a shared 2-core machine. */
-  verifyP99FloorMs: 25,
+  /**
+   * The victim's verification p99 under attack (outside fault windows), ms: a victim still served stays far
+   * under it, a starved one (a shared queue, a lock or an event loop the attacker holds) goes to seconds.
+   * Its ratio to the p99 alone is stated beside it, not judged: on the soak's two cores the attack's own
+   * clients and servers share the CPU with Latchkey (docs/reliability.md).
+   */
+  verifyP99Ms: 250,
   /** RSS of Latchkey's processes, and Redis's used_memory, from the end of the attack's ramp to its end. */
   growth: 0.1,
 } as const;
