@@ -79,7 +79,7 @@ async function asQueryUser(sql: string): Promise<string> {
 
 describe("the read-only query user (connected to directly)", () => {
   // The service's timer answers at the limit plus TIMER_GRACE_MS (0.5 s): the query must outlast both, by far,
-  // on a quiet machine too (three regular expressions over each joined row, about 2 s on the development VM, half of it with one).
+  // on a quiet machine too: three regular expressions over each joined row, where one alone came close to it.
   it("takes several times the time-limit test's 0.2 s and the timer's grace over a slow query (what that test relies on)", async () => {
     const started = Date.now();
     const answer = await asQueryUser(SLOW.replaceAll("key_verifications_v1", "key_verifications_raw"));
