@@ -58,19 +58,22 @@ describe("the PostgreSQL client (postgres, patched: patches/postgres@3.4.9.patch
         await db.sql`CREATE TABLE after_close (n int)`;
         const sql = connect(db.url, { max: 1 });
         let pid = 0;
-        const tx = sql.begin(async (t) => {
-          const [row] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
-          pid = row!.pid;
-          // The transaction goes on after its query failed, as code that catches its own errors does.
-          await t`SELECT pg_sleep(5)`.catch(() => {});
-          await t`INSERT INTO after_close VALUES (1)`;
-        });
+        // Its failure is taken at once: the transaction may fail while the test is still terminating it.
+        const tx = sql
+          .begin(async (t) => {
+            const [row] = await t<{ pid: number }[]>`SELECT pg_backend_pid() AS pid`;
+            pid = row!.pid;
+            // The transaction goes on after its query failed, as code that catches its own errors does.
+            await t`SELECT pg_sleep(5)`.catch(() => {});
+            await t`INSERT INTO after_close VALUES (1)`;
+          })
+          .then(
+            () => undefined,
+            (err: unknown) => err as { code?: string },
+          );
         while (pid === 0) await new Promise((r) => setTimeout(r, 20));
         await terminate(pid);
-        const failure = await tx.then(
-          () => undefined,
-          (err: unknown) => err as { code?: string },
-        );
+        const failure = await tx;
         expect(["CONNECTION_CLOSED", "ECONNRESET", "57P01"]).toContain(failure?.code);
         // What unpatched postgres.js did next: a write to the closed socket, thrown where nothing catches it.
         await new Promise((r) => setTimeout(r, 300));
