@@ -4,6 +4,7 @@
  * whether or not earlier ones have been answered, so a slow server shows as latency, not as fewer
  * requests (no coordinated omission); past `maxInFlight` a request is skipped and counted.
  */
+import { DOMAIN_EVENT_TYPES } from "@latchkey/runtime";
 
 /** One request: operation, start (unix ms), latency (ms), HTTP status (0: no answer: refused, reset, timed out). */
 export interface Sample {
@@ -22,18 +23,8 @@ export interface Answer {
   ms: number;
 }
 
-/** Every webhook event type (docs/api.md, Webhook events): both workspaces' webhooks take them all. */
-export const EVENT_TYPES = [
-  "key.created",
-  "key.updated",
-  "key.deleted",
-  "key.rerolled",
-  "credits.low",
-  "credits.exhausted",
-  "ratelimit.exceeded",
-  "identity.created",
-  "identity.deleted",
-];
+/** Every webhook event type (the runtime's one list): both workspaces' webhooks take them all. */
+export const EVENT_TYPES = DOMAIN_EVENT_TYPES;
 
 /** Messages between the soak (bench/soak.ts) and its workers, over the fork's IPC channel. */
 export type ToWorker =
