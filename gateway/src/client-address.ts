@@ -77,6 +77,12 @@ export class TrustedProxies {
     return keyOf(client);
   }
 
+  /** Whether the request's peer is a trusted proxy, whose X-Forwarded-* fields are then believed. */
+  trustsPeer(origin: RequestOrigin): boolean {
+    const peer = origin.peer === undefined ? undefined : strictAddress(origin.peer);
+    return peer !== undefined && this.ranges.length > 0 && this.trusts(peer);
+  }
+
   private trusts(address: Address): boolean {
     for (const [range, bits] of this.ranges) {
       if (range.kind() === address.kind() && address.match(range, bits)) return true;

@@ -98,6 +98,13 @@ class Head {
   authorization: string | undefined = undefined;
   accept: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
+  /** The fields only the portal's routes read (gateway.ts, Exchange). */
+  hostValue: string | undefined = undefined;
+  cookie: string | undefined = undefined;
+  origin: string | undefined = undefined;
+  secFetchSite: string | undefined = undefined;
+  forwardedProto: string | undefined = undefined;
+  forwardedHost: string | undefined = undefined;
   contentLength = -1;
   chunked = false;
   close = false;
@@ -510,6 +517,26 @@ function parseHead(text: string): Head {
       case "host":
         if (head.host) throw new Refusal(400);
         head.host = true;
+        // Kept raw, trimmed only when a portal route reads it: every request has a Host.
+        head.hostValue = raw;
+        break;
+      case "cookie": {
+        // As node:http: repeated Cookie fields joined with "; ".
+        const value = trim(raw);
+        head.cookie = head.cookie === undefined ? value : `${head.cookie}; ${value}`;
+        break;
+      }
+      case "origin":
+        head.origin ??= trim(raw);
+        break;
+      case "sec-fetch-site":
+        head.secFetchSite ??= trim(raw);
+        break;
+      case "x-forwarded-proto":
+        head.forwardedProto ??= trim(raw);
+        break;
+      case "x-forwarded-host":
+        head.forwardedHost ??= trim(raw);
         break;
       case "authorization":
         // As node:http: a repeated Authorization is dropped, the first one stands.
@@ -591,6 +618,25 @@ class EdgeExchange implements Exchange {
   }
   get forwardedFor() {
     return this.head.forwardedFor;
+  }
+  get cookie() {
+    return this.head.cookie;
+  }
+  get origin() {
+    return this.head.origin;
+  }
+  get secFetchSite() {
+    return this.head.secFetchSite;
+  }
+  get host() {
+    const raw = this.head.hostValue;
+    return raw === undefined ? undefined : trim(raw);
+  }
+  get forwardedProto() {
+    return this.head.forwardedProto;
+  }
+  get forwardedHost() {
+    return this.head.forwardedHost;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;

@@ -11,6 +11,7 @@ import {
   type VerifyKeyRequest,
   type VerifyKeyResponse,
 } from "@latchkey/proto/keys/v1/keys_pb";
+import { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
 import {
   type LimitBatchItem,
   type LimitRequest,
@@ -34,6 +35,7 @@ import { batchedByCaller } from "./batch.ts";
 import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
+import { PortalWeb, sessionCookie } from "./portal-web.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
@@ -50,6 +52,16 @@ export interface GatewayDeps {
   analytics: Transport;
   /** WebhookService: webhooks and their deliveries. */
   webhooks: Transport;
+  /** PortalService: portals and their sessions. */
+  portal: Transport;
+  /**
+   * Where the deployment is reached from outside (PUBLIC_URL): the base of the portal's URLs and
+   * the origin its state-changing calls must come from. Unset: env PUBLIC_URL; neither: each
+   * request's own origin (docs/portal.md).
+   */
+  publicUrl?: string;
+  /** Each client's budget of portal.exchangeCode attempts (portal-web.ts); tests that send many raise it. */
+  exchangeBudget?: { burst: number; perMinute: number };
   /** Where the cause of a 5xx is written, once, with its requestId. */
   log: Logger;
   /** Time for the root-key cache. */
@@ -104,6 +116,16 @@ export interface Exchange extends RequestOrigin {
   readonly url: string;
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
+  /**
+   * What only the portal's routes read (portal-web.ts): the Cookie, Origin, Sec-Fetch-Site and Host
+   * fields, and X-Forwarded-Proto and X-Forwarded-Host (believed from a trusted proxy only).
+   */
+  readonly cookie?: string | undefined;
+  readonly origin?: string | undefined;
+  readonly secFetchSite?: string | undefined;
+  readonly host?: string | undefined;
+  readonly forwardedProto?: string | undefined;
+  readonly forwardedHost?: string | undefined;
   /** Set by the gateway on an operation's request: what latchkey_http_request_duration_seconds times. */
   timing?: { operation: Operation; started: number } | undefined;
   /** Sends the whole answer, once; `headers` are extra response headers (allow, connection: close). */
@@ -128,6 +150,28 @@ class NodeExchange implements Exchange {
   }
   get accept() {
     return this.req.headers.accept;
+  }
+  get cookie() {
+    return this.req.headers.cookie;
+  }
+  get origin() {
+    return this.one("origin");
+  }
+  get secFetchSite() {
+    return this.one("sec-fetch-site");
+  }
+  get host() {
+    return this.req.headers.host;
+  }
+  get forwardedProto() {
+    return this.one("x-forwarded-proto");
+  }
+  get forwardedHost() {
+    return this.one("x-forwarded-host");
+  }
+  private one(name: string): string | undefined {
+    const value = this.req.headers[name];
+    return Array.isArray(value) ? value.join(", ") : value;
   }
   get peer() {
     // Tests mount the gateway on requests without a socket.
@@ -160,6 +204,10 @@ interface Served {
   freeJson: boolean;
   /** Whether it changes state: its caller then carries the request id, for the change's audit record. */
   changes: boolean;
+  /** Who calls it (Route.auth): a root key, a portal session, or anyone. */
+  auth: "rootKey" | "portalSession" | "none";
+  /** Whether its handler reads the request's side (RouteContext.web): the portal's routes. */
+  web: boolean;
 }
 
 const JSON_TYPE = "application/json";
@@ -192,6 +240,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // A bad TRUSTED_PROXIES stops the start, naming it.
   const trustedProxies = TrustedProxies.parse(deps.trustedProxies ?? env.string("TRUSTED_PROXIES"));
   const auth = new RootKeyAuth(keys, deps.clock, { ttlMs, trustedProxies }, deps.bus);
+  // A bad PUBLIC_URL stops the start, naming it.
+  const portalWeb = new PortalWeb(
+    deps.publicUrl ?? env.string("PUBLIC_URL"),
+    trustedProxies,
+    deps.clock,
+    deps.exchangeBudget,
+  );
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -200,11 +255,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
     identity: createClient(IdentityService, deps.identity),
     analytics: createClient(AnalyticsService, deps.analytics),
     webhooks: createClient(WebhookService, deps.webhooks),
+    portal: createClient(PortalService, deps.portal),
     audit: {
       keys: createClient(AuditService, deps.keys),
       identity: createClient(AuditService, deps.identity),
       ratelimit: createClient(AuditService, deps.ratelimit),
       webhooks: createClient(AuditService, deps.webhooks),
+      portal: createClient(AuditService, deps.portal),
     },
     // Requests and their items are messages written as literals, handed over as they are in process.
     verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(
@@ -232,6 +289,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
       validate: compile(route.schema, route.refused),
       freeJson: holdsFreeJson(route.schema),
       changes: route.audited === true,
+      auth: route.auth ?? "rootKey",
+      web: operation.startsWith("portal"),
     });
   }
 
@@ -248,6 +307,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return fail(served, x, requestId, undefined, p);
     }
+    if (served.auth !== "rootKey") return serveWithoutRootKey(served, x, requestId, input.value);
     // A cached root key needs no promise hop before the route runs.
     const header = x.authorization;
     let caller = auth.cached(header);
@@ -255,10 +315,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     try {
       replied =
         caller !== undefined
-          ? run(served, input.value, caller, requestId)
+          ? run(served, input.value, caller, requestId, x)
           : auth.authenticate(header, x).then((c) => {
               caller = c;
-              return run(served, input.value, c, requestId);
+              return run(served, input.value, c, requestId, x);
             });
     } catch (err) {
       return fail(served, x, requestId, caller, err);
@@ -276,11 +336,54 @@ export function createGateway(deps: GatewayDeps): Gateway {
     );
   }
 
-  function run(served: Served, input: unknown, caller: Caller, requestId: string): Promise<Reply> {
+  function run(
+    served: Served,
+    input: unknown,
+    caller: Caller,
+    requestId: string,
+    x: Exchange,
+  ): Promise<Reply> {
     if (served.permissions) requirePermissions(caller, served.permissions(input));
     // The cached caller is shared: a management call gets a copy that carries its request id.
     const c = served.changes ? { ...caller, requestId } : caller;
+    if (served.web)
+      return served.handle(input, { caller: c, requestId, services, web: portalWeb.request(x, undefined) });
     return served.handle(input, { caller: c, requestId, services });
+  }
+
+  /**
+   * A portal session's call (its token in the portal_session cookie, checked by the portal service)
+   * or portal.exchangeCode (the code is the credential). A state-changing session call must be
+   * same-origin (portal-web.ts), so no other site's page can make it with the user's cookie.
+   */
+  function serveWithoutRootKey(served: Served, x: Exchange, requestId: string, input: unknown) {
+    let replied: Promise<Reply>;
+    try {
+      let token: string | undefined;
+      if (served.auth === "portalSession") {
+        token = sessionCookie(x.cookie);
+        if (token === undefined) throw problems.noPortalSession();
+        if (served.changes && !portalWeb.sameOrigin(x)) throw problems.crossOrigin();
+      }
+      replied = served.handle(input, {
+        caller: NO_CALLER,
+        requestId,
+        services,
+        web: portalWeb.request(x, token),
+      });
+    } catch (err) {
+      return fail(served, x, requestId, undefined, err);
+    }
+    replied.then(
+      (reply) => {
+        try {
+          answer(x, requestId, reply);
+        } catch (err) {
+          fail(served, x, requestId, undefined, err);
+        }
+      },
+      (err: unknown) => fail(served, x, requestId, undefined, err),
+    );
   }
 
   function fail(served: Served, x: Exchange, requestId: string, caller: Caller | undefined, err: unknown) {
@@ -379,6 +482,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
   };
 }
 
+/** The caller of a route that no root key authenticates: no workspace, no permissions. */
+const NO_CALLER: Caller = {
+  $typeName: "common.v1.Caller",
+  workspaceId: "",
+  rootKeyId: "",
+  permissions: [],
+  requestId: "",
+};
+
 const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };
 // The rest of a body that was not read cannot be told from the next request: the connection ends.
@@ -391,7 +503,7 @@ function answer(x: Exchange, requestId: string, reply: Reply) {
   if (reply.json !== undefined) out += `,"data":${reply.json}`;
   else out += `,"data":${JSON.stringify(reply.data) ?? "{}"}`;
   if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
-  send(x, 200, JSON_TYPE, `${out}}`);
+  send(x, 200, JSON_TYPE, `${out}}`, reply.headers);
 }
 
 /**

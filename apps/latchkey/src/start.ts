@@ -26,6 +26,7 @@ import {
   MIN_CACHE_BYTES,
   startRefills,
 } from "@latchkey/keys";
+import { createPortalDeps, portalRoutes, portalSettingsFromEnv } from "@latchkey/portal";
 import {
   createRatelimitDeps,
   ratelimitRoutes,
@@ -101,6 +102,9 @@ function readSettings() {
     counterBounds: counterBoundsFromEnv(),
     ratelimitStore: storeFromEnv(),
     webhooks: webhookSettingsFromEnv(),
+    portal: portalSettingsFromEnv(),
+    // The portal's URLs and its same-origin check (docs/portal.md); unset, each request's own origin.
+    publicUrl: env.string("PUBLIC_URL"),
     // Audit records older than this many days go, from each context's table (packages/runtime/src/audit.ts).
     auditRetentionDays: env.int("AUDIT_RETENTION_DAYS", 365, 1),
   };
@@ -255,11 +259,21 @@ async function start(settings: Settings, boot: Starting) {
   });
   onStop(() => keys.close());
   onStop(startRefills(db.sql, { clock: keys.clock, log }));
+  const keysTransport = localTransport(keysRoutes(keys));
+  const analyticsTransport = localTransport(analyticsRoutes(analytics));
+  const portal = createPortalDeps({
+    sql: db.sql,
+    keys: keysTransport,
+    analytics: analyticsTransport,
+    settings: settings.portal,
+    log: log.child({ service: "portal" }),
+  });
   const transports: Record<ContextName, Transport> = {
     ...called,
-    keys: localTransport(keysRoutes(keys)),
-    analytics: localTransport(analyticsRoutes(analytics)),
+    keys: keysTransport,
+    analytics: analyticsTransport,
     webhooks: webhooks.transport,
+    portal: localTransport(portalRoutes(portal)),
   };
   const gateway = createGateway({
     ...transports,
@@ -267,6 +281,7 @@ async function start(settings: Settings, boot: Starting) {
     clock: systemClock,
     bus,
     rootKeyCacheTtlMs: settings.rootKeyCacheTtlMs,
+    ...(settings.publicUrl ? { publicUrl: settings.publicUrl } : {}),
     // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
     // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
     batchesInFlight: 8,

@@ -5,6 +5,8 @@ import { auditRoutes } from "./audit/index.ts";
 import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
+import { portalRoutes } from "./portal/index.ts";
+import { portalsRoutes } from "./portals/index.ts";
 import { ratelimitRoutes } from "./ratelimit/index.ts";
 import { webhooksRoutes } from "./webhooks/index.ts";
 
@@ -22,6 +24,8 @@ export const routes = {
   ...analyticsRoutes,
   ...webhooksRoutes,
   ...auditRoutes,
+  ...portalsRoutes,
+  ...portalRoutes,
 } satisfies Record<string, Route>;
 
 export type Operation = keyof typeof routes;
