@@ -11,8 +11,7 @@ export const createPortal = route({
   example: { apiId: "api_123", name: "Acme customers", slug: "acme" },
   rootKey: {
     needs: ["portal.*.create_portal"],
-    also: "`api.<apiId>.read_api` on the portal's API",
-    masked: "An API the root key may not read is answered 404, as one that does not exist.",
+    also: "`api.<apiId>.read_api` on the portal's API (without it the API is answered 404, as one that does not exist)",
   },
   errors: [404, 409, 412],
   schema: Closed({

@@ -5,12 +5,11 @@ import { Closed, pageFields } from "../../schema.ts";
 import { PortalAnswer, portalData } from "./shapes.ts";
 
 export const listPortals = route({
-  description:
-    "Latchkey's addition: the workspace's portals by id, those the root key may read (`portal.*.read_portal`, or `portal.<portalId>.read_portal` for each).",
+  description: "Latchkey's addition: the workspace's portals by id.",
   answer: Type.Array(PortalAnswer),
   paginated: true,
   example: {},
-  rootKey: { needs: ["portal.<portalId>.read_portal"], also: "each portal listed only where held" },
+  rootKey: { needs: ["portal.*.read_portal"] },
   schema: Closed({ limit: pageFields.limit, cursor: pageFields.cursor }),
   async handle(input, { caller, services }) {
     const res = await services.portal.listPortals({
