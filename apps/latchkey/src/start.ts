@@ -13,6 +13,7 @@ import {
 } from "@latchkey/analytics";
 import { builtConsolePages } from "@latchkey/console/build";
 import { createGateway, listen, metricsPortOf, serveMetrics } from "@latchkey/gateway";
+import { parsePublicUrl } from "@latchkey/gateway/portal-web";
 import { gatewayStarting, rootKeyCacheTtlMsFromEnv } from "@latchkey/gateway/starting";
 import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
 import {
@@ -104,10 +105,18 @@ function readSettings() {
     webhooks: webhookSettingsFromEnv(),
     portal: portalSettingsFromEnv(),
     // The portal's URLs and its same-origin check (docs/portal.md); unset, each request's own origin.
-    publicUrl: env.string("PUBLIC_URL"),
+    publicUrl: publicUrlFromEnv(),
     // Audit records older than this many days go, from each context's table (packages/runtime/src/audit.ts).
     auditRetentionDays: env.int("AUDIT_RETENTION_DAYS", 365, 1),
   };
+}
+
+/** PUBLIC_URL, checked with the settings: a bad one stops the start before anything connects, naming it. */
+function publicUrlFromEnv(): string | undefined {
+  const value = env.string("PUBLIC_URL");
+  if (value === undefined || value.trim() === "") return undefined;
+  parsePublicUrl(value);
+  return value;
 }
 
 type Settings = ReturnType<typeof readSettings>;
