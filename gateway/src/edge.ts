@@ -526,17 +526,18 @@ function parseHead(text: string): Head {
         head.cookie = head.cookie === undefined ? value : `${head.cookie}; ${value}`;
         break;
       }
+      // As node:http: repeated fields joined with ", " (which no origin or Sec-Fetch-Site value equals).
       case "origin":
-        head.origin ??= trim(raw);
+        head.origin = joinedField(head.origin, raw);
         break;
       case "sec-fetch-site":
-        head.secFetchSite ??= trim(raw);
+        head.secFetchSite = joinedField(head.secFetchSite, raw);
         break;
       case "x-forwarded-proto":
-        head.forwardedProto ??= trim(raw);
+        head.forwardedProto = joinedField(head.forwardedProto, raw);
         break;
       case "x-forwarded-host":
-        head.forwardedHost ??= trim(raw);
+        head.forwardedHost = joinedField(head.forwardedHost, raw);
         break;
       case "authorization":
         // As node:http: a repeated Authorization is dropped, the first one stands.
@@ -591,6 +592,9 @@ function parseHead(text: string): Head {
 }
 
 const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
+
+const joinedField = (before: string | undefined, raw: string) =>
+  before === undefined ? trim(raw) : `${before}, ${trim(raw)}`;
 
 /** A request read by the edge, answered on its connection. */
 class EdgeExchange implements Exchange {
