@@ -19,14 +19,14 @@ const COMMON_ERRORS = [400, 401, 403, 413, 500, 503] as const;
 
 const DESCRIPTIONS: Record<number, string> = {
   400: "The body is not JSON, does not fit the schema, or goes past a limit; `errors` lists each violation.",
-  401: "No Authorization header, a malformed one, or an unknown or revoked root key.",
-  403: "The root key lacks a permission; the detail names it.",
+  401: "No Authorization header, a malformed one, or an unknown or revoked root key; on the portal's session calls, no live portal session; on portal.exchangeCode, a code used, expired or unknown.",
+  403: "The root key lacks a permission (the detail names it); on the portal's session calls, a scope not granted or a cross-origin change.",
   404: "The resource does not exist, or the root key may not see it (the two answer alike).",
   409: "A name or external id that must be unique is taken.",
   412: "A precondition failed (see the detail).",
   413: "The body is over 1 MiB; the connection is closed.",
   422: "The analytics query went past its time, row, byte or memory limit.",
-  429: "The workspace runs more analytics queries at once than allowed.",
+  429: "Too many at once: the workspace's analytics queries, or one client's portal.exchangeCode attempts.",
   500: "Something went wrong on Latchkey's side; quote the requestId.",
   503: "A service behind the gateway is unavailable or did not answer in time; retry.",
 };
