@@ -31,6 +31,8 @@ export interface Target {
   expect?: string;
   /** The processes serving the target, whose CPU time per request is reported. */
   processes?: ProcessGroups;
+  /** Connections of this load (default CONNECTIONS), e.g. a share of them per gateway. */
+  connections?: number;
 }
 
 /** One autocannon load of `target` for `duration` seconds. */
@@ -50,7 +52,7 @@ export async function load(target: Target, duration: number): Promise<Figures> {
   const result = await autocannon({
     url: target.url,
     method: "POST",
-    connections: CONNECTIONS,
+    connections: target.connections ?? CONNECTIONS,
     duration,
     headers,
     ...(typeof body === "string" && onResponse === undefined
