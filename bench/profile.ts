@@ -4,7 +4,7 @@ import { join, relative } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { startProcess, startStack } from "../test/testing/process-stack.ts";
 import { caller, cpuTable, load, type Target } from "./load.ts";
-import { pidsMatching, treeOf } from "./procfs.ts";
+import { pidsMatching, postgresOf, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 import { seedFullVerification } from "./throughput.ts";
 
@@ -121,7 +121,7 @@ async function main() {
       ratelimit: treeOf(stack.ratelimit.child.pid),
       identity: treeOf(stack.identity.child.pid),
       nats: () => pidsMatching("nats-server"),
-      postgres: () => pidsMatching("postgres"),
+      postgres: postgresOf(stack.db.url.split("/").pop()!),
     };
   } else {
     const db = await createTestDatabase();
@@ -150,7 +150,7 @@ async function main() {
     const call = caller(proc.url, rootKey);
     await fillTable(call, db.sql);
     target = await targetOn(call, proc.url, rootKey);
-    target.processes = { latchkey: treeOf(proc.child.pid), postgres: () => pidsMatching("postgres") };
+    target.processes = { latchkey: treeOf(proc.child.pid), postgres: postgresOf(db.url.split("/").pop()!) };
   }
   try {
     await load(target, Number(process.env["WARMUP"] ?? 3));

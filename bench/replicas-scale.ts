@@ -3,7 +3,7 @@ import { CONTEXTS, GATEWAY_PROCESS } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { type Proc, startProcess } from "../test/testing/process-stack.ts";
 import { CONNECTIONS, caller, DURATION, load, type Target, WARMUP } from "./load.ts";
-import { cpuOf, type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
+import { cpuOf, type ProcessGroups, pidsMatching, postgresOf, treeOf } from "./procfs.ts";
 import { startRatelimitReplicas } from "./replicas.ts";
 import { fillTable } from "./seed.ts";
 import { seedFullVerification } from "./throughput.ts";
@@ -79,16 +79,6 @@ async function deploy(n: number, natsUrl: string): Promise<Deployment> {
     await db.drop();
     throw err;
   }
-}
-
-/** PostgreSQL's processes that serve `database` (its backends, autovacuum workers) and the server's own writers. */
-function postgresOf(database: string): () => number[] {
-  return () => [
-    ...pidsMatching(` ${database} `),
-    ...pidsMatching("walwriter"),
-    ...pidsMatching("checkpointer"),
-    ...pidsMatching("background writer"),
-  ];
 }
 
 interface Sampled {
