@@ -179,7 +179,7 @@ async function main() {
       cpuA.push(withPostgres(fa));
       cpuB.push(withPostgres(fb));
       process.stderr.write(
-        `  pair ${i + 1}: A ${Math.round(fa.rps)} req/s (p99 ${fa.p99} ms, ${Math.round(cpuPerRequest(fa))} µs CPU), B ${Math.round(fb.rps)} req/s (p99 ${fb.p99} ms, ${Math.round(cpuPerRequest(fb))} µs CPU), B/A ${(fb.rps / fa.rps).toFixed(2)}\n`,
+        `  pair ${i + 1}: A ${Math.round(fa.rps)} req/s (p99 ${fa.p99} ms, ${Math.round(cpuPerRequest(fa))} µs CPU, PostgreSQL ${Math.round(fa.cpu?.["postgres"] ?? 0)}), B ${Math.round(fb.rps)} req/s (p99 ${fb.p99} ms, ${Math.round(cpuPerRequest(fb))} µs CPU, PostgreSQL ${Math.round(fb.cpu?.["postgres"] ?? 0)}), B/A ${(fb.rps / fa.rps).toFixed(2)}\n`,
       );
     }
     const geomean = geomeanOf(ratios);

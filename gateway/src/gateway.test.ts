@@ -332,4 +332,52 @@ describe("batches in flight", () => {
     expect(out).toBe(4);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
   });
+
+  /** Verifications sent one event-loop turn apart, against a VerifyKeyBatch that holds every call until released. */
+  async function verificationsOut(batchesInFlight: number | undefined) {
+    const held: (() => void)[] = [];
+    const sizes: number[] = [];
+    const h = harness({
+      ...(batchesInFlight === undefined ? {} : { batchesInFlight }),
+      keys: {
+        async verifyKeyBatch(req) {
+          sizes.push(req.items.length);
+          await new Promise<void>((release) => held.push(release));
+          return {
+            results: req.items.map(() => ({
+              result: { case: "response" as const, value: { valid: true, code: 1, keyId: "key_1" } },
+            })),
+          };
+        },
+      },
+    });
+    const answers: Promise<{ status: number; body: any }>[] = [];
+    for (let i = 0; i < 6; i++) {
+      answers.push(h.post("keys.verifyKey", { key: `sk_${i}` }));
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    const out = held.length;
+    while (held.length > 0) {
+      held.shift()!();
+      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
+    }
+    const codes = (await Promise.all(answers)).map((a) => `${a.status} ${a.body.data?.code}`);
+    return { out, sizes, codes };
+  }
+
+  it("keeps one verification batch out by default: the calls meanwhile leave together in the next", async () => {
+    const { out, sizes, codes } = await verificationsOut(undefined);
+    expect(out).toBe(1);
+    expect(sizes).toEqual([1, 5]);
+    expect(codes).toEqual(Array(6).fill("200 VALID"));
+  });
+
+  it("keeps batchesInFlight verification batches out when set", async () => {
+    const { out, sizes, codes } = await verificationsOut(3);
+    expect(out).toBe(3);
+    expect(sizes).toEqual([1, 1, 1, 3]);
+    expect(codes).toEqual(Array(6).fill("200 VALID"));
+  });
 });
