@@ -161,3 +161,16 @@ export function caller(baseUrl: string, rootKey: string): Call {
     return { status: res.status, body: parsed };
   };
 }
+
+/** RPCs served so far by method, summed over `urls` (latchkey_rpc_duration_seconds_count). */
+export async function rpcCounts(urls: string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const m of text.matchAll(/^latchkey_rpc_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
+      const method = /method="([^"]+)"/.exec(m[1]!)?.[1] ?? "?";
+      counts.set(method, (counts.get(method) ?? 0) + Number(m[2]));
+    }
+  }
+  return counts;
+}

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createTestDatabase } from "@latchkey/runtime/testing/database";
 import { startProcess, startStack } from "../test/testing/process-stack.ts";
-import { caller, cpuTable, load, type Target } from "./load.ts";
+import { caller, cpuTable, load, rpcCounts, type Target } from "./load.ts";
 import { pidsMatching, postgresOf, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 import { seedFullVerification } from "./throughput.ts";
@@ -177,19 +177,6 @@ async function main() {
       `\n${names.get(pid) ?? "?"}: ${file}\n${summarise(join(dir, file), window).join("\n")}\n`,
     );
   }
-}
-
-/** RPCs served so far by method, summed over `urls` (latchkey_rpc_duration_seconds_count). */
-async function rpcCounts(urls: string[]): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  for (const url of urls) {
-    const text = await (await fetch(`${url}/metrics`)).text();
-    for (const m of text.matchAll(/^latchkey_rpc_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
-      const method = /method="([^"]+)"/.exec(m[1]!)?.[1] ?? "?";
-      counts.set(method, (counts.get(method) ?? 0) + Number(m[2]));
-    }
-  }
-  return counts;
 }
 
 async function targetOn(call: ReturnType<typeof caller>, url: string, rootKey: string): Promise<Target> {

@@ -2,7 +2,7 @@ import { ensureRootKey } from "@latchkey/keys";
 import { CONTEXTS, GATEWAY_PROCESS } from "@latchkey/runtime";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { type Proc, startProcess } from "../test/testing/process-stack.ts";
-import { CONNECTIONS, caller, DURATION, load, type Target, WARMUP } from "./load.ts";
+import { CONNECTIONS, caller, DURATION, load, rpcCounts, type Target, WARMUP } from "./load.ts";
 import { cpuOf, type ProcessGroups, pidsMatching, postgresOf, treeOf } from "./procfs.ts";
 import { startRatelimitReplicas } from "./replicas.ts";
 import { fillTable } from "./seed.ts";
@@ -14,6 +14,12 @@ const counts = () =>
     .split(",")
     .map(Number)
     .filter((n) => Number.isInteger(n) && n > 0);
+
+/** How long the processes' CPU is read with no load, before the load. */
+const IDLE_MS = 3_000;
+
+/** Keys verified (FULL_KEYS, default 1: one hot key; more: each request one of them at random). */
+const FULL_KEYS = Number(process.env["FULL_KEYS"] ?? 1);
 
 /** One deployment of N gateways, N keys services and N ratelimit replicas on one PostgreSQL. */
 interface Deployment {
@@ -109,7 +115,9 @@ async function sampleActivity(db: TestDatabase, name: string, until: Promise<unk
 /**
  * `npm run bench` (BENCH=replicas): the full verification through N gateways,
  * N keys services and N ratelimit replicas (sharing each budget) on one
- * PostgreSQL and one NATS, for each N of REPLICAS (1, 2, 3). The load is
+ * PostgreSQL and one NATS, for each N of REPLICAS (1, 2, 3), of one key
+ * (FULL_KEYS 1, the default) or of FULL_KEYS keys of the same shape, one at
+ * random per request. The load is
  * CONNECTIONS connections spread evenly over the gateways (an autocannon per
  * gateway, all in this process, CONNECTIONS / N connections each), as a load
  * balancer spreading connections would; each gateway spreads its batches over
@@ -131,10 +139,21 @@ export async function replicasScale(): Promise<void> {
       await fillTable(call, d.db.sql);
       const apiId = (await call("apis.createApi", { name: "replicas" })).body.data.apiId;
       const full = await seedFullVerification(call, apiId);
+      // FULL_KEYS > 1: as many keys of the same shape (the roles exist now), one at random per request.
+      const bodies = [full.body];
+      while (bodies.length < FULL_KEYS) {
+        const created = await call("keys.createKey", {
+          apiId,
+          credits: { remaining: 1e12 },
+          ratelimits: [{ name: "requests", limit: 1e9, duration: 60_000, autoApply: true }],
+          roles: ["bench-reader", "bench-writer"],
+        });
+        bodies.push(JSON.stringify({ ...JSON.parse(full.body), key: created.body.data.key }));
+      }
       const perGateway = Math.max(1, Math.floor(CONNECTIONS / n));
       const targets: Target[] = d.gateways.map((g) => ({
         url: `${g.url}/v2/keys.verifyKey`,
-        body: full.body,
+        body: bodies.length === 1 ? full.body : () => bodies[Math.floor(Math.random() * bodies.length)]!,
         headers: { authorization: `Bearer ${d.rootKey}` },
         expect: '"code":"VALID"',
         connections: perGateway,
@@ -154,11 +173,19 @@ export async function replicasScale(): Promise<void> {
           (SELECT n_tup_upd FROM pg_stat_user_tables WHERE relname = 'keys')::bigint AS upd,
           (SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'keys')::bigint AS hot,
           (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::bigint AS commits`;
+      // What the processes spend with no load at all (timers, sweeps, the bus): at a low rate it weighs
+      // on the CPU per request.
+      const idle0 = cpuOf(groups);
+      await new Promise((r) => setTimeout(r, IDLE_MS));
+      const idle1 = cpuOf(groups);
+      const services = [...d.keys, ...d.ratelimit].map((p) => p.url);
+      const calls0 = await rpcCounts(services);
       const before = cpuOf(groups);
       const running = Promise.all(targets.map((t) => load(t, DURATION)));
       const activity = sampleActivity(d.db, dbName, running);
       const figures = await running;
       const after = cpuOf(groups);
+      const calls1 = await rpcCounts(services);
       const sampled = await activity;
       // Statistics reach pg_stat_* when a backend is idle; the load has just stopped.
       await new Promise((r) => setTimeout(r, 700));
@@ -184,7 +211,16 @@ export async function replicasScale(): Promise<void> {
         .sort((a, b) => b[1] - a[1])
         .map(([what, count]) => `${what} ${(count / sampled.samples).toFixed(2)}`)
         .join(", ");
+      const perCall = [...calls1]
+        .map(([method, count]) => [method, count - (calls0.get(method) ?? 0)] as const)
+        .filter(([, count]) => count > 0)
+        .map(([method, count]) => `${method} ${(requests / count).toFixed(1)}`)
+        .join(", ");
+      const idle = Object.keys(groups)
+        .map((name) => `${name} ${((idle1[name]! - idle0[name]!) / IDLE_MS).toFixed(0)}`)
+        .join(", ");
       lines.push(
+        `N = ${n}: verifications per call served: ${perCall}; idle CPU, ms per second: ${idle}`,
         `N = ${n}: keys rows updated ${upd} (${upd === 0 ? 0 : Math.round((100 * hot) / upd)} % HOT), ${commits} commits (${(requests / Math.max(1, commits)).toFixed(1)} verifications per commit); backends of the database, on average: ${states}`,
       );
     } finally {
@@ -195,7 +231,7 @@ export async function replicasScale(): Promise<void> {
   process.stdout.write(
     [
       "",
-      `full verification through N gateways, N keys services, N ratelimit replicas (${CONNECTIONS} connections spread over the gateways, ${DURATION} s after ${WARMUP} s)`,
+      `full verification of ${FULL_KEYS === 1 ? "one key" : `${FULL_KEYS} keys at random`} through N gateways, N keys services, N ratelimit replicas (${CONNECTIONS} connections spread over the gateways, ${DURATION} s after ${WARMUP} s${process.env["CREDITS_ASYNC_COMMIT"] === "true" ? ", CREDITS_ASYNC_COMMIT=true" : ""})`,
       "",
       `|  N |   req/s | p99 ms | errors |${names.map((n) => ` ${n.padStart(9)} |`).join("")}  total |`,
       `|----|---------|--------|--------|${names.map(() => "-----------|").join("")}--------|`,
