@@ -68,9 +68,8 @@ export interface GatewayDeps {
   /** Answers /readyz; without it the gateway is ready once it listens. */
   probe?: Probe;
   /**
-   * Batches of verifications and of limit checks out at once, per kind (default 1 for
-   * verifications, 2 for limit checks). Across a network hop every batch costs a call, so few and
-   * large batches are cheapest. In one process
+   * Batches of verifications and of limit checks out at once, per kind (default 2). Across a
+   * network hop every batch costs a call, so few and large batches are cheapest. In one process
    * (`npm start`) a batch costs no call, and what a verification waits on is its credit
    * statement: more batches out let more of them share the next one.
    */
@@ -195,10 +194,6 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const auth = new RootKeyAuth(keys, deps.clock, { ttlMs, trustedProxies }, deps.bus);
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
-  // One verification batch out at a time per workspace unless set: a VerifyKeyBatch costs a call to keys,
-  // keys' call to ratelimit and a credit statement's commit, so fewer, larger batches cost less CPU per
-  // verification (docs/performance.md); a gateway per keys instance keeps each instance busy.
-  const verifyBatching = { maxInFlight: deps.batchesInFlight ?? 1 };
   const services: Services = {
     keys,
     ratelimit,
@@ -216,7 +211,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       "VerifyKeyBatch",
       async (callers, items) =>
         (await keys.verifyKeyBatch({ $typeName: "keys.v1.VerifyKeyBatchRequest", callers, items })).results,
-      { ...verifyBatching, item: verifyItem },
+      { ...batching, item: verifyItem },
     ),
     limit: batchedByCaller<LimitRequest, LimitResponse, LimitBatchItem>(
       "LimitBatch",
