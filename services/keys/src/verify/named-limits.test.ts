@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { KeysDeps } from "../deps.ts";
 import type { CachedKey } from "../store/keys-store.ts";
 import type { ResolvedIdentity } from "./identity-cache.ts";
-import { type AppliedLimit, LimitQueue, limitsToCheck } from "./named-limits.ts";
+import { type AppliedLimit, LimitQueue, limitsToCheck, MAX_CALL_GROUPS } from "./named-limits.ts";
 
 const limit = (name: string, autoApply: boolean) => ({
   id: `rl_${name}`,
@@ -97,6 +97,34 @@ describe("LimitQueue", () => {
     expect(calls).toHaveLength(3);
     held.shift()!();
     expect((await d).map((v) => v.passed)).toEqual([true]);
+  });
+
+  it("carries at most MAX_CALL_GROUPS groups a call, whole batches in order; a larger batch goes alone", async () => {
+    const { queue, calls, held } = heldLimiter();
+    const first = queue.check([group("ok-first")]);
+    await turn();
+    const half = (name: string) => Array.from({ length: MAX_CALL_GROUPS / 2 }, () => group(name));
+    const waiting = [
+      queue.check(half("ok-a")),
+      queue.check(half("ok-b")),
+      queue.check([group("ok-c")]),
+      queue.check(Array.from({ length: MAX_CALL_GROUPS + 1 }, () => group("ok-d"))),
+    ];
+    for (let i = 0; i < 4; i++) {
+      await turn();
+      held.shift()!();
+    }
+    await first;
+    const answered = await Promise.all(waiting);
+    expect(answered.map((a) => a.length)).toEqual([
+      MAX_CALL_GROUPS / 2,
+      MAX_CALL_GROUPS / 2,
+      1,
+      MAX_CALL_GROUPS + 1,
+    ]);
+    expect(calls.map((c) => c.length)).toEqual([1, MAX_CALL_GROUPS, 1, MAX_CALL_GROUPS + 1]);
+    expect(calls[1]![0]).toBe("ok-a");
+    expect(calls[1]![MAX_CALL_GROUPS - 1]).toBe("ok-b");
   });
 
   it("failing closed, refuses every batch of a failed call and still sends the ones queued behind it", async () => {

@@ -212,9 +212,16 @@ export class LimitQueue {
   }
 
   private send(): void {
-    const taken = this.waiting;
-    if (taken.length === 0) return;
-    this.waiting = [];
+    if (this.waiting.length === 0) return;
+    // Whole batches, in arrival order, up to MAX_CALL_GROUPS groups (a larger batch goes alone).
+    let end = 1;
+    let size = this.waiting[0]!.groups.length;
+    while (end < this.waiting.length && size + this.waiting[end]!.groups.length <= MAX_CALL_GROUPS) {
+      size += this.waiting[end]!.groups.length;
+      end++;
+    }
+    const taken = end === this.waiting.length ? this.waiting : this.waiting.slice(0, end);
+    this.waiting = end === this.waiting.length ? [] : this.waiting.slice(end);
     this.out = true;
     const groups = taken.length === 1 ? taken[0]!.groups : taken.flatMap((t) => t.groups);
     checkGroups(this.deps, groups).then(
@@ -239,6 +246,9 @@ export class LimitQueue {
     );
   }
 }
+
+/** Most groups (verifications) one shared CheckNamedLimits call carries: the batches beyond wait for the next. */
+export const MAX_CALL_GROUPS = 1_024;
 
 /** Each instance's LimitQueue, made on its first batch with limits. */
 const queues = new WeakMap<KeysDeps, LimitQueue>();
