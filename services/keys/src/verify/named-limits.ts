@@ -183,85 +183,6 @@ function groupMessage(group: LimitGroup): NamedLimitGroup {
   return message;
 }
 
-/**
- * Every batch's limit checks of this instance, with one CheckNamedLimits call
- * out at a time: while a call is out, the groups of the batches that reach
- * their rate-limit step meanwhile wait, and all go together in the next call,
- * in the order their batches arrived (as SpendQueue does with credit spends).
- * A batch then pays no call of its own when another's is out: the gateway
- * keeps two batches out, whose checks so share calls. Each batch's groups keep
- * their order within the call, so a limit shared by several items is granted
- * to the earlier ones, as if they had come one by one.
- */
-export class LimitQueue {
-  private waiting: {
-    groups: readonly LimitGroup[];
-    resolve(v: LimitsVerdict[]): void;
-    reject(e: unknown): void;
-  }[] = [];
-  private out = false;
-
-  constructor(private readonly deps: KeysDeps) {}
-
-  /** One batch's groups, answered one verdict per group, in order. */
-  check(groups: readonly LimitGroup[]): Promise<LimitsVerdict[]> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ groups, resolve, reject });
-      if (!this.out) this.send();
-    });
-  }
-
-  private send(): void {
-    if (this.waiting.length === 0) return;
-    // Whole batches, in arrival order, up to MAX_CALL_GROUPS groups (a larger batch goes alone).
-    let end = 1;
-    let size = this.waiting[0]!.groups.length;
-    while (end < this.waiting.length && size + this.waiting[end]!.groups.length <= MAX_CALL_GROUPS) {
-      size += this.waiting[end]!.groups.length;
-      end++;
-    }
-    const taken = end === this.waiting.length ? this.waiting : this.waiting.slice(0, end);
-    this.waiting = end === this.waiting.length ? [] : this.waiting.slice(end);
-    this.out = true;
-    const groups = taken.length === 1 ? taken[0]!.groups : taken.flatMap((t) => t.groups);
-    checkGroups(this.deps, groups).then(
-      (verdicts) => {
-        this.out = false;
-        this.send();
-        let at = 0;
-        for (const t of taken) {
-          t.resolve(
-            at === 0 && t.groups.length === verdicts.length
-              ? verdicts
-              : verdicts.slice(at, at + t.groups.length),
-          );
-          at += t.groups.length;
-        }
-      },
-      (err: unknown) => {
-        this.out = false;
-        this.send();
-        for (const t of taken) t.reject(err);
-      },
-    );
-  }
-}
-
-/** Most groups (verifications) one shared CheckNamedLimits call carries: the batches beyond wait for the next. */
-export const MAX_CALL_GROUPS = 1_024;
-
-/** Each instance's LimitQueue, made on its first batch with limits. */
-const queues = new WeakMap<KeysDeps, LimitQueue>();
-
-function queueOf(deps: KeysDeps): LimitQueue {
-  let queue = queues.get(deps);
-  if (queue === undefined) {
-    queue = new LimitQueue(deps);
-    queues.set(deps, queue);
-  }
-  return queue;
-}
-
 interface Waiting {
   item: number;
   group: LimitGroup;
@@ -273,8 +194,7 @@ interface Waiting {
  * Coalesces the limit checks of one verification batch, as SpendCollector
  * does its credit spends: every item either reaches its rate-limit step
  * (check) or finishes without one (done); when all have, their groups go to
- * the ratelimit service together (through the instance's LimitQueue, in a
- * call shared with other batches), and none when no item has a limit.
+ * the ratelimit service in one call, and none when no item has a limit.
  * Groups travel in item order, whatever order the items arrived in, so limits
  * shared by several items are granted to the earlier ones, as if the items had
  * come one by one.
@@ -313,7 +233,10 @@ export class LimitCollector {
     this.waiting.sort((a, b) => a.item - b.item);
     let verdicts: LimitsVerdict[];
     try {
-      verdicts = await queueOf(this.deps).check(this.waiting.map((w) => w.group));
+      verdicts = await checkGroups(
+        this.deps,
+        this.waiting.map((w) => w.group),
+      );
     } catch (err) {
       // Failing closed: every item that reached its rate-limit step fails with the same error.
       for (const w of this.waiting) w.reject(err);
