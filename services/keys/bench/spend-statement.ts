@@ -31,7 +31,9 @@ function cpuMicros(pid: number): number {
 }
 
 async function walWriter(sql: Sql): Promise<number | undefined> {
-  const [row] = await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'`;
+  const [row] = await sql<
+    { pid: number }[]
+  >`SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'`;
   return row?.pid;
 }
 
@@ -49,7 +51,10 @@ async function main() {
     const cases: [string, (sql: Sql, store: PostgresKeysStore) => Promise<unknown>][] = [
       ["SELECT 1", (sql) => sql`SELECT 1`],
       ["UPDATE one row", (sql) => sql`UPDATE keys SET remaining = remaining - 1 WHERE id = 'key_s1'`],
-      [`spend: one key, ${SPENDS} spends`, (_, s) => s.spendCreditsGroups([{ keyId: "key_s1", cost: 1, count: SPENDS }], Date.now())],
+      [
+        `spend: one key, ${SPENDS} spends`,
+        (_, s) => s.spendCreditsGroups([{ keyId: "key_s1", cost: 1, count: SPENDS }], Date.now()),
+      ],
       [
         `spend: ${KEYS} keys, 1 spend each`,
         (_, s) =>
