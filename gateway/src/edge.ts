@@ -105,6 +105,8 @@ class Head {
   /** Connection: upgrade with an Upgrade header: what follows would be another protocol. */
   upgrade = false;
   expect: string | undefined = undefined;
+  /** The head as received, read again only for a field none of the above holds (forward-auth's). */
+  text = "";
 }
 
 /** A refusal of a request the server cannot or will not read: answered, then the connection closes. */
@@ -488,6 +490,7 @@ function checkField(line: string): string {
 
 function parseHead(text: string): Head {
   const head = new Head();
+  head.text = text;
   const lines = text.split("\r\n");
   const request = REQUEST_LINE.exec(lines[0]!);
   if (request === null || !KNOWN_METHODS.has(request[1]!)) throw new Refusal(400);
@@ -563,6 +566,23 @@ function parseHead(text: string): Head {
   return head;
 }
 
+/**
+ * A field's value from a head parseHead accepted, repeated fields joined with ", " as node:http
+ * joins them; `name` in lower case. Only forward-auth reads fields this way, off the API's hot path.
+ */
+function fieldOf(text: string, name: string): string | undefined {
+  let value: string | undefined;
+  const lines = text.split("\r\n");
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(":");
+    if (colon !== name.length || line.slice(0, colon).toLowerCase() !== name) continue;
+    const v = trim(line.slice(colon + 1));
+    value = value === undefined ? v : `${value}, ${v}`;
+  }
+  return value;
+}
+
 const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
 
 /** A request read by the edge, answered on its connection. */
@@ -591,6 +611,9 @@ class EdgeExchange implements Exchange {
   }
   get forwardedFor() {
     return this.head.forwardedFor;
+  }
+  header(name: string): string | undefined {
+    return fieldOf(this.head.text, name);
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;
