@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createRootKey } from "@latchkey/keys";
 import { GATEWAY_PROCESS } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proxy, recordingUpstream, startCaddy, startNginx } from "./testing/edge-proxies.ts";
+import { type EdgeProxy, recordingUpstream, startCaddy, startNginx } from "./testing/edge-proxies.ts";
 import { type Proc, type Stack, startProcess, startStack } from "./testing/process-stack.ts";
 
 // Real nginx and real Caddy in front of a real upstream, asking a gateway (its own process, over
@@ -14,7 +14,7 @@ describe("forward-auth behind real nginx and Caddy", () => {
   let stack: Stack;
   let gateway: Proc;
   let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
-  const proxies: Record<string, Proxy> = {};
+  const proxies: Record<string, EdgeProxy> = {};
   let apiId: string;
   let dir: string;
 

@@ -45,7 +45,7 @@ export async function recordingUpstream(): Promise<{
   };
 }
 
-export interface Proxy {
+export interface EdgeProxy {
   name: "nginx" | "caddy";
   url: string;
   output(): string;
@@ -66,7 +66,7 @@ function fill(template: string, values: Record<string, string>): string {
 }
 
 /** Real nginx (Debian's, scripts/test.sh installs it) from deploy/edge/nginx.conf.template, on a spare port. */
-export async function startNginx(options: ProxyOptions): Promise<Proxy> {
+export async function startNginx(options: ProxyOptions): Promise<EdgeProxy> {
   const dir = mkdtempSync(join(tmpdir(), "latchkey-nginx-"));
   const port = await freePort();
   let config = fill(readFileSync(join(root, "deploy/edge/nginx.conf.template"), "utf8"), {
@@ -90,7 +90,7 @@ export async function startNginx(options: ProxyOptions): Promise<Proxy> {
 }
 
 /** Real Caddy (Debian's) from deploy/edge/Caddyfile, on a spare port. */
-export async function startCaddy(options: ProxyOptions): Promise<Proxy> {
+export async function startCaddy(options: ProxyOptions): Promise<EdgeProxy> {
   const dir = mkdtempSync(join(tmpdir(), "latchkey-caddy-"));
   const port = await freePort();
   mkdirSync(join(dir, "home"));
@@ -114,13 +114,13 @@ export async function startCaddy(options: ProxyOptions): Promise<Proxy> {
 }
 
 async function start(
-  name: Proxy["name"],
+  name: EdgeProxy["name"],
   command: string,
   args: string[],
   env: Record<string, string>,
   port: number,
   dir: string,
-): Promise<Proxy> {
+): Promise<EdgeProxy> {
   let output = "";
   const child: ChildProcess = spawn(command, args, {
     env: { ...process.env, ...env },
