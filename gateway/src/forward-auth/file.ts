@@ -1,8 +1,7 @@
 import { readFileSync } from "node:fs";
 import { env } from "@latchkey/runtime";
 import { parse } from "yaml";
-import type { PolicySource } from "./forward-auth.ts";
-import { PolicyError, PolicySet, validatePolicySet } from "./policy.ts";
+import { PolicyError, PolicySet, type PolicySource, validatePolicySet } from "./policy.ts";
 
 /** Largest policy file read (docs/limits.md). */
 export const MAX_POLICY_FILE_BYTES = 1024 * 1024;

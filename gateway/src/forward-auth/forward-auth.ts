@@ -3,16 +3,12 @@ import type { VerifyKeyRequest, VerifyKeyResponse } from "@latchkey/proto/keys/v
 import { type Clock, forwardAuthDecisions, holds, type Logger } from "@latchkey/runtime";
 import type { RootKeyAuth } from "../auth.ts";
 import type { TrustedProxies } from "../client-address.ts";
-import type { Exchange } from "../gateway.ts";
 import { Problem, problemOf } from "../problem.ts";
 import { type Decision, decide, missingKey, noPolicy } from "./answer.ts";
-import type { Policy, PolicySet } from "./policy.ts";
-import { clientAddressOf, keyOf, originalRequest, ROOT_KEY_HEADER } from "./request.ts";
+import type { Policy, PolicySource } from "./policy.ts";
+import { clientAddressOf, type Exchange, keyOf, originalRequest, ROOT_KEY_HEADER } from "./request.ts";
 
-/** A workspace's policies, held in the gateway: asked once per request, never a call. */
-export interface PolicySource {
-  of(workspaceId: string): PolicySet;
-}
+export type { PolicySource } from "./policy.ts";
 
 export interface ForwardAuthDeps {
   auth: RootKeyAuth;

@@ -70,6 +70,11 @@ export interface Policy extends PolicyInput {
   readonly methodSet: ReadonlySet<string> | undefined;
 }
 
+/** A workspace's policies, held in the gateway: asked once per request, never a call. */
+export interface PolicySource {
+  of(workspaceId: string): PolicySet;
+}
+
 export class PolicySet {
   private constructor(
     readonly policies: readonly Policy[],

@@ -1,13 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { TrustedProxies } from "../client-address.ts";
-import type { Exchange } from "../gateway.ts";
-import { clientAddressOf } from "./request.ts";
+import { clientAddressOf, type Exchange } from "./request.ts";
 
 const exchange = (peer: string, headers: Record<string, string>): Exchange => ({
   method: "GET",
-  url: "/forward-auth",
   authorization: undefined,
-  accept: undefined,
   peer,
   forwardedFor: headers["x-forwarded-for"],
   header: (name) => headers[name],

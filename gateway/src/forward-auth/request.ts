@@ -1,5 +1,4 @@
-import type { TrustedProxies } from "../client-address.ts";
-import type { Exchange } from "../gateway.ts";
+import type { RequestOrigin, TrustedProxies } from "../client-address.ts";
 import type { Policy } from "./policy.ts";
 
 /** Where forward-auth is served; Envoy appends the original path to it (path_prefix). */
@@ -7,6 +6,17 @@ export const FORWARD_AUTH_PATH = "/forward-auth";
 
 /** The header the proxy's root key travels in: Authorization is the client's (its key may be there). */
 export const ROOT_KEY_HEADER = "x-latchkey-root-key";
+
+/**
+ * What forward-auth reads of the proxy's request and how it answers: the part of gateway.ts's
+ * Exchange it uses (named here, so that gateway.ts alone imports the other).
+ */
+export interface Exchange extends RequestOrigin {
+  readonly method: string;
+  readonly authorization: string | undefined;
+  header?(name: string): string | undefined;
+  reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>): void;
+}
 
 /** The request the proxy is asking about, as it reports it. */
 export interface OriginalRequest {
