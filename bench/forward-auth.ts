@@ -90,6 +90,22 @@ export async function forwardAuth(): Promise<void> {
       headers: { authorization: `Bearer ${key}` },
       processes: { ...processes, nginx: () => pidsMatching("nginx") },
     };
+    // The endpoint asked as nginx asks it, without nginx: what the gateway's side of the proxy path costs.
+    const asked: Target = {
+      url: `${gateway.url}/forward-auth`,
+      method: "GET",
+      body: "",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "x-latchkey-root-key": proxyKey.rootKey,
+        "x-original-uri": "/orders",
+        "x-original-method": "GET",
+        "x-original-host": "api.example.com",
+        "x-forwarded-for": "127.0.0.1",
+        "x-real-ip": "127.0.0.1",
+      },
+      processes,
+    };
     process.stderr.write("forwardauth: keys.verifyKey direct, and through nginx's auth_request\n");
     await load(direct, WARMUP);
     await load(proxied, WARMUP);
@@ -105,6 +121,7 @@ export async function forwardAuth(): Promise<void> {
         `  pair ${i + 1}: direct ${Math.round(d.rps)} req/s p99 ${d.p99} ms, nginx ${Math.round(p.rps)} req/s p99 ${p.p99} ms\n`,
       );
     }
+    const alone = await load(asked, DURATION);
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
     const ratios = pairs.map(([d, p]) => p.rps / d.rps);
     const added = pairs.map(([d, p]) => p.p99 - d.p99);
@@ -124,6 +141,7 @@ export async function forwardAuth(): Promise<void> {
         "",
         `through nginx: ${median(ratios).toFixed(2)} of the direct path's throughput (median of ${RUNS}; ${ratios.map((r) => r.toFixed(2)).join(", ")}), p99 ${median(added) >= 0 ? "+" : ""}${median(added).toFixed(1)} ms (${added.map((a) => a.toFixed(1)).join(", ")})`,
         `CPU per request, last pair: direct ${cpu(pairs.at(-1)![0])}; through nginx ${cpu(pairs.at(-1)![1])}`,
+        `/forward-auth asked directly, as nginx asks it: ${Math.round(alone.rps)} req/s, p99 ${alone.p99} ms, CPU ${cpu(alone)}`,
         "",
       ].join("\n"),
     );
