@@ -567,20 +567,21 @@ function parseHead(text: string): Head {
 }
 
 /**
- * A field's value from a head parseHead accepted, repeated fields joined with ", " as node:http
- * joins them; `name` in lower case. Only forward-auth reads fields this way, off the API's hot path.
+ * A head parseHead accepted, as its fields by lower-case name, repeated ones joined with ", " as
+ * node:http joins them. Only forward-auth reads fields this way, off the API's hot path.
  */
-function fieldOf(text: string, name: string): string | undefined {
-  let value: string | undefined;
+function fieldsOf(text: string): Map<string, string> {
+  const fields = new Map<string, string>();
   const lines = text.split("\r\n");
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     const colon = line.indexOf(":");
-    if (colon !== name.length || line.slice(0, colon).toLowerCase() !== name) continue;
-    const v = trim(line.slice(colon + 1));
-    value = value === undefined ? v : `${value}, ${v}`;
+    const name = line.slice(0, colon).toLowerCase();
+    const value = trim(line.slice(colon + 1));
+    const before = fields.get(name);
+    fields.set(name, before === undefined ? value : `${before}, ${value}`);
   }
-  return value;
+  return fields;
 }
 
 const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
@@ -588,6 +589,8 @@ const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
 /** A request read by the edge, answered on its connection. */
 class EdgeExchange implements Exchange {
   timing: Exchange["timing"] = undefined;
+  /** The head's fields by lower-case name, read once when forward-auth first asks for one. */
+  private fields: Map<string, string> | undefined = undefined;
   private answered = false;
   constructor(
     private readonly connection: Connection,
@@ -613,7 +616,8 @@ class EdgeExchange implements Exchange {
     return this.head.forwardedFor;
   }
   header(name: string): string | undefined {
-    return fieldOf(this.head.text, name);
+    this.fields ??= fieldsOf(this.head.text);
+    return this.fields.get(name);
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;

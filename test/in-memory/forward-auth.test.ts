@@ -1,6 +1,7 @@
 import { listen } from "@latchkey/gateway";
 import { parsePolicies } from "@latchkey/gateway/forward-auth/file";
 import type { PolicySet } from "@latchkey/gateway/forward-auth/policy";
+import { listenNode } from "@latchkey/gateway/node-server";
 import { hashKey } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inMemoryStack } from "../testing/in-memory-stack.ts";
@@ -192,6 +193,28 @@ policies:
     const r = await ask("/forward-auth", nginx("/main/x", { "x-latchkey-root-key": "short" }));
     expect(r.status).toBe(500);
     expect(r.body.code).toBe("PROXY_MISCONFIGURED");
+  });
+
+  it("reads the proxy's request alike through node:http (HTTP_SERVER=node) and through the edge", async () => {
+    let http: import("node:http").Server | undefined;
+    const node = await listenNode(gateway, 0, "127.0.0.1", {}, (s) => {
+      http = s;
+    });
+    try {
+      for (const port of [server.port, node.port]) {
+        const res = await fetch(`http://127.0.0.1:${port}/forward-auth`, {
+          method: "PUT",
+          headers: { ...nginx("/c/x"), cookie: `lk=${key}` },
+          body: "ignored",
+        });
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as any).policy).toBe("c");
+      }
+    } finally {
+      // Its close() would close the gateway too, which the edge server still serves: only the socket here.
+      http!.closeAllConnections();
+      await new Promise((r) => http!.close(r));
+    }
   });
 
   it("leaves the API's paths alone: /forward-authx is no forward-auth path", async () => {
