@@ -54,19 +54,23 @@ export function createForwardAuth(
     return c;
   }
 
-  function reply(x: Exchange, d: Decision, dry: boolean) {
+  function reply(x: Exchange, d: Decision, dry: boolean, bodyless: boolean) {
     forwardAuthDecisions.inc({ outcome: d.code, dry_run: dry ? "true" : "false" });
-    x.reply(d.status, JSON_TYPE, d.body, d.headers);
+    x.reply(d.status, JSON_TYPE, d.status === 200 || bodyless ? "" : d.body, d.headers);
+  }
+
+  /** An answer about the proxy itself or Latchkey's state: its body in x-latchkey-answer too, as a refusal's. */
+  function trouble(x: Exchange, requestId: string, status: number, code: string, message: string) {
+    const body = `{"code":"${code}","message":${JSON.stringify(message)},"requestId":"${requestId}"}`;
+    x.reply(status, JSON_TYPE, nginxAsks(x) ? "" : body, {
+      "x-latchkey-request-id": requestId,
+      "x-latchkey-answer": body,
+    });
   }
 
   /** A proxy without a usable root key: 500, so that no proxy answers its client 401 for it. */
   function misconfigured(x: Exchange, requestId: string, message: string) {
-    x.reply(
-      500,
-      JSON_TYPE,
-      `{"code":"PROXY_MISCONFIGURED","message":${JSON.stringify(message)},"requestId":"${requestId}"}`,
-      { "x-latchkey-request-id": requestId },
-    );
+    trouble(x, requestId, 500, "PROXY_MISCONFIGURED", message);
   }
 
   function failed(x: Exchange, requestId: string, err: unknown) {
@@ -77,29 +81,31 @@ export function createForwardAuth(
     if (p.status === 401)
       return misconfigured(x, requestId, `The proxy's root key is not valid: ${p.detail}`);
     if (p.status === 403) return misconfigured(x, requestId, p.detail);
-    x.reply(
-      p.status,
-      JSON_TYPE,
-      `{"code":"UNAVAILABLE","message":${JSON.stringify(p.detail)},"requestId":"${requestId}"}`,
-      { "x-latchkey-request-id": requestId },
-    );
+    trouble(x, requestId, p.status, "UNAVAILABLE", p.detail);
   }
 
   function verify(x: Exchange, url: string, requestId: string, caller: Caller) {
     const original = originalRequest(x, url);
+    const bodyless = nginxAsks(x);
     const policy = deps.policies.of(caller.workspaceId).match(original.method, original.host, original.path);
-    if (policy === undefined) return reply(x, noPolicy(requestId), false);
+    if (policy === undefined) return reply(x, noPolicy(requestId), false, bodyless);
     const as = callerFor(caller, policy);
     if (typeof as === "string") return misconfigured(x, requestId, as);
     const key = keyOf(x, policy, original);
-    if (key === undefined) return reply(x, missingKey(policy, requestId), policy.dryRun === true);
+    if (key === undefined) return reply(x, missingKey(policy, requestId), policy.dryRun === true, bodyless);
     // The client as the proxy reports it. The integrator wires this to the verify request's
     // client-address field (IP allow-lists) once that field exists.
     const clientAddress = clientAddressOf(x, deps.trustedProxies);
     const request = verifyRequest(policy, key, requestId, clientAddress);
     const authorization = x.authorization;
     deps.verifyKey(as, request).then(
-      (r) => reply(x, decide(r, policy, requestId, authorization, deps.clock.now()), policy.dryRun === true),
+      (r) =>
+        reply(
+          x,
+          decide(r, policy, requestId, authorization, deps.clock.now()),
+          policy.dryRun === true,
+          bodyless,
+        ),
       (err: unknown) => failed(x, requestId, err),
     );
   }
@@ -127,6 +133,15 @@ export function createForwardAuth(
       failed(x, requestId, err);
     }
   };
+}
+
+/**
+ * Whether nginx asks (its convention, X-Original-URI, as deploy/edge sets it). Its auth_request never
+ * reads an answer's body and keeps the connection only when there is none; it takes a refusal's
+ * body from x-latchkey-answer instead.
+ */
+function nginxAsks(x: Exchange): boolean {
+  return x.header!("x-original-uri") !== undefined;
 }
 
 /**
