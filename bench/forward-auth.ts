@@ -47,7 +47,10 @@ export async function forwardAuth(): Promise<void> {
       })
     ).body.data.key as string;
     const policies = join(dir, "policies.yaml");
-    writeFileSync(policies, `policies:\n  - { name: bench, apiId: ${apiId}, ratelimits: [{ name: requests }] }\n`);
+    writeFileSync(
+      policies,
+      `policies:\n  - { name: bench, apiId: ${apiId}, ratelimits: [{ name: requests }] }\n`,
+    );
     const proxyKey = await createRootKey(stack.db.sql, {
       permissions: ["forward_auth.*.verify", `api.${apiId}.verify_key`],
     });
