@@ -169,6 +169,13 @@ policies:
       expect(r.res.status, r.out()).toBe(403);
       expect(r.body).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS", policy: "admin" });
       expect(r.seen).toHaveLength(0);
+      // The same path spelled otherwise is still the admin policy's, not the catch-all's.
+      for (const path of ["/%61dmin/users", "//admin/users", "/x/%2e%2e/admin/users"]) {
+        const other = await through(proxy, path, { authorization: `Bearer ${key}` });
+        expect(other.res.status, `${path}: ${other.out()}`).toBe(403);
+        expect(other.body).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS", policy: "admin" });
+        expect(other.seen).toHaveLength(0);
+      }
     });
 
     it("answers a rate-limited key 429 with Retry-After and the RateLimit fields", async () => {

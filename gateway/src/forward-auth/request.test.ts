@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TrustedProxies } from "../client-address.ts";
-import { clientAddressOf, type Exchange } from "./request.ts";
+import { clientAddressOf, type Exchange, normalizedPath } from "./request.ts";
 
 const exchange = (peer: string, headers: Record<string, string>): Exchange => ({
   method: "GET",
@@ -38,5 +38,20 @@ describe("the client's address as the proxy reports it", () => {
   it("writes an IPv6 client in its short form", () => {
     const x = exchange("10.0.0.2", { "x-forwarded-for": "2001:db8:0:0:0:0:0:1" });
     expect(clientAddressOf(x, trusted)).toBe("2001:db8::1");
+  });
+});
+
+describe("the path policies match", () => {
+  it("is the path an upstream reads: escapes decoded, dot segments resolved, empty segments dropped", () => {
+    expect(normalizedPath("/admin/users")).toBe("/admin/users");
+    expect(normalizedPath("/public/../admin/users")).toBe("/admin/users");
+    expect(normalizedPath("/%61dmin/users")).toBe("/admin/users");
+    expect(normalizedPath("/public/%2e%2e/admin")).toBe("/admin");
+    expect(normalizedPath("/admin%2Fusers")).toBe("/admin/users");
+    expect(normalizedPath("//admin///users/")).toBe("/admin/users/");
+    expect(normalizedPath("/./admin/./users")).toBe("/admin/users");
+    expect(normalizedPath("/../../admin")).toBe("/admin");
+    expect(normalizedPath("/a/%zz")).toBe("/a/%zz");
+    expect(normalizedPath("/")).toBe("/");
   });
 });

@@ -47,9 +47,38 @@ export function originalRequest(x: Exchange, url: string): OriginalRequest {
   return {
     method: method.toUpperCase(),
     host,
-    path: q === -1 ? uri : uri.slice(0, q),
+    path: normalizedPath(q === -1 ? uri : uri.slice(0, q)),
     query: q === -1 ? "" : uri.slice(q + 1),
   };
+}
+
+/**
+ * The path as an upstream is likely to read it, which is what policies must match: nginx's
+ * `$request_uri` and Caddy's `X-Forwarded-Uri` are the raw target, and `/public/../admin`,
+ * `/%61dmin` or `//admin` would otherwise slip past a policy on `/admin/**` to a weaker one.
+ * Percent-escapes are decoded (an escaped `/` separates too), empty and `.` segments dropped, `..`
+ * taken back.
+ */
+export function normalizedPath(raw: string): string {
+  let decoded = raw;
+  if (raw.includes("%")) {
+    try {
+      decoded = decodeURIComponent(raw);
+    } catch {
+      // A broken escape: matched as written; upstreams refuse such a path or read it as written.
+      decoded = raw;
+    }
+  }
+  if (!decoded.includes("//") && !decoded.includes("/."))
+    return decoded.startsWith("/") ? decoded : `/${decoded}`;
+  const out: string[] = [];
+  for (const segment of decoded.split("/")) {
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") out.pop();
+    else out.push(segment);
+  }
+  const trailing = decoded.endsWith("/") && out.length > 0 ? "/" : "";
+  return `/${out.join("/")}${trailing}`;
 }
 
 /**
