@@ -170,6 +170,15 @@ policies:
       expect(r.body).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS", policy: "admin" });
       expect(r.seen).toHaveLength(0);
       // The same path spelled otherwise is still the admin policy's, not the catch-all's.
+      // Nor can the client tell Latchkey another path in the proxies' headers.
+      const forged = await through(proxy, "/admin/users", {
+        authorization: `Bearer ${key}`,
+        "x-original-uri": "/orders",
+        "x-original-method": "GET",
+        "x-forwarded-uri": "/orders",
+      });
+      expect(forged.res.status, forged.out()).toBe(403);
+      expect(forged.body).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS", policy: "admin" });
       for (const path of ["/%61dmin/users", "//admin/users", "/x/%2e%2e/admin/users"]) {
         const other = await through(proxy, path, { authorization: `Bearer ${key}` });
         expect(other.res.status, `${path}: ${other.out()}`).toBe(403);
