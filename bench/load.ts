@@ -25,6 +25,8 @@ export interface Figures {
 /** One POST target: a fixed body, or `body()` called once per request (e.g. a random key). */
 export interface Target {
   url: string;
+  /** POST unless said (forward-auth's proxy path is a GET without a body). */
+  method?: "GET" | "POST";
   body: string | (() => string);
   headers?: Record<string, string>;
   /** When set, a 2xx answer whose body lacks this text counts as an error too (e.g. a verification that is not VALID). */
@@ -49,9 +51,10 @@ export async function load(target: Target, duration: number): Promise<Figures> {
   const groups = target.processes;
   const before = groups && cpuOf(groups);
   const ownBefore = process.cpuUsage();
+  const method = target.method ?? "POST";
   const result = await autocannon({
     url: target.url,
-    method: "POST",
+    method,
     connections: target.connections ?? CONNECTIONS,
     duration,
     headers,
@@ -60,7 +63,7 @@ export async function load(target: Target, duration: number): Promise<Figures> {
       : {
           requests: [
             {
-              method: "POST",
+              method,
               headers,
               ...(typeof body === "string"
                 ? { body }
