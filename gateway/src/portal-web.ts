@@ -64,7 +64,7 @@ export class PortalWeb {
    */
   publicOrigin(x: Exchange): string {
     if (this.publicUrl !== undefined) return this.publicUrl.href.replace(/\/$/, "");
-    const trusted = this.proxies.trustsPeer(x);
+    const trusted = this.proxies.trustsPeer(x.peer);
     const proto = (trusted ? firstOf(x.forwardedProto) : undefined)?.toLowerCase();
     const forwardedHost = trusted ? firstOf(x.forwardedHost) : undefined;
     const host = [forwardedHost, x.host].find((h) => h !== undefined && HOST.test(h)) ?? "localhost";

@@ -1,6 +1,6 @@
 import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
-import { createGateway } from "@latchkey/gateway";
+import { createGateway, type GatewayDeps } from "@latchkey/gateway";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { keysRoutes } from "@latchkey/keys";
 import { createMemoryKeysDeps } from "@latchkey/keys/testing/keys-deps";
@@ -17,7 +17,12 @@ import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
  */
 export function inMemoryStack(
   name: string,
-  options: { encryptionKey?: Buffer; portal?: Partial<PortalSettings>; publicUrl?: string } = {},
+  options: {
+    encryptionKey?: Buffer;
+    portal?: Partial<PortalSettings>;
+    publicUrl?: string;
+    gateway?: Pick<GatewayDeps, "forwardAuthPolicies" | "trustedProxies">;
+  } = {},
 ) {
   const clock = new TestClock(Date.UTC(2026, 0, 1));
   const bus = new MemoryBus();
@@ -60,6 +65,7 @@ export function inMemoryStack(
     clock,
     bus,
     publicUrl: options.publicUrl ?? "",
+    ...options.gateway,
   });
   // A root key holding every permission, in a workspace of its own.
   const rootKey = `lk_root_${name}`;
