@@ -98,13 +98,6 @@ class Head {
   authorization: string | undefined = undefined;
   accept: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
-  /** The fields only the portal's routes read (gateway.ts, Exchange). */
-  hostValue: string | undefined = undefined;
-  cookie: string | undefined = undefined;
-  origin: string | undefined = undefined;
-  secFetchSite: string | undefined = undefined;
-  forwardedProto: string | undefined = undefined;
-  forwardedHost: string | undefined = undefined;
   contentLength = -1;
   chunked = false;
   close = false;
@@ -520,27 +513,6 @@ function parseHead(text: string): Head {
       case "host":
         if (head.host) throw new Refusal(400);
         head.host = true;
-        // Kept raw, trimmed only when a portal route reads it: every request has a Host.
-        head.hostValue = raw;
-        break;
-      case "cookie": {
-        // As node:http: repeated Cookie fields joined with "; ".
-        const value = trim(raw);
-        head.cookie = head.cookie === undefined ? value : `${head.cookie}; ${value}`;
-        break;
-      }
-      // As node:http: repeated fields joined with ", " (which no origin or Sec-Fetch-Site value equals).
-      case "origin":
-        head.origin = joinedField(head.origin, raw);
-        break;
-      case "sec-fetch-site":
-        head.secFetchSite = joinedField(head.secFetchSite, raw);
-        break;
-      case "x-forwarded-proto":
-        head.forwardedProto = joinedField(head.forwardedProto, raw);
-        break;
-      case "x-forwarded-host":
-        head.forwardedHost = joinedField(head.forwardedHost, raw);
         break;
       case "authorization":
         // As node:http: a repeated Authorization is dropped, the first one stands.
@@ -607,15 +579,13 @@ function fieldsOf(text: string): Map<string, string> {
     const name = line.slice(0, colon).toLowerCase();
     const value = trim(line.slice(colon + 1));
     const before = fields.get(name);
-    fields.set(name, before === undefined ? value : `${before}, ${value}`);
+    // As node:http: Cookie fields joined with "; ", the others with ", ".
+    fields.set(name, before === undefined ? value : `${before}${name === "cookie" ? "; " : ", "}${value}`);
   }
   return fields;
 }
 
 const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
-
-const joinedField = (before: string | undefined, raw: string) =>
-  before === undefined ? trim(raw) : `${before}, ${trim(raw)}`;
 
 /** A request read by the edge, answered on its connection. */
 class EdgeExchange implements Exchange {
@@ -645,25 +615,6 @@ class EdgeExchange implements Exchange {
   }
   get forwardedFor() {
     return this.head.forwardedFor;
-  }
-  get cookie() {
-    return this.head.cookie;
-  }
-  get origin() {
-    return this.head.origin;
-  }
-  get secFetchSite() {
-    return this.head.secFetchSite;
-  }
-  get host() {
-    const raw = this.head.hostValue;
-    return raw === undefined ? undefined : trim(raw);
-  }
-  get forwardedProto() {
-    return this.head.forwardedProto;
-  }
-  get forwardedHost() {
-    return this.head.forwardedHost;
   }
   header(name: string): string | undefined {
     this.fields ??= fieldsOf(this.head.text);

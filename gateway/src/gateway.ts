@@ -125,18 +125,9 @@ export interface Exchange extends RequestOrigin {
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
   /**
-   * What only the portal's routes read (portal-web.ts): the Cookie, Origin, Sec-Fetch-Site and Host
-   * fields, and X-Forwarded-Proto and X-Forwarded-Host (believed from a trusted proxy only).
-   */
-  readonly cookie?: string | undefined;
-  readonly origin?: string | undefined;
-  readonly secFetchSite?: string | undefined;
-  readonly host?: string | undefined;
-  readonly forwardedProto?: string | undefined;
-  readonly forwardedHost?: string | undefined;
-  /**
-   * A request field by its lower-case name, repeated ones joined with ", "; read by forward-auth
-   * only. The edge's head holds latin1 text, as node:http's does.
+   * A request field by its lower-case name, repeated ones joined with ", " (Cookie's with "; "); read
+   * by forward-auth and the portal's routes (portal-web.ts) only. The edge's head holds latin1 text,
+   * as node:http's does.
    */
   header?(name: string): string | undefined;
   /** Set by the gateway on an operation's request: what latchkey_http_request_duration_seconds times. */
@@ -163,28 +154,6 @@ class NodeExchange implements Exchange {
   }
   get accept() {
     return this.req.headers.accept;
-  }
-  get cookie() {
-    return this.req.headers.cookie;
-  }
-  get origin() {
-    return this.one("origin");
-  }
-  get secFetchSite() {
-    return this.one("sec-fetch-site");
-  }
-  get host() {
-    return this.req.headers.host;
-  }
-  get forwardedProto() {
-    return this.one("x-forwarded-proto");
-  }
-  get forwardedHost() {
-    return this.one("x-forwarded-host");
-  }
-  private one(name: string): string | undefined {
-    const value = this.req.headers[name];
-    return Array.isArray(value) ? value.join(", ") : value;
   }
   get peer() {
     // Tests mount the gateway on requests without a socket.
@@ -387,7 +356,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     try {
       let token: string | undefined;
       if (served.auth === "portalSession") {
-        token = sessionCookie(x.cookie);
+        token = sessionCookie(x.header?.("cookie"));
         if (token === undefined) throw problems.noPortalSession();
         if (served.changes && !portalWeb.sameOrigin(x)) throw problems.crossOrigin();
       }

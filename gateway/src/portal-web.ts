@@ -15,14 +15,12 @@ const MAX_CLIENTS = 10_000;
 
 const HOST = /^[A-Za-z0-9.\-:[\]]{1,255}$/;
 
-/** The fields of a request (gateway.ts, Exchange) the portal's routes read. */
+/**
+ * What the portal's routes read of a request (gateway.ts, Exchange): its fields by lower-case name
+ * (Cookie, Origin, Sec-Fetch-Site, Host, X-Forwarded-Proto and -Host), read only on their routes.
+ */
 export interface PortalRequestFields extends RequestOrigin {
-  readonly cookie?: string | undefined;
-  readonly origin?: string | undefined;
-  readonly secFetchSite?: string | undefined;
-  readonly host?: string | undefined;
-  readonly forwardedProto?: string | undefined;
-  readonly forwardedHost?: string | undefined;
+  header?(name: string): string | undefined;
 }
 
 type Exchange = PortalRequestFields;
@@ -65,9 +63,10 @@ export class PortalWeb {
   publicOrigin(x: Exchange): string {
     if (this.publicUrl !== undefined) return this.publicUrl.href.replace(/\/$/, "");
     const trusted = this.proxies.trustsPeer(x.peer);
-    const proto = (trusted ? firstOf(x.forwardedProto) : undefined)?.toLowerCase();
-    const forwardedHost = trusted ? firstOf(x.forwardedHost) : undefined;
-    const host = [forwardedHost, x.host].find((h) => h !== undefined && HOST.test(h)) ?? "localhost";
+    const proto = (trusted ? firstOf(x.header?.("x-forwarded-proto")) : undefined)?.toLowerCase();
+    const forwardedHost = trusted ? firstOf(x.header?.("x-forwarded-host")) : undefined;
+    const host =
+      [forwardedHost, x.header?.("host")?.trim()].find((h) => h !== undefined && HOST.test(h)) ?? "localhost";
     return `${proto === "https" ? "https" : "http"}://${host}`;
   }
 
@@ -78,9 +77,9 @@ export class PortalWeb {
    * backend with Unkey's SDK): no page can have made it, so there is nothing to forge.
    */
   sameOrigin(x: Exchange): boolean {
-    const site = x.secFetchSite;
+    const site = x.header?.("sec-fetch-site");
     if (site !== undefined) return site.trim().toLowerCase() === "same-origin";
-    const origin = x.origin;
+    const origin = x.header?.("origin");
     if (origin === undefined) return true;
     return origin.trim() === new URL(this.publicOrigin(x)).origin;
   }
@@ -111,7 +110,8 @@ export class PortalWeb {
 /** The portal_session cookie's value in a Cookie header, or undefined. */
 export function sessionCookie(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
-  for (const part of header.split(";")) {
+  // "; " between pairs; ", " too, where two Cookie fields were joined as other fields are.
+  for (const part of header.split(/[;,]/)) {
     const eq = part.indexOf("=");
     if (eq === -1) continue;
     if (part.slice(0, eq).trim() !== SESSION_COOKIE) continue;

@@ -79,12 +79,12 @@ class Recorder implements Gateway {
       authorization: x.authorization,
       accept: x.accept,
       forwardedFor: x.forwardedFor,
-      host: x.host,
-      cookie: x.cookie,
-      origin: x.origin,
-      secFetchSite: x.secFetchSite,
-      forwardedProto: x.forwardedProto,
-      forwardedHost: x.forwardedHost,
+      host: x.header?.("host"),
+      cookie: x.header?.("cookie"),
+      origin: x.header?.("origin"),
+      secFetchSite: x.header?.("sec-fetch-site"),
+      forwardedProto: x.header?.("x-forwarded-proto"),
+      forwardedHost: x.header?.("x-forwarded-host"),
       body: body === "too large" ? TOO_LARGE : body.toString("latin1"),
     };
     this.record(seen, undefined);

@@ -34,18 +34,21 @@ function portalStack(name: string, options: Parameters<typeof inMemoryStack>[1] 
     let status = 0;
     let text = "";
     const key = sent.key === undefined ? stack.rootKey : sent.key;
+    const fields: Record<string, string | undefined> = {
+      cookie: sent.cookie,
+      origin: sent.origin,
+      "sec-fetch-site": sent.secFetchSite,
+      host: sent.host ?? "keys.example.com",
+      "x-forwarded-host": sent.forwardedHost,
+      "x-forwarded-proto": sent.forwardedProto,
+    };
     await new Promise<void>((resolve) => {
       const x: Exchange = {
         method: "POST",
         url: `/v2/${operation}`,
         authorization: key === null ? undefined : `Bearer ${key}`,
         accept: undefined,
-        cookie: sent.cookie,
-        origin: sent.origin,
-        secFetchSite: sent.secFetchSite,
-        host: sent.host ?? "keys.example.com",
-        forwardedHost: sent.forwardedHost,
-        forwardedProto: sent.forwardedProto,
+        header: (name) => fields[name],
         reply(s, _type, b, h) {
           status = s;
           text = b;
