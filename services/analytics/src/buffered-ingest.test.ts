@@ -34,6 +34,10 @@ class FakeStore implements AnalyticsStore {
   insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string) {
     return this.insert("ratelimits", rows, batchId);
   }
+  async ratelimits() {
+    return [];
+  }
+
   async verifications() {
     return [];
   }
@@ -359,6 +363,7 @@ describe("BufferedIngest in process (messages, no bytes)", () => {
       insertVerifications: async (r) => rows.verifications.push(...r),
       insertRatelimits: async (r) => rows.ratelimits.push(...r),
       verifications: async () => [],
+      ratelimits: async () => [],
       ping: async () => true,
     };
     return { kept, rows };

@@ -18,6 +18,8 @@ import {
   QueryLimitError,
   type QueryOptions,
   type RatelimitCheck,
+  type RatelimitCount,
+  type RatelimitQuery,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -219,6 +221,71 @@ GROUP BY bucket, grp, ext, outcome`,
       outcome: r.outcome,
       count: Number(r.n),
       spentCredits: Number(r.credits),
+    }));
+  }
+
+  async ratelimits(q: RatelimitQuery, options?: QueryOptions): Promise<RatelimitCount[]> {
+    if (q.namespaceIds?.length === 0 || q.end <= q.start) return [];
+    const parts = await Promise.all(
+      segments(q.start, q.end, q.granularity).map((s) =>
+        this.countRatelimitSegment(q, s, options).catch((err: unknown) => {
+          throw limitOf(err) ?? err;
+        }),
+      ),
+    );
+    // A bucket split between the raw table and a rollup comes back in pieces: add them up.
+    const merged = new Map<string, RatelimitCount>();
+    for (const rows of parts) {
+      for (const r of rows) {
+        const id = `${r.time}\u0000${r.namespaceId}\u0000${r.identifier}\u0000${r.passed}`;
+        const m = merged.get(id);
+        if (m) m.count += r.count;
+        else merged.set(id, { ...r });
+      }
+    }
+    if (options && merged.size > options.limits.structuredMaxRows) throw new QueryLimitError("rows");
+    return [...merged.values()];
+  }
+
+  private async countRatelimitSegment(
+    q: RatelimitQuery,
+    s: Segment,
+    options: QueryOptions | undefined,
+  ): Promise<RatelimitCount[]> {
+    const table = s.source === "raw" ? "ratelimits_raw" : `ratelimits_per_${s.source}`;
+    const where = [
+      `workspace_id = ${quote(q.workspaceId)}`,
+      `time >= ${int(s.from)}`,
+      `time < ${int(s.to)}`,
+      ...(q.namespaceIds ? [`namespace_id IN ${tuple(q.namespaceIds)}`] : []),
+      ...(q.identifier !== undefined ? [`identifier = ${quote(q.identifier)}`] : []),
+    ];
+    const ns = q.groupBy === "none" ? "''" : "namespace_id";
+    const id = q.groupBy === "identifier" ? "identifier" : "''";
+    const rs = await this.ch.query({
+      query: `SELECT ${bucketSql(q.granularity)} AS bucket, ${ns} AS ns, ${id} AS ident, passed AS ok,
+  ${s.source === "raw" ? "count()" : "sum(count)"} AS n
+FROM ${table}
+WHERE ${where.join("\n  AND ")}
+GROUP BY bucket, ns, ident, ok`,
+      format: "JSONEachRow",
+      ...(options && {
+        abort_signal: options.signal,
+        clickhouse_settings: {
+          max_execution_time: Math.ceil(options.limits.timeoutMs / 1000),
+          max_result_rows: String(options.limits.structuredMaxRows + 1),
+          result_overflow_mode: "throw",
+          max_threads: QUERY_MAX_THREADS,
+        },
+      }),
+    });
+    const rows = await rs.json<{ bucket: number; ns: string; ident: string; ok: number; n: number }>();
+    return rows.map((r) => ({
+      time: q.granularity === "month" ? monthStart(Number(r.bucket)) : Number(r.bucket),
+      namespaceId: r.ns,
+      identifier: r.ident,
+      passed: Number(r.ok) === 1,
+      count: Number(r.n),
     }));
   }
 
