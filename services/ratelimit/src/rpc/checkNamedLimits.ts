@@ -6,7 +6,7 @@ import type {
   NamedLimitGroupResult,
   NamedLimitResult,
 } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
-import { invalidInput } from "@latchkey/runtime";
+import { invalidInput, newId } from "@latchkey/runtime";
 import type { RatelimitDeps } from "../deps.ts";
 import type { CounterCheck } from "../limiter/sliding-windows.ts";
 import { namedCounter } from "../named-limits.ts";
@@ -24,7 +24,12 @@ import { integer } from "../validate.ts";
  * these limits when they were stored, so that is a bug, not an outcome).
  */
 export function checkNamedLimits(deps: RatelimitDeps) {
+  // Each check's event id: this process's random prefix and a counter, made once at the source, so
+  // the check is one event however often JetStream or the consumer see it (and no random per check).
+  const prefix = `${newId("rln")}:`;
+  let sequence = 0;
   return async (req: CheckNamedLimitsRequest): Promise<CheckNamedLimitsResponse> => {
+    const started = performance.now();
     const n = req.groups.length;
     // Validated straight into counter checks: one object per limit on the hot path.
     const counters: CounterCheck[][] = new Array(n);
@@ -52,8 +57,55 @@ export function checkNamedLimits(deps: RatelimitDeps) {
       }
       groups[g] = { $typeName: "ratelimit.v1.NamedLimitGroupResult", passed, results };
     }
+    if (deps.events.recording) {
+      const latency = performance.now() - started;
+      for (let g = 0; g < n; g++) {
+        const base = `${prefix}${sequence++}`;
+        emitNamedChecks(deps, base, req.groups[g]!, groups[g]!, latency);
+      }
+    }
     return { $typeName: "ratelimit.v1.CheckNamedLimitsResponse", groups };
   };
+}
+
+/** Named limits' checks appear in analytics under this prefix and the limit's name (docs/analytics-queries.md). */
+export const NAMED_NAMESPACE_PREFIX = "named:";
+
+/**
+ * Announces a verification's named-limit checks to analytics, one event each
+ * (request id `base`, index its place in the group): namespace
+ * `named:<name>`, identifier the limit's owner (key or identity id). A group
+ * counts all or nothing, so in a group that did not pass every check is
+ * recorded as refused: none of them was counted.
+ */
+function emitNamedChecks(
+  deps: RatelimitDeps,
+  base: string,
+  group: NamedLimitGroup,
+  result: NamedLimitGroupResult,
+  latency: number,
+): void {
+  const time = BigInt(deps.clock.now());
+  for (let i = 0; i < group.limits.length; i++) {
+    const l = group.limits[i]!;
+    const r = result.results[i]!;
+    deps.events.checked({
+      $typeName: "ratelimit.v1.RatelimitChecked",
+      requestId: base,
+      index: i,
+      time,
+      workspaceId: group.workspaceId,
+      namespaceId: NAMED_NAMESPACE_PREFIX + l.name,
+      identifier: l.owner,
+      passed: result.passed,
+      limit: r.limit,
+      remaining: r.remaining,
+      reset: r.reset,
+      cost: l.cost ?? 1n,
+      overrideId: "",
+      latency,
+    });
+  }
 }
 
 /** One group's limits as counter checks; a malformed limit fails the call, naming where. */
