@@ -141,8 +141,11 @@ describe("Unkey's SDK analytics.getRatelimits against Latchkey on ClickHouse", (
     const none = sdk(await keyWith("api.*.read_analytics"));
     const refused = await none.analytics
       .getRatelimits({ query: "SELECT count() AS n FROM ratelimits_v1" })
-      .catch((err: unknown) => err as { statusCode: number });
-    expect(refused.statusCode).toBe(403);
+      .then(
+        () => 200,
+        (err: { statusCode: number }) => err.statusCode,
+      );
+    expect(refused).toBe(403);
   });
 
   it("refuses a query over another table with a 400 naming the views", async () => {

@@ -142,8 +142,8 @@ describe("analytics queries share one concurrency cap", () => {
         new Promise<void>((resolve) => release.push(resolve)).then(real);
     const realRatelimits = deps.store.ratelimits.bind(deps.store);
     const realVerifications = deps.store.verifications.bind(deps.store);
-    deps.store.ratelimits = (q, o) => hold(() => realRatelimits(q, o))();
-    deps.store.verifications = (q, o) => hold(() => realVerifications(q, o))();
+    deps.store.ratelimits = (q) => hold(() => realRatelimits(q))();
+    deps.store.verifications = (q) => hold(() => realVerifications(q))();
     const client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
     const all = (ws: string) => callerOf(ws, "ratelimit.*.read_analytics", "api.*.read_analytics");
     const outcome = (p: Promise<unknown>) =>
