@@ -181,6 +181,28 @@ export function analyticsStoreContract(
       ]);
     });
 
+    it("counts a row standing for n identical checks n times, its cost too", async () => {
+      const at = Date.UTC(2026, 0, 15, 10, 30);
+      await store.insertRatelimits([
+        ratelimitCheck({ time: at, count: 4 }),
+        ratelimitCheck({ time: at, count: 2, passed: false }),
+        ratelimitCheck({ time: at }),
+      ]);
+      const rows = await store.ratelimits({
+        workspaceId: "ws_1",
+        start: Date.UTC(2026, 0, 15),
+        end: Date.UTC(2026, 0, 16),
+        namespaceIds: undefined,
+        identifier: undefined,
+        granularity: "hour",
+        groupBy: "none",
+      });
+      expect(rows.map((r) => [r.passed, r.count]).sort()).toEqual([
+        [false, 2],
+        [true, 5],
+      ]);
+    });
+
     it("counts a batch once however often it is inserted with its id, each other batch too, and answers how many were new", async () => {
       const a = verification();
       const b = verification();

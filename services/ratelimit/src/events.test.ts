@@ -202,12 +202,34 @@ describe("named-limit checks of verifications recorded for analytics", () => {
     ).toEqual([
       ["ws_1", "named:requests", "key_1", true, 1n, 9n, 0],
       ["ws_1", "named:tokens", "id_1", true, 30n, 70n, 1],
-      ["ws_2", "named:requests", "key_2", true, 1n, 0n, 0],
+      ["ws_2", "named:requests", "key_2", true, 1n, 0n, 2],
     ]);
-    // The two limits of one verification share its request id, the two verifications do not.
-    expect(events[0]!.event.requestId).toBe(events[1]!.event.requestId);
-    expect(events[2]!.event.requestId).not.toBe(events[0]!.event.requestId);
+    // One request id for the call's checks, each its own index and event id.
+    expect(new Set(events.map((e) => e.event.requestId)).size).toBe(1);
+    expect(events.map((e) => e.event.count)).toEqual([1, 1, 1]);
     expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    const next = await (async () => {
+      await client.checkNamedLimits({
+        groups: [{ workspaceId: "ws_1", limits: [named("key_1", "requests", 10n)] }],
+      });
+      await eventsSettled();
+      return decoded(sink).at(-1)!;
+    })();
+    expect(next.event.requestId).not.toBe(events[0]!.event.requestId);
+  });
+
+  it("sends the identical checks of one call as one event with their count and the last one's answer", async () => {
+    const sink = recordingSink();
+    const { client } = harness({ events: sink });
+    const same = { workspaceId: "ws_1", limits: [named("key_1", "requests", 3n)] };
+    await client.checkNamedLimits({ groups: [same, same, same, same, same] });
+    await eventsSettled();
+    expect(
+      decoded(sink).map((e) => [e.event.passed, e.event.count, e.event.remaining, e.event.index]),
+    ).toEqual([
+      [true, 3, 0n, 0],
+      [false, 2, 0n, 1],
+    ]);
   });
 
   it("records every limit of a verification whose limits did not all pass as refused, since none was counted", async () => {

@@ -31,6 +31,12 @@ export interface RatelimitCheck {
   cost: number;
   overrideId: string;
   latency: number;
+  /**
+   * How many identical checks this row stands for (unset: one): the named-limit
+   * checks of one call that share everything, counted in order, `remaining`
+   * the last one's (RatelimitChecked.count).
+   */
+  count?: number;
 }
 
 export type Granularity = "hour" | "day" | "month";

@@ -81,7 +81,7 @@ export class ClickHouseAnalyticsStore implements AnalyticsStore {
   }
 
   async insertRatelimits(rows: readonly RatelimitCheck[]): Promise<number> {
-    const fresh = await this.unseen("ratelimits_raw", rows);
+    const fresh = await this.unseen("ratelimits_raw", rows.flatMap(checksOf));
     if (fresh.length === 0) return 0;
     await this.ch.insert({
       table: "ratelimits_raw",
@@ -373,6 +373,27 @@ GROUP BY bucket, ns, ident, ok`,
   async ping(): Promise<boolean> {
     return (await this.ch.ping()).success;
   }
+}
+
+/**
+ * The checks a row stands for, one row each as ratelimits_raw keeps them: a
+ * row of n identical checks (RatelimitCheck.count) becomes n, ids derived from
+ * its own (so a redelivery is dropped as any other), `remaining` what each had
+ * left in the order they were counted (a refused one left what the last did).
+ */
+function checksOf(row: RatelimitCheck): RatelimitCheck[] {
+  const n = row.count ?? 1;
+  if (n <= 1) return [row];
+  const out: RatelimitCheck[] = new Array(n);
+  for (let k = 0; k < n; k++) {
+    out[k] = {
+      ...row,
+      requestId: k === 0 ? row.requestId : `${row.requestId}/${k}`,
+      remaining: row.passed ? row.remaining + (n - 1 - k) * row.cost : row.remaining,
+      count: 1,
+    };
+  }
+  return out;
 }
 
 /** A structured query's limit error, if ClickHouse's error is one. */

@@ -95,8 +95,8 @@ export class MemoryAnalyticsStore implements AnalyticsStore {
       const identifier = q.groupBy === "identifier" ? r.identifier : "";
       const id = `${time}\u0000${namespaceId}\u0000${identifier}\u0000${r.passed}`;
       const c = counts.get(id);
-      if (c) c.count++;
-      else counts.set(id, { time, namespaceId, identifier, passed: r.passed, count: 1 });
+      if (c) c.count += r.count ?? 1;
+      else counts.set(id, { time, namespaceId, identifier, passed: r.passed, count: r.count ?? 1 });
     }
     return [...counts.values()];
   }

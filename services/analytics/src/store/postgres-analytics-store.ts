@@ -118,16 +118,16 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
           checks,
           (c) =>
             `${c.time}\0${c.workspaceId}\0${c.namespaceId}\0${storable(c.identifier)}\0${c.passed}\0${c.overrideId}`,
-          (c): RolledUpChecks => ({
-            first: c,
-            count: 1,
-            cost: c.cost,
-            latencySum: c.latency,
-            latencyMax: c.latency,
-          }),
+          (c): RolledUpChecks => {
+            const n = c.count ?? 1;
+            return { first: c, count: n, cost: c.cost * n, latencySum: c.latency * n, latencyMax: c.latency };
+          },
           (group, c) => {
-            group.cost += c.cost;
-            group.latencySum += c.latency;
+            // rollUp counted the row once; a row standing for n identical checks counts n.
+            const n = c.count ?? 1;
+            group.count += n - 1;
+            group.cost += c.cost * n;
+            group.latencySum += c.latency * n;
             group.latencyMax = Math.max(group.latencyMax, c.latency);
           },
         ),

@@ -1,3 +1,4 @@
+import type { RatelimitChecked } from "@latchkey/proto/ratelimit/v1/events_pb";
 import type {
   CheckNamedLimitsRequest,
   CheckNamedLimitsResponse,
@@ -57,13 +58,7 @@ export function checkNamedLimits(deps: RatelimitDeps) {
       }
       groups[g] = { $typeName: "ratelimit.v1.NamedLimitGroupResult", passed, results };
     }
-    if (deps.events.recording) {
-      const latency = performance.now() - started;
-      for (let g = 0; g < n; g++) {
-        const base = `${prefix}${sequence++}`;
-        emitNamedChecks(deps, base, req.groups[g]!, groups[g]!, latency);
-      }
-    }
+    if (deps.events.recording) emitNamedChecks(deps, `${prefix}${sequence++}`, req.groups, groups, started);
     return { $typeName: "ratelimit.v1.CheckNamedLimitsResponse", groups };
   };
 }
@@ -72,40 +67,62 @@ export function checkNamedLimits(deps: RatelimitDeps) {
 export const NAMED_NAMESPACE_PREFIX = "named:";
 
 /**
- * Announces a verification's named-limit checks to analytics, one event each
- * (request id `base`, index its place in the group): namespace
+ * Announces the call's named-limit checks to analytics: namespace
  * `named:<name>`, identifier the limit's owner (key or identity id). A group
  * counts all or nothing, so in a group that did not pass every check is
- * recorded as refused: none of them was counted.
+ * recorded as refused: none of them was counted. The checks of the call that
+ * share workspace, limit, owner, cost and verdict (one key verified many times
+ * in a batch) travel as one event with their `count`, the last one's answer,
+ * and the id `base:<i>` of the first: one event per check cost several
+ * microseconds each to buffer and store (docs/performance.md).
  */
 function emitNamedChecks(
   deps: RatelimitDeps,
   base: string,
-  group: NamedLimitGroup,
-  result: NamedLimitGroupResult,
-  latency: number,
+  groups: readonly NamedLimitGroup[],
+  results: readonly NamedLimitGroupResult[],
+  started: number,
 ): void {
   const time = BigInt(deps.clock.now());
-  for (let i = 0; i < group.limits.length; i++) {
-    const l = group.limits[i]!;
-    const r = result.results[i]!;
-    deps.events.checked({
-      $typeName: "ratelimit.v1.RatelimitChecked",
-      requestId: base,
-      index: i,
-      time,
-      workspaceId: group.workspaceId,
-      namespaceId: NAMED_NAMESPACE_PREFIX + l.name,
-      identifier: l.owner,
-      passed: result.passed,
-      limit: r.limit,
-      remaining: r.remaining,
-      reset: r.reset,
-      cost: l.cost ?? 1n,
-      overrideId: "",
-      latency,
-    });
+  const latency = performance.now() - started;
+  const events = new Map<string, RatelimitChecked>();
+  let index = 0;
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g]!;
+    const result = results[g]!;
+    for (let i = 0; i < group.limits.length; i++) {
+      const l = group.limits[i]!;
+      const r = result.results[i]!;
+      const cost = l.cost ?? 1n;
+      const same = `${group.workspaceId}\u001f${l.owner}\u001f${l.name}\u001f${cost}\u001f${result.passed}`;
+      const seen = events.get(same);
+      if (seen !== undefined) {
+        seen.count++;
+        seen.remaining = r.remaining;
+        seen.reset = r.reset;
+        seen.limit = r.limit;
+        continue;
+      }
+      events.set(same, {
+        $typeName: "ratelimit.v1.RatelimitChecked",
+        requestId: base,
+        index: index++,
+        time,
+        workspaceId: group.workspaceId,
+        namespaceId: NAMED_NAMESPACE_PREFIX + l.name,
+        identifier: l.owner,
+        passed: result.passed,
+        limit: r.limit,
+        remaining: r.remaining,
+        reset: r.reset,
+        cost,
+        overrideId: "",
+        latency,
+        count: 1,
+      });
+    }
   }
+  for (const e of events.values()) deps.events.checked(e);
 }
 
 /** One group's limits as counter checks; a malformed limit fails the call, naming where. */
