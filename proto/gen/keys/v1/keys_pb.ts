@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file keys/v1/keys.proto.
  */
 export const file_keys_v1_keys: GenFile = /*@__PURE__*/
-  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyIq0BCg9MaXN0S2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSGAoLZXh0ZXJuYWxfaWQYBSABKAlIAYgBARIPCgdkZWNyeXB0GAYgASgIQggKBl9saW1pdEIOCgxfZXh0ZXJuYWxfaWQiWwoQTGlzdEtleXNSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwua2V5cy52MS5LZXkSKwoKcGFnaW5hdGlvbhgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiRQoQRGVsZXRlQXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSITChFEZWxldGVBcGlSZXNwb25zZSIcCgpTdHJpbmdMaXN0Eg4KBnZhbHVlcxgBIAMoCSI/Cg1SYXRlbGltaXRMaXN0Ei4KCnJhdGVsaW1pdHMYASADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnImYKDUNyZWRpdHNVcGRhdGUSFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwi8gMKEFVwZGF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAGIAQESFgoJbWV0YV9qc29uGAUgASgJSAKIAQESFAoHZXhwaXJlcxgGIAEoA0gDiAEBEhQKB2VuYWJsZWQYByABKAhIBIgBARIsCgdjcmVkaXRzGAggASgLMhYua2V5cy52MS5DcmVkaXRzVXBkYXRlSAWIAQESLwoKcmF0ZWxpbWl0cxgJIAEoCzIWLmtleXMudjEuUmF0ZWxpbWl0TGlzdEgGiAEBEicKBXJvbGVzGAogASgLMhMua2V5cy52MS5TdHJpbmdMaXN0SAeIAQESLQoLcGVybWlzc2lvbnMYCyABKAsyEy5rZXlzLnYxLlN0cmluZ0xpc3RICIgBARIPCgdjbGVhcmVkGAwgAygJQgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzQg0KC19yYXRlbGltaXRzQggKBl9yb2xlc0IOCgxfcGVybWlzc2lvbnMiEwoRVXBkYXRlS2V5UmVzcG9uc2UilQEKFFVwZGF0ZUNyZWRpdHNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEiwKCW9wZXJhdGlvbhgDIAEoDjIZLmtleXMudjEuQ3JlZGl0c09wZXJhdGlvbhISCgV2YWx1ZRgEIAEoA0gAiAEBQggKBl92YWx1ZSJuChVVcGRhdGVDcmVkaXRzUmVzcG9uc2USFgoJcmVtYWluaW5nGAEgASgDSACIAQESJAoGcmVmaWxsGAIgASgLMg8ua2V5cy52MS5SZWZpbGxIAYgBAUIMCgpfcmVtYWluaW5nQgkKB19yZWZpbGwiWAoQRGVsZXRlS2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiEwoRRGVsZXRlS2V5UmVzcG9uc2UiPwoNV2hvYW1pUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCSIrCg5XaG9hbWlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSJZChBSZXJvbGxLZXlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhIKCmV4cGlyYXRpb24YAyABKAMiMAoRUmVyb2xsS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEgsKA2tleRgCIAEoCSLwAgoKTWlncmF0ZUtleRIMCgRoYXNoGAEgASgJEhIKBXN0YXJ0GAIgASgJSACIAQESEQoEbmFtZRgDIAEoCUgBiAEBEhgKC2V4dGVybmFsX2lkGAQgASgJSAKIAQESFgoJbWV0YV9qc29uGAUgASgJSAOIAQESDQoFcm9sZXMYBiADKAkSEwoLcGVybWlzc2lvbnMYByADKAkSFAoHZXhwaXJlcxgIIAEoA0gEiAEBEhQKB2VuYWJsZWQYCSABKAhIBYgBARImCgdjcmVkaXRzGAogASgLMhAua2V5cy52MS5DcmVkaXRzSAaIAQESLgoKcmF0ZWxpbWl0cxgLIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCCAoGX3N0YXJ0QgcKBV9uYW1lQg4KDF9leHRlcm5hbF9pZEIMCgpfbWV0YV9qc29uQgoKCF9leHBpcmVzQgoKCF9lbmFibGVkQgoKCF9jcmVkaXRzIoABChJNaWdyYXRlS2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxtaWdyYXRpb25faWQYAiABKAkSDgoGYXBpX2lkGAMgASgJEiEKBGtleXMYBCADKAsyEy5rZXlzLnYxLk1pZ3JhdGVLZXkiKwoLTWlncmF0ZWRLZXkSDAoEaGFzaBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiTQoTTWlncmF0ZUtleXNSZXNwb25zZRImCghtaWdyYXRlZBgBIAMoCzIULmtleXMudjEuTWlncmF0ZWRLZXkSDgoGZmFpbGVkGAIgAygJImEKDUtleVBlcm1pc3Npb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uInoKB0tleVJvbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKC3Blcm1pc3Npb25zGAQgAygLMhYua2V5cy52MS5LZXlQZXJtaXNzaW9uQg4KDF9kZXNjcmlwdGlvbiJfChVBZGRQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiRQoWQWRkUGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJiChhSZW1vdmVQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiSAoZUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJfChVTZXRQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEwoLcGVybWlzc2lvbnMYAyADKAkiRQoWU2V0UGVybWlzc2lvbnNSZXNwb25zZRIrCgtwZXJtaXNzaW9ucxgBIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbiJTCg9BZGRSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiMwoQQWRkUm9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSJWChJSZW1vdmVSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiNgoTUmVtb3ZlUm9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSJTCg9TZXRSb2xlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDQoFcm9sZXMYAyADKAkiMwoQU2V0Um9sZXNSZXNwb25zZRIfCgVyb2xlcxgBIAMoCzIQLmtleXMudjEuS2V5Um9sZSppCg5SZWZpbGxJbnRlcnZhbBIfChtSRUZJTExfSU5URVJWQUxfVU5TUEVDSUZJRUQQABIZChVSRUZJTExfSU5URVJWQUxfREFJTFkQARIbChdSRUZJTExfSU5URVJWQUxfTU9OVEhMWRACKpECCgpWZXJpZnlDb2RlEhsKF1ZFUklGWV9DT0RFX1VOU1BFQ0lGSUVEEAASFQoRVkVSSUZZX0NPREVfVkFMSUQQARIZChVWRVJJRllfQ09ERV9OT1RfRk9VTkQQAhIZChVWRVJJRllfQ09ERV9GT1JCSURERU4QAxIoCiRWRVJJRllfQ09ERV9JTlNVRkZJQ0lFTlRfUEVSTUlTU0lPTlMQBBIeChpWRVJJRllfQ09ERV9VU0FHRV9FWENFRURFRBAFEhwKGFZFUklGWV9DT0RFX1JBVEVfTElNSVRFRBAGEhgKFFZFUklGWV9DT0RFX0RJU0FCTEVEEAcSFwoTVkVSSUZZX0NPREVfRVhQSVJFRBAIKpIBChBDcmVkaXRzT3BlcmF0aW9uEiEKHUNSRURJVFNfT1BFUkFUSU9OX1VOU1BFQ0lGSUVEEAASGQoVQ1JFRElUU19PUEVSQVRJT05fU0VUEAESHwobQ1JFRElUU19PUEVSQVRJT05fSU5DUkVNRU5UEAISHwobQ1JFRElUU19PUEVSQVRJT05fREVDUkVNRU5UEAMy+AsKC0tleXNTZXJ2aWNlEkIKCUNyZWF0ZUFwaRIZLmtleXMudjEuQ3JlYXRlQXBpUmVxdWVzdBoaLmtleXMudjEuQ3JlYXRlQXBpUmVzcG9uc2USOQoGR2V0QXBpEhYua2V5cy52MS5HZXRBcGlSZXF1ZXN0Ghcua2V5cy52MS5HZXRBcGlSZXNwb25zZRI/CghMaXN0S2V5cxIYLmtleXMudjEuTGlzdEtleXNSZXF1ZXN0Ghkua2V5cy52MS5MaXN0S2V5c1Jlc3BvbnNlEkIKCURlbGV0ZUFwaRIZLmtleXMudjEuRGVsZXRlQXBpUmVxdWVzdBoaLmtleXMudjEuRGVsZXRlQXBpUmVzcG9uc2USQgoJQ3JlYXRlS2V5Ehkua2V5cy52MS5DcmVhdGVLZXlSZXF1ZXN0Ghoua2V5cy52MS5DcmVhdGVLZXlSZXNwb25zZRI5CgZHZXRLZXkSFi5rZXlzLnYxLkdldEtleVJlcXVlc3QaFy5rZXlzLnYxLkdldEtleVJlc3BvbnNlEkIKCVVwZGF0ZUtleRIZLmtleXMudjEuVXBkYXRlS2V5UmVxdWVzdBoaLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USTgoNVXBkYXRlQ3JlZGl0cxIdLmtleXMudjEuVXBkYXRlQ3JlZGl0c1JlcXVlc3QaHi5rZXlzLnYxLlVwZGF0ZUNyZWRpdHNSZXNwb25zZRJCCglEZWxldGVLZXkSGS5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkRlbGV0ZUtleVJlc3BvbnNlEjkKBldob2FtaRIWLmtleXMudjEuV2hvYW1pUmVxdWVzdBoXLmtleXMudjEuV2hvYW1pUmVzcG9uc2USQgoJUmVyb2xsS2V5Ehkua2V5cy52MS5SZXJvbGxLZXlSZXF1ZXN0Ghoua2V5cy52MS5SZXJvbGxLZXlSZXNwb25zZRJICgtNaWdyYXRlS2V5cxIbLmtleXMudjEuTWlncmF0ZUtleXNSZXF1ZXN0Ghwua2V5cy52MS5NaWdyYXRlS2V5c1Jlc3BvbnNlEkIKCVZlcmlmeUtleRIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdBoaLmtleXMudjEuVmVyaWZ5S2V5UmVzcG9uc2USUQoOVmVyaWZ5S2V5QmF0Y2gSHi5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVxdWVzdBofLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXNwb25zZRJgChNBdXRoZW50aWNhdGVSb290S2V5EiMua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBokLmtleXMudjEuQXV0aGVudGljYXRlUm9vdEtleVJlc3BvbnNlElEKDkFkZFBlcm1pc3Npb25zEh4ua2V5cy52MS5BZGRQZXJtaXNzaW9uc1JlcXVlc3QaHy5rZXlzLnYxLkFkZFBlcm1pc3Npb25zUmVzcG9uc2USWgoRUmVtb3ZlUGVybWlzc2lvbnMSIS5rZXlzLnYxLlJlbW92ZVBlcm1pc3Npb25zUmVxdWVzdBoiLmtleXMudjEuUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRJRCg5TZXRQZXJtaXNzaW9ucxIeLmtleXMudjEuU2V0UGVybWlzc2lvbnNSZXF1ZXN0Gh8ua2V5cy52MS5TZXRQZXJtaXNzaW9uc1Jlc3BvbnNlEj8KCEFkZFJvbGVzEhgua2V5cy52MS5BZGRSb2xlc1JlcXVlc3QaGS5rZXlzLnYxLkFkZFJvbGVzUmVzcG9uc2USSAoLUmVtb3ZlUm9sZXMSGy5rZXlzLnYxLlJlbW92ZVJvbGVzUmVxdWVzdBocLmtleXMudjEuUmVtb3ZlUm9sZXNSZXNwb25zZRI/CghTZXRSb2xlcxIYLmtleXMudjEuU2V0Um9sZXNSZXF1ZXN0Ghkua2V5cy52MS5TZXRSb2xlc1Jlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
+  fileDesc("ChJrZXlzL3YxL2tleXMucHJvdG8SB2tleXMudjEiMwoDQXBpEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKY3JlYXRlZF9hdBgDIAEoAyJDChBDcmVhdGVBcGlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCSIjChFDcmVhdGVBcGlSZXNwb25zZRIOCgZhcGlfaWQYASABKAkiQgoNR2V0QXBpUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmFwaV9pZBgCIAEoCSIrCg5HZXRBcGlSZXNwb25zZRIZCgNhcGkYASABKAsyDC5rZXlzLnYxLkFwaSJrCgZSZWZpbGwSKQoIaW50ZXJ2YWwYASABKA4yFy5rZXlzLnYxLlJlZmlsbEludGVydmFsEg4KBmFtb3VudBgCIAEoAxIXCgpyZWZpbGxfZGF5GAMgASgFSACIAQFCDQoLX3JlZmlsbF9kYXkiYAoHQ3JlZGl0cxIWCglyZW1haW5pbmcYASABKANIAIgBARIkCgZyZWZpbGwYAiABKAsyDy5rZXlzLnYxLlJlZmlsbEgBiAEBQgwKCl9yZW1haW5pbmdCCQoHX3JlZmlsbCKEAQoLS2V5SWRlbnRpdHkSCgoCaWQYASABKAkSEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWdCDAoKX21ldGFfanNvbiL5AwoDS2V5Eg4KBmtleV9pZBgBIAEoCRIOCgZhcGlfaWQYAiABKAkSDQoFc3RhcnQYAyABKAkSDwoHZW5hYmxlZBgEIAEoCBIRCgRuYW1lGAUgASgJSACIAQESFgoJbWV0YV9qc29uGAYgASgJSAGIAQESEgoKY3JlYXRlZF9hdBgHIAEoAxIXCgp1cGRhdGVkX2F0GAggASgDSAKIAQESGQoMbGFzdF91c2VkX2F0GAkgASgDSAOIAQESFAoHZXhwaXJlcxgKIAEoA0gEiAEBEhMKC3Blcm1pc3Npb25zGAsgAygJEg0KBXJvbGVzGAwgAygJEiYKB2NyZWRpdHMYDSABKAsyEC5rZXlzLnYxLkNyZWRpdHNIBYgBARIrCghpZGVudGl0eRgOIAEoCzIULmtleXMudjEuS2V5SWRlbnRpdHlIBogBARIuCgpyYXRlbGltaXRzGA8gAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZxIWCglwbGFpbnRleHQYECABKAlIB4gBAUIHCgVfbmFtZUIMCgpfbWV0YV9qc29uQg0KC191cGRhdGVkX2F0Qg8KDV9sYXN0X3VzZWRfYXRCCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCwoJX2lkZW50aXR5QgwKCl9wbGFpbnRleHQi3AMKEENyZWF0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEwoGcHJlZml4GAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhgKC2J5dGVfbGVuZ3RoGAUgASgFSAKIAQESGAoLZXh0ZXJuYWxfaWQYBiABKAlIA4gBARIWCgltZXRhX2pzb24YByABKAlIBIgBARINCgVyb2xlcxgIIAMoCRITCgtwZXJtaXNzaW9ucxgJIAMoCRIUCgdleHBpcmVzGAogASgDSAWIAQESJgoHY3JlZGl0cxgLIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYDCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhQKB2VuYWJsZWQYDSABKAhIB4gBARITCgtyZWNvdmVyYWJsZRgOIAEoCEIJCgdfcHJlZml4QgcKBV9uYW1lQg4KDF9ieXRlX2xlbmd0aEIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfY3JlZGl0c0IKCghfZW5hYmxlZCIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIlMKDUdldEtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSDwoHZGVjcnlwdBgDIAEoCCIrCg5HZXRLZXlSZXNwb25zZRIZCgNrZXkYASABKAsyDC5rZXlzLnYxLktleSKEAQoWVmVyaWZ5UmF0ZWxpbWl0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKBGNvc3QYAiABKANIAIgBARISCgVsaW1pdBgDIAEoA0gBiAEBEhUKCGR1cmF0aW9uGAQgASgDSAKIAQFCBwoFX2Nvc3RCCAoGX2xpbWl0QgsKCV9kdXJhdGlvbiKLAgoQVmVyaWZ5S2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgsKA2tleRgCIAEoCRIRCgRjb3N0GAMgASgDSACIAQESDAoEdGFncxgEIAMoCRIzCgpyYXRlbGltaXRzGAUgAygLMh8ua2V5cy52MS5WZXJpZnlSYXRlbGltaXRSZXF1ZXN0EhgKC3Blcm1pc3Npb25zGAYgASgJSAGIAQESGQoMbWlncmF0aW9uX2lkGAcgASgJSAKIAQESEgoKcmVxdWVzdF9pZBgIIAEoCUIHCgVfY29zdEIOCgxfcGVybWlzc2lvbnNCDwoNX21pZ3JhdGlvbl9pZCKaAQoVVmVyaWZ5UmF0ZWxpbWl0UmVzdWx0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFbGltaXQYAyABKAMSEAoIZHVyYXRpb24YBCABKAMSDQoFcmVzZXQYBSABKAMSEQoJcmVtYWluaW5nGAYgASgDEhAKCGV4Y2VlZGVkGAcgASgIEhIKCmF1dG9fYXBwbHkYCCABKAginwMKEVZlcmlmeUtleVJlc3BvbnNlEg0KBXZhbGlkGAEgASgIEiEKBGNvZGUYAiABKA4yEy5rZXlzLnYxLlZlcmlmeUNvZGUSEwoGa2V5X2lkGAMgASgJSACIAQESEQoEbmFtZRgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdjcmVkaXRzGAcgASgDSASIAQESFAoHZW5hYmxlZBgIIAEoCEgFiAEBEhMKC3Blcm1pc3Npb25zGAkgAygJEg0KBXJvbGVzGAogAygJEisKCGlkZW50aXR5GAsgASgLMhQua2V5cy52MS5LZXlJZGVudGl0eUgGiAEBEjIKCnJhdGVsaW1pdHMYDCADKAsyHi5rZXlzLnYxLlZlcmlmeVJhdGVsaW1pdFJlc3VsdEIJCgdfa2V5X2lkQgcKBV9uYW1lQgwKCl9tZXRhX2pzb25CCgoIX2V4cGlyZXNCCgoIX2NyZWRpdHNCCgoIX2VuYWJsZWRCCwoJX2lkZW50aXR5ImcKFVZlcmlmeUtleUJhdGNoUmVxdWVzdBIiCgdjYWxsZXJzGAEgAygLMhEuY29tbW9uLnYxLkNhbGxlchIqCgVpdGVtcxgCIAMoCzIbLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hJdGVtIlYKElZlcmlmeUtleUJhdGNoSXRlbRIUCgxjYWxsZXJfaW5kZXgYASABKA0SKgoHcmVxdWVzdBgCIAEoCzIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdCJIChZWZXJpZnlLZXlCYXRjaFJlc3BvbnNlEi4KB3Jlc3VsdHMYASADKAsyHS5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVzdWx0InYKFFZlcmlmeUtleUJhdGNoUmVzdWx0Ei4KCHJlc3BvbnNlGAEgASgLMhoua2V5cy52MS5WZXJpZnlLZXlSZXNwb25zZUgAEiQKBWVycm9yGAIgASgLMhMua2V5cy52MS5CYXRjaEVycm9ySABCCAoGcmVzdWx0IlMKCkJhdGNoRXJyb3ISDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiYKBmRldGFpbBgDIAEoCzIWLmNvbW1vbi52MS5FcnJvckRldGFpbCIqChpBdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBIMCgRoYXNoGAEgASgJIkAKG0F1dGhlbnRpY2F0ZVJvb3RLZXlSZXNwb25zZRIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyIq0BCg9MaXN0S2V5c1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkSEgoFbGltaXQYAyABKAVIAIgBARIOCgZjdXJzb3IYBCABKAkSGAoLZXh0ZXJuYWxfaWQYBSABKAlIAYgBARIPCgdkZWNyeXB0GAYgASgIQggKBl9saW1pdEIOCgxfZXh0ZXJuYWxfaWQiWwoQTGlzdEtleXNSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwua2V5cy52MS5LZXkSKwoKcGFnaW5hdGlvbhgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UiYgoPTGlzdEFwaXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEgoFbGltaXQYAiABKAVIAIgBARIOCgZjdXJzb3IYAyABKAlCCAoGX2xpbWl0IlsKEExpc3RBcGlzUmVzcG9uc2USGgoEYXBpcxgBIAMoCzIMLmtleXMudjEuQXBpEisKCnBhZ2luYXRpb24YAiABKAsyFy5jb21tb24udjEuUGFnZVJlc3BvbnNlIkUKEERlbGV0ZUFwaVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZhcGlfaWQYAiABKAkiEwoRRGVsZXRlQXBpUmVzcG9uc2UiHAoKU3RyaW5nTGlzdBIOCgZ2YWx1ZXMYASADKAkiPwoNUmF0ZWxpbWl0TGlzdBIuCgpyYXRlbGltaXRzGAEgAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZyJmCg1DcmVkaXRzVXBkYXRlEhYKCXJlbWFpbmluZxgBIAEoA0gAiAEBEiQKBnJlZmlsbBgCIAEoCzIPLmtleXMudjEuUmVmaWxsSAGIAQFCDAoKX3JlbWFpbmluZ0IJCgdfcmVmaWxsIvIDChBVcGRhdGVLZXlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIYCgtleHRlcm5hbF9pZBgEIAEoCUgBiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgCiAEBEhQKB2V4cGlyZXMYBiABKANIA4gBARIUCgdlbmFibGVkGAcgASgISASIAQESLAoHY3JlZGl0cxgIIAEoCzIWLmtleXMudjEuQ3JlZGl0c1VwZGF0ZUgFiAEBEi8KCnJhdGVsaW1pdHMYCSABKAsyFi5rZXlzLnYxLlJhdGVsaW1pdExpc3RIBogBARInCgVyb2xlcxgKIAEoCzITLmtleXMudjEuU3RyaW5nTGlzdEgHiAEBEi0KC3Blcm1pc3Npb25zGAsgASgLMhMua2V5cy52MS5TdHJpbmdMaXN0SAiIAQESDwoHY2xlYXJlZBgMIAMoCUIHCgVfbmFtZUIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfZW5hYmxlZEIKCghfY3JlZGl0c0INCgtfcmF0ZWxpbWl0c0IICgZfcm9sZXNCDgoMX3Blcm1pc3Npb25zIhMKEVVwZGF0ZUtleVJlc3BvbnNlIpUBChRVcGRhdGVDcmVkaXRzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRIsCglvcGVyYXRpb24YAyABKA4yGS5rZXlzLnYxLkNyZWRpdHNPcGVyYXRpb24SEgoFdmFsdWUYBCABKANIAIgBAUIICgZfdmFsdWUibgoVVXBkYXRlQ3JlZGl0c1Jlc3BvbnNlEhYKCXJlbWFpbmluZxgBIAEoA0gAiAEBEiQKBnJlZmlsbBgCIAEoCzIPLmtleXMudjEuUmVmaWxsSAGIAQFCDAoKX3JlbWFpbmluZ0IJCgdfcmVmaWxsIlgKEERlbGV0ZUtleVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIOCgZrZXlfaWQYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIhMKEURlbGV0ZUtleVJlc3BvbnNlIj8KDVdob2FtaVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchILCgNrZXkYAiABKAkiKwoOV2hvYW1pUmVzcG9uc2USGQoDa2V5GAEgASgLMgwua2V5cy52MS5LZXkiWQoQUmVyb2xsS2V5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg4KBmtleV9pZBgCIAEoCRISCgpleHBpcmF0aW9uGAMgASgDIjAKEVJlcm9sbEtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAki8AIKCk1pZ3JhdGVLZXkSDAoEaGFzaBgBIAEoCRISCgVzdGFydBgCIAEoCUgAiAEBEhEKBG5hbWUYAyABKAlIAYgBARIYCgtleHRlcm5hbF9pZBgEIAEoCUgCiAEBEhYKCW1ldGFfanNvbhgFIAEoCUgDiAEBEg0KBXJvbGVzGAYgAygJEhMKC3Blcm1pc3Npb25zGAcgAygJEhQKB2V4cGlyZXMYCCABKANIBIgBARIUCgdlbmFibGVkGAkgASgISAWIAQESJgoHY3JlZGl0cxgKIAEoCzIQLmtleXMudjEuQ3JlZGl0c0gGiAEBEi4KCnJhdGVsaW1pdHMYCyADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnQggKBl9zdGFydEIHCgVfbmFtZUIOCgxfZXh0ZXJuYWxfaWRCDAoKX21ldGFfanNvbkIKCghfZXhwaXJlc0IKCghfZW5hYmxlZEIKCghfY3JlZGl0cyKAAQoSTWlncmF0ZUtleXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISFAoMbWlncmF0aW9uX2lkGAIgASgJEg4KBmFwaV9pZBgDIAEoCRIhCgRrZXlzGAQgAygLMhMua2V5cy52MS5NaWdyYXRlS2V5IisKC01pZ3JhdGVkS2V5EgwKBGhhc2gYASABKAkSDgoGa2V5X2lkGAIgASgJIk0KE01pZ3JhdGVLZXlzUmVzcG9uc2USJgoIbWlncmF0ZWQYASADKAsyFC5rZXlzLnYxLk1pZ3JhdGVkS2V5Eg4KBmZhaWxlZBgCIAMoCSJhCg1LZXlQZXJtaXNzaW9uEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEc2x1ZxgDIAEoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBQg4KDF9kZXNjcmlwdGlvbiJ6CgdLZXlSb2xlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSGAoLZGVzY3JpcHRpb24YAyABKAlIAIgBARIrCgtwZXJtaXNzaW9ucxgEIAMoCzIWLmtleXMudjEuS2V5UGVybWlzc2lvbkIOCgxfZGVzY3JpcHRpb24iXwoVQWRkUGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhMKC3Blcm1pc3Npb25zGAMgAygJIkUKFkFkZFBlcm1pc3Npb25zUmVzcG9uc2USKwoLcGVybWlzc2lvbnMYASADKAsyFi5rZXlzLnYxLktleVBlcm1pc3Npb24iYgoYUmVtb3ZlUGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhMKC3Blcm1pc3Npb25zGAMgAygJIkgKGVJlbW92ZVBlcm1pc3Npb25zUmVzcG9uc2USKwoLcGVybWlzc2lvbnMYASADKAsyFi5rZXlzLnYxLktleVBlcm1pc3Npb24iXwoVU2V0UGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEhMKC3Blcm1pc3Npb25zGAMgAygJIkUKFlNldFBlcm1pc3Npb25zUmVzcG9uc2USKwoLcGVybWlzc2lvbnMYASADKAsyFi5rZXlzLnYxLktleVBlcm1pc3Npb24iUwoPQWRkUm9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEg0KBXJvbGVzGAMgAygJIjMKEEFkZFJvbGVzUmVzcG9uc2USHwoFcm9sZXMYASADKAsyEC5rZXlzLnYxLktleVJvbGUiVgoSUmVtb3ZlUm9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEg0KBXJvbGVzGAMgAygJIjYKE1JlbW92ZVJvbGVzUmVzcG9uc2USHwoFcm9sZXMYASADKAsyEC5rZXlzLnYxLktleVJvbGUiUwoPU2V0Um9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDgoGa2V5X2lkGAIgASgJEg0KBXJvbGVzGAMgAygJIjMKEFNldFJvbGVzUmVzcG9uc2USHwoFcm9sZXMYASADKAsyEC5rZXlzLnYxLktleVJvbGUqaQoOUmVmaWxsSW50ZXJ2YWwSHwobUkVGSUxMX0lOVEVSVkFMX1VOU1BFQ0lGSUVEEAASGQoVUkVGSUxMX0lOVEVSVkFMX0RBSUxZEAESGwoXUkVGSUxMX0lOVEVSVkFMX01PTlRITFkQAiqRAgoKVmVyaWZ5Q29kZRIbChdWRVJJRllfQ09ERV9VTlNQRUNJRklFRBAAEhUKEVZFUklGWV9DT0RFX1ZBTElEEAESGQoVVkVSSUZZX0NPREVfTk9UX0ZPVU5EEAISGQoVVkVSSUZZX0NPREVfRk9SQklEREVOEAMSKAokVkVSSUZZX0NPREVfSU5TVUZGSUNJRU5UX1BFUk1JU1NJT05TEAQSHgoaVkVSSUZZX0NPREVfVVNBR0VfRVhDRUVERUQQBRIcChhWRVJJRllfQ09ERV9SQVRFX0xJTUlURUQQBhIYChRWRVJJRllfQ09ERV9ESVNBQkxFRBAHEhcKE1ZFUklGWV9DT0RFX0VYUElSRUQQCCqSAQoQQ3JlZGl0c09wZXJhdGlvbhIhCh1DUkVESVRTX09QRVJBVElPTl9VTlNQRUNJRklFRBAAEhkKFUNSRURJVFNfT1BFUkFUSU9OX1NFVBABEh8KG0NSRURJVFNfT1BFUkFUSU9OX0lOQ1JFTUVOVBACEh8KG0NSRURJVFNfT1BFUkFUSU9OX0RFQ1JFTUVOVBADMrkMCgtLZXlzU2VydmljZRJCCglDcmVhdGVBcGkSGS5rZXlzLnYxLkNyZWF0ZUFwaVJlcXVlc3QaGi5rZXlzLnYxLkNyZWF0ZUFwaVJlc3BvbnNlEjkKBkdldEFwaRIWLmtleXMudjEuR2V0QXBpUmVxdWVzdBoXLmtleXMudjEuR2V0QXBpUmVzcG9uc2USPwoITGlzdEtleXMSGC5rZXlzLnYxLkxpc3RLZXlzUmVxdWVzdBoZLmtleXMudjEuTGlzdEtleXNSZXNwb25zZRI/CghMaXN0QXBpcxIYLmtleXMudjEuTGlzdEFwaXNSZXF1ZXN0Ghkua2V5cy52MS5MaXN0QXBpc1Jlc3BvbnNlEkIKCURlbGV0ZUFwaRIZLmtleXMudjEuRGVsZXRlQXBpUmVxdWVzdBoaLmtleXMudjEuRGVsZXRlQXBpUmVzcG9uc2USQgoJQ3JlYXRlS2V5Ehkua2V5cy52MS5DcmVhdGVLZXlSZXF1ZXN0Ghoua2V5cy52MS5DcmVhdGVLZXlSZXNwb25zZRI5CgZHZXRLZXkSFi5rZXlzLnYxLkdldEtleVJlcXVlc3QaFy5rZXlzLnYxLkdldEtleVJlc3BvbnNlEkIKCVVwZGF0ZUtleRIZLmtleXMudjEuVXBkYXRlS2V5UmVxdWVzdBoaLmtleXMudjEuVXBkYXRlS2V5UmVzcG9uc2USTgoNVXBkYXRlQ3JlZGl0cxIdLmtleXMudjEuVXBkYXRlQ3JlZGl0c1JlcXVlc3QaHi5rZXlzLnYxLlVwZGF0ZUNyZWRpdHNSZXNwb25zZRJCCglEZWxldGVLZXkSGS5rZXlzLnYxLkRlbGV0ZUtleVJlcXVlc3QaGi5rZXlzLnYxLkRlbGV0ZUtleVJlc3BvbnNlEjkKBldob2FtaRIWLmtleXMudjEuV2hvYW1pUmVxdWVzdBoXLmtleXMudjEuV2hvYW1pUmVzcG9uc2USQgoJUmVyb2xsS2V5Ehkua2V5cy52MS5SZXJvbGxLZXlSZXF1ZXN0Ghoua2V5cy52MS5SZXJvbGxLZXlSZXNwb25zZRJICgtNaWdyYXRlS2V5cxIbLmtleXMudjEuTWlncmF0ZUtleXNSZXF1ZXN0Ghwua2V5cy52MS5NaWdyYXRlS2V5c1Jlc3BvbnNlEkIKCVZlcmlmeUtleRIZLmtleXMudjEuVmVyaWZ5S2V5UmVxdWVzdBoaLmtleXMudjEuVmVyaWZ5S2V5UmVzcG9uc2USUQoOVmVyaWZ5S2V5QmF0Y2gSHi5rZXlzLnYxLlZlcmlmeUtleUJhdGNoUmVxdWVzdBofLmtleXMudjEuVmVyaWZ5S2V5QmF0Y2hSZXNwb25zZRJgChNBdXRoZW50aWNhdGVSb290S2V5EiMua2V5cy52MS5BdXRoZW50aWNhdGVSb290S2V5UmVxdWVzdBokLmtleXMudjEuQXV0aGVudGljYXRlUm9vdEtleVJlc3BvbnNlElEKDkFkZFBlcm1pc3Npb25zEh4ua2V5cy52MS5BZGRQZXJtaXNzaW9uc1JlcXVlc3QaHy5rZXlzLnYxLkFkZFBlcm1pc3Npb25zUmVzcG9uc2USWgoRUmVtb3ZlUGVybWlzc2lvbnMSIS5rZXlzLnYxLlJlbW92ZVBlcm1pc3Npb25zUmVxdWVzdBoiLmtleXMudjEuUmVtb3ZlUGVybWlzc2lvbnNSZXNwb25zZRJRCg5TZXRQZXJtaXNzaW9ucxIeLmtleXMudjEuU2V0UGVybWlzc2lvbnNSZXF1ZXN0Gh8ua2V5cy52MS5TZXRQZXJtaXNzaW9uc1Jlc3BvbnNlEj8KCEFkZFJvbGVzEhgua2V5cy52MS5BZGRSb2xlc1JlcXVlc3QaGS5rZXlzLnYxLkFkZFJvbGVzUmVzcG9uc2USSAoLUmVtb3ZlUm9sZXMSGy5rZXlzLnYxLlJlbW92ZVJvbGVzUmVxdWVzdBocLmtleXMudjEuUmVtb3ZlUm9sZXNSZXNwb25zZRI/CghTZXRSb2xlcxIYLmtleXMudjEuU2V0Um9sZXNSZXF1ZXN0Ghkua2V5cy52MS5TZXRSb2xlc1Jlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
 
 /**
  * @generated from message keys.v1.Api
@@ -901,6 +901,61 @@ export const ListKeysResponseSchema: GenMessage<ListKeysResponse> = /*@__PURE__*
   messageDesc(file_keys_v1_keys, 25);
 
 /**
+ * @generated from message keys.v1.ListApisRequest
+ */
+export type ListApisRequest = Message<"keys.v1.ListApisRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * Page size 1 to 100; unset means 100.
+   *
+   * @generated from field: optional int32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * The previous page's pagination.cursor; empty for the first page.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message keys.v1.ListApisRequest.
+ * Use `create(ListApisRequestSchema)` to create a new message.
+ */
+export const ListApisRequestSchema: GenMessage<ListApisRequest> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 26);
+
+/**
+ * @generated from message keys.v1.ListApisResponse
+ */
+export type ListApisResponse = Message<"keys.v1.ListApisResponse"> & {
+  /**
+   * Ordered by API id, which never changes, so pages neither skip nor repeat.
+   *
+   * @generated from field: repeated keys.v1.Api apis = 1;
+   */
+  apis: Api[];
+
+  /**
+   * @generated from field: common.v1.PageResponse pagination = 2;
+   */
+  pagination?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message keys.v1.ListApisResponse.
+ * Use `create(ListApisResponseSchema)` to create a new message.
+ */
+export const ListApisResponseSchema: GenMessage<ListApisResponse> = /*@__PURE__*/
+  messageDesc(file_keys_v1_keys, 27);
+
+/**
  * @generated from message keys.v1.DeleteApiRequest
  */
 export type DeleteApiRequest = Message<"keys.v1.DeleteApiRequest"> & {
@@ -920,7 +975,7 @@ export type DeleteApiRequest = Message<"keys.v1.DeleteApiRequest"> & {
  * Use `create(DeleteApiRequestSchema)` to create a new message.
  */
 export const DeleteApiRequestSchema: GenMessage<DeleteApiRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 26);
+  messageDesc(file_keys_v1_keys, 28);
 
 /**
  * @generated from message keys.v1.DeleteApiResponse
@@ -933,7 +988,7 @@ export type DeleteApiResponse = Message<"keys.v1.DeleteApiResponse"> & {
  * Use `create(DeleteApiResponseSchema)` to create a new message.
  */
 export const DeleteApiResponseSchema: GenMessage<DeleteApiResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 27);
+  messageDesc(file_keys_v1_keys, 29);
 
 /**
  * A list whose presence matters: unset leaves the key's list alone, a present
@@ -953,7 +1008,7 @@ export type StringList = Message<"keys.v1.StringList"> & {
  * Use `create(StringListSchema)` to create a new message.
  */
 export const StringListSchema: GenMessage<StringList> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 28);
+  messageDesc(file_keys_v1_keys, 30);
 
 /**
  * @generated from message keys.v1.RatelimitList
@@ -970,7 +1025,7 @@ export type RatelimitList = Message<"keys.v1.RatelimitList"> & {
  * Use `create(RatelimitListSchema)` to create a new message.
  */
 export const RatelimitListSchema: GenMessage<RatelimitList> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 29);
+  messageDesc(file_keys_v1_keys, 31);
 
 /**
  * @generated from message keys.v1.CreditsUpdate
@@ -996,7 +1051,7 @@ export type CreditsUpdate = Message<"keys.v1.CreditsUpdate"> & {
  * Use `create(CreditsUpdateSchema)` to create a new message.
  */
 export const CreditsUpdateSchema: GenMessage<CreditsUpdate> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 30);
+  messageDesc(file_keys_v1_keys, 32);
 
 /**
  * keys.updateKey. Every field has three states, and the gateway maps them so:
@@ -1080,7 +1135,7 @@ export type UpdateKeyRequest = Message<"keys.v1.UpdateKeyRequest"> & {
  * Use `create(UpdateKeyRequestSchema)` to create a new message.
  */
 export const UpdateKeyRequestSchema: GenMessage<UpdateKeyRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 31);
+  messageDesc(file_keys_v1_keys, 33);
 
 /**
  * @generated from message keys.v1.UpdateKeyResponse
@@ -1093,7 +1148,7 @@ export type UpdateKeyResponse = Message<"keys.v1.UpdateKeyResponse"> & {
  * Use `create(UpdateKeyResponseSchema)` to create a new message.
  */
 export const UpdateKeyResponseSchema: GenMessage<UpdateKeyResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 32);
+  messageDesc(file_keys_v1_keys, 34);
 
 /**
  * @generated from message keys.v1.UpdateCreditsRequest
@@ -1128,7 +1183,7 @@ export type UpdateCreditsRequest = Message<"keys.v1.UpdateCreditsRequest"> & {
  * Use `create(UpdateCreditsRequestSchema)` to create a new message.
  */
 export const UpdateCreditsRequestSchema: GenMessage<UpdateCreditsRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 33);
+  messageDesc(file_keys_v1_keys, 35);
 
 /**
  * @generated from message keys.v1.UpdateCreditsResponse
@@ -1152,7 +1207,7 @@ export type UpdateCreditsResponse = Message<"keys.v1.UpdateCreditsResponse"> & {
  * Use `create(UpdateCreditsResponseSchema)` to create a new message.
  */
 export const UpdateCreditsResponseSchema: GenMessage<UpdateCreditsResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 34);
+  messageDesc(file_keys_v1_keys, 36);
 
 /**
  * @generated from message keys.v1.DeleteKeyRequest
@@ -1182,7 +1237,7 @@ export type DeleteKeyRequest = Message<"keys.v1.DeleteKeyRequest"> & {
  * Use `create(DeleteKeyRequestSchema)` to create a new message.
  */
 export const DeleteKeyRequestSchema: GenMessage<DeleteKeyRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 35);
+  messageDesc(file_keys_v1_keys, 37);
 
 /**
  * @generated from message keys.v1.DeleteKeyResponse
@@ -1195,7 +1250,7 @@ export type DeleteKeyResponse = Message<"keys.v1.DeleteKeyResponse"> & {
  * Use `create(DeleteKeyResponseSchema)` to create a new message.
  */
 export const DeleteKeyResponseSchema: GenMessage<DeleteKeyResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 36);
+  messageDesc(file_keys_v1_keys, 38);
 
 /**
  * @generated from message keys.v1.WhoamiRequest
@@ -1219,7 +1274,7 @@ export type WhoamiRequest = Message<"keys.v1.WhoamiRequest"> & {
  * Use `create(WhoamiRequestSchema)` to create a new message.
  */
 export const WhoamiRequestSchema: GenMessage<WhoamiRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 37);
+  messageDesc(file_keys_v1_keys, 39);
 
 /**
  * @generated from message keys.v1.WhoamiResponse
@@ -1236,7 +1291,7 @@ export type WhoamiResponse = Message<"keys.v1.WhoamiResponse"> & {
  * Use `create(WhoamiResponseSchema)` to create a new message.
  */
 export const WhoamiResponseSchema: GenMessage<WhoamiResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 38);
+  messageDesc(file_keys_v1_keys, 40);
 
 /**
  * @generated from message keys.v1.RerollKeyRequest
@@ -1265,7 +1320,7 @@ export type RerollKeyRequest = Message<"keys.v1.RerollKeyRequest"> & {
  * Use `create(RerollKeyRequestSchema)` to create a new message.
  */
 export const RerollKeyRequestSchema: GenMessage<RerollKeyRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 39);
+  messageDesc(file_keys_v1_keys, 41);
 
 /**
  * @generated from message keys.v1.RerollKeyResponse
@@ -1289,7 +1344,7 @@ export type RerollKeyResponse = Message<"keys.v1.RerollKeyResponse"> & {
  * Use `create(RerollKeyResponseSchema)` to create a new message.
  */
 export const RerollKeyResponseSchema: GenMessage<RerollKeyResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 40);
+  messageDesc(file_keys_v1_keys, 42);
 
 /**
  * @generated from message keys.v1.MigrateKey
@@ -1360,7 +1415,7 @@ export type MigrateKey = Message<"keys.v1.MigrateKey"> & {
  * Use `create(MigrateKeySchema)` to create a new message.
  */
 export const MigrateKeySchema: GenMessage<MigrateKey> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 41);
+  messageDesc(file_keys_v1_keys, 43);
 
 /**
  * @generated from message keys.v1.MigrateKeysRequest
@@ -1392,7 +1447,7 @@ export type MigrateKeysRequest = Message<"keys.v1.MigrateKeysRequest"> & {
  * Use `create(MigrateKeysRequestSchema)` to create a new message.
  */
 export const MigrateKeysRequestSchema: GenMessage<MigrateKeysRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 42);
+  messageDesc(file_keys_v1_keys, 44);
 
 /**
  * @generated from message keys.v1.MigratedKey
@@ -1416,7 +1471,7 @@ export type MigratedKey = Message<"keys.v1.MigratedKey"> & {
  * Use `create(MigratedKeySchema)` to create a new message.
  */
 export const MigratedKeySchema: GenMessage<MigratedKey> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 43);
+  messageDesc(file_keys_v1_keys, 45);
 
 /**
  * @generated from message keys.v1.MigrateKeysResponse
@@ -1440,7 +1495,7 @@ export type MigrateKeysResponse = Message<"keys.v1.MigrateKeysResponse"> & {
  * Use `create(MigrateKeysResponseSchema)` to create a new message.
  */
 export const MigrateKeysResponseSchema: GenMessage<MigrateKeysResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 44);
+  messageDesc(file_keys_v1_keys, 46);
 
 /**
  * A permission as the key operations answer it (Unkey's Permission).
@@ -1474,7 +1529,7 @@ export type KeyPermission = Message<"keys.v1.KeyPermission"> & {
  * Use `create(KeyPermissionSchema)` to create a new message.
  */
 export const KeyPermissionSchema: GenMessage<KeyPermission> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 45);
+  messageDesc(file_keys_v1_keys, 47);
 
 /**
  * A role as the key operations answer it (Unkey's Role).
@@ -1510,7 +1565,7 @@ export type KeyRole = Message<"keys.v1.KeyRole"> & {
  * Use `create(KeyRoleSchema)` to create a new message.
  */
 export const KeyRoleSchema: GenMessage<KeyRole> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 46);
+  messageDesc(file_keys_v1_keys, 48);
 
 /**
  * @generated from message keys.v1.AddPermissionsRequest
@@ -1539,7 +1594,7 @@ export type AddPermissionsRequest = Message<"keys.v1.AddPermissionsRequest"> & {
  * Use `create(AddPermissionsRequestSchema)` to create a new message.
  */
 export const AddPermissionsRequestSchema: GenMessage<AddPermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 47);
+  messageDesc(file_keys_v1_keys, 49);
 
 /**
  * @generated from message keys.v1.AddPermissionsResponse
@@ -1558,7 +1613,7 @@ export type AddPermissionsResponse = Message<"keys.v1.AddPermissionsResponse"> &
  * Use `create(AddPermissionsResponseSchema)` to create a new message.
  */
 export const AddPermissionsResponseSchema: GenMessage<AddPermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 48);
+  messageDesc(file_keys_v1_keys, 50);
 
 /**
  * @generated from message keys.v1.RemovePermissionsRequest
@@ -1587,7 +1642,7 @@ export type RemovePermissionsRequest = Message<"keys.v1.RemovePermissionsRequest
  * Use `create(RemovePermissionsRequestSchema)` to create a new message.
  */
 export const RemovePermissionsRequestSchema: GenMessage<RemovePermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 49);
+  messageDesc(file_keys_v1_keys, 51);
 
 /**
  * @generated from message keys.v1.RemovePermissionsResponse
@@ -1606,7 +1661,7 @@ export type RemovePermissionsResponse = Message<"keys.v1.RemovePermissionsRespon
  * Use `create(RemovePermissionsResponseSchema)` to create a new message.
  */
 export const RemovePermissionsResponseSchema: GenMessage<RemovePermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 50);
+  messageDesc(file_keys_v1_keys, 52);
 
 /**
  * @generated from message keys.v1.SetPermissionsRequest
@@ -1635,7 +1690,7 @@ export type SetPermissionsRequest = Message<"keys.v1.SetPermissionsRequest"> & {
  * Use `create(SetPermissionsRequestSchema)` to create a new message.
  */
 export const SetPermissionsRequestSchema: GenMessage<SetPermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 51);
+  messageDesc(file_keys_v1_keys, 53);
 
 /**
  * @generated from message keys.v1.SetPermissionsResponse
@@ -1654,7 +1709,7 @@ export type SetPermissionsResponse = Message<"keys.v1.SetPermissionsResponse"> &
  * Use `create(SetPermissionsResponseSchema)` to create a new message.
  */
 export const SetPermissionsResponseSchema: GenMessage<SetPermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 52);
+  messageDesc(file_keys_v1_keys, 54);
 
 /**
  * @generated from message keys.v1.AddRolesRequest
@@ -1683,7 +1738,7 @@ export type AddRolesRequest = Message<"keys.v1.AddRolesRequest"> & {
  * Use `create(AddRolesRequestSchema)` to create a new message.
  */
 export const AddRolesRequestSchema: GenMessage<AddRolesRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 53);
+  messageDesc(file_keys_v1_keys, 55);
 
 /**
  * @generated from message keys.v1.AddRolesResponse
@@ -1702,7 +1757,7 @@ export type AddRolesResponse = Message<"keys.v1.AddRolesResponse"> & {
  * Use `create(AddRolesResponseSchema)` to create a new message.
  */
 export const AddRolesResponseSchema: GenMessage<AddRolesResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 54);
+  messageDesc(file_keys_v1_keys, 56);
 
 /**
  * @generated from message keys.v1.RemoveRolesRequest
@@ -1731,7 +1786,7 @@ export type RemoveRolesRequest = Message<"keys.v1.RemoveRolesRequest"> & {
  * Use `create(RemoveRolesRequestSchema)` to create a new message.
  */
 export const RemoveRolesRequestSchema: GenMessage<RemoveRolesRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 55);
+  messageDesc(file_keys_v1_keys, 57);
 
 /**
  * @generated from message keys.v1.RemoveRolesResponse
@@ -1750,7 +1805,7 @@ export type RemoveRolesResponse = Message<"keys.v1.RemoveRolesResponse"> & {
  * Use `create(RemoveRolesResponseSchema)` to create a new message.
  */
 export const RemoveRolesResponseSchema: GenMessage<RemoveRolesResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 56);
+  messageDesc(file_keys_v1_keys, 58);
 
 /**
  * @generated from message keys.v1.SetRolesRequest
@@ -1779,7 +1834,7 @@ export type SetRolesRequest = Message<"keys.v1.SetRolesRequest"> & {
  * Use `create(SetRolesRequestSchema)` to create a new message.
  */
 export const SetRolesRequestSchema: GenMessage<SetRolesRequest> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 57);
+  messageDesc(file_keys_v1_keys, 59);
 
 /**
  * @generated from message keys.v1.SetRolesResponse
@@ -1798,7 +1853,7 @@ export type SetRolesResponse = Message<"keys.v1.SetRolesResponse"> & {
  * Use `create(SetRolesResponseSchema)` to create a new message.
  */
 export const SetRolesResponseSchema: GenMessage<SetRolesResponse> = /*@__PURE__*/
-  messageDesc(file_keys_v1_keys, 58);
+  messageDesc(file_keys_v1_keys, 60);
 
 /**
  * @generated from enum keys.v1.RefillInterval
@@ -1944,6 +1999,17 @@ export const KeysService: GenService<{
     methodKind: "unary";
     input: typeof ListKeysRequestSchema;
     output: typeof ListKeysResponseSchema;
+  },
+  /**
+   * apis.listApis (Latchkey's addition): the workspace's live APIs the caller
+   * may read (read_api on each, or api.*.read_api for all), ordered by id.
+   *
+   * @generated from rpc keys.v1.KeysService.ListApis
+   */
+  listApis: {
+    methodKind: "unary";
+    input: typeof ListApisRequestSchema;
+    output: typeof ListApisResponseSchema;
   },
   /**
    * apis.deleteApi: its keys verify NOT_FOUND from the next verification on.
