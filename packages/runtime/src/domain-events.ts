@@ -27,6 +27,18 @@ export interface DomainEventData {
   /** The old key keeps working until `expiresAt` (unix ms; null: it stopped at once). */
   "key.rerolled": { keyId: string; apiId: string; newKeyId: string; expiresAt: number | null };
   /**
+   * A key was reported leaked (`source`: "github", a secret-scanning report, or "report",
+   * keys.reportLeak) and, as its API's leakPolicy says, "revoked" (disabled) or "flagged" (still
+   * working). `url`: where it was found, as the report said ("" when it said nothing). Once per key.
+   */
+  "key.leaked": {
+    keyId: string;
+    apiId: string;
+    source: "github" | "report";
+    action: "revoked" | "flagged";
+    url: string;
+  };
+  /**
    * A key's balance fell below the configured fraction of its refill amount (or, without a refill,
    * of the balance it was last given): at most once per key and refill period.
    */
@@ -54,6 +66,7 @@ export const DOMAIN_EVENT_TYPES = [
   "key.updated",
   "key.deleted",
   "key.rerolled",
+  "key.leaked",
   "credits.low",
   "credits.exhausted",
   "ratelimit.exceeded",

@@ -222,4 +222,21 @@ UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_a
   WHERE remaining IS NOT NULL;
 `,
   },
+  {
+    version: 10,
+    name: "checksummed key format, leak policy and leaked keys",
+    sql: `
+-- An API's key format (leaks/key-format.ts) and what a leak report does to its
+-- keys; a key's leak, once detected (the conditional update that sets it is what
+-- makes a detection happen once across replicas). Leak detections are made by
+-- Latchkey itself, so the audit table takes the "system" actor too.
+ALTER TABLE apis ADD COLUMN key_format text NOT NULL DEFAULT 'plain' CHECK (key_format IN ('plain', 'checksum')),
+  ADD COLUMN leak_policy text NOT NULL DEFAULT 'revoke' CHECK (leak_policy IN ('revoke', 'flag'));
+ALTER TABLE keys ADD COLUMN leaked_at bigint;
+CREATE INDEX keys_hash ON keys (hash) WHERE deleted_at IS NULL;
+ALTER TABLE keys_audit_log DROP CONSTRAINT keys_audit_log_actor_type_check;
+ALTER TABLE keys_audit_log ADD CONSTRAINT keys_audit_log_actor_type_check
+  CHECK (actor_type IN ('root_key', 'cli', 'system'));
+`,
+  },
 ];

@@ -4,6 +4,8 @@ import { invalidInput, newId, requirePermissions, succeeded } from "@latchkey/ru
 import { authenticatedCaller } from "../access.ts";
 import { apiResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
+import { KEY_FORMATS, type KeyFormat } from "../leaks/key-format.ts";
+import type { LeakPolicy } from "../store/keys-store.ts";
 
 export function createApi(deps: KeysDeps) {
   return async (req: CreateApiRequest): Promise<MessageInitShape<typeof CreateApiResponseSchema>> => {
@@ -17,14 +19,38 @@ export function createApi(deps: KeysDeps) {
         workspaceId: caller.workspaceId,
         name: input.name,
         createdAt: deps.clock.now(),
+        keyFormat: input.keyFormat,
+        leakPolicy: input.leakPolicy,
       },
-      succeeded(deps, caller, "apis.createApi", [apiResource(apiId)], ["name"]),
+      succeeded(
+        deps,
+        caller,
+        "apis.createApi",
+        [apiResource(apiId)],
+        [
+          "name",
+          ...(req.keyFormat === undefined ? [] : ["keyFormat"]),
+          ...(req.leakPolicy === undefined ? [] : ["leakPolicy"]),
+        ],
+      ),
     );
     return { apiId };
   };
 }
 
-function validCreateApi(req: CreateApiRequest): { name: string } {
+const LEAK_POLICIES: readonly LeakPolicy[] = ["revoke", "flag"];
+
+function validCreateApi(req: CreateApiRequest): {
+  name: string;
+  keyFormat: KeyFormat;
+  leakPolicy: LeakPolicy;
+} {
   if (req.name.trim() === "") throw invalidInput("/name", "name must not be empty", "Give the API a name.");
-  return { name: req.name };
+  const keyFormat = (req.keyFormat ?? "plain") as KeyFormat;
+  if (!KEY_FORMATS.includes(keyFormat))
+    throw invalidInput("/keyFormat", "keyFormat must be plain or checksum");
+  const leakPolicy = (req.leakPolicy ?? "revoke") as LeakPolicy;
+  if (!LEAK_POLICIES.includes(leakPolicy))
+    throw invalidInput("/leakPolicy", "leakPolicy must be revoke or flag");
+  return { name: req.name, keyFormat, leakPolicy };
 }

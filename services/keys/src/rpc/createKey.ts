@@ -5,6 +5,7 @@ import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { generateKey } from "../key-material.ts";
+import { CHECKSUM_MARKER, prefixClaimsChecksum } from "../leaks/key-format.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
@@ -32,7 +33,14 @@ export function createKey(deps: KeysDeps) {
     // As Unkey: the key's permission slugs exist from now on, created with no rbac permission asked.
     await ensureInlinePermissions(deps, caller, input.permissions);
     const identity = input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
-    const material = generateKey(input.prefix, input.byteLength);
+    if (api.keyFormat !== "checksum" && input.prefix !== undefined && prefixClaimsChecksum(input.prefix)) {
+      throw invalidInput(
+        "/prefix",
+        `a prefix ending in '${CHECKSUM_MARKER}' is kept for checksummed keys`,
+        "Choose another prefix, or create the key under an API whose keyFormat is checksum.",
+      );
+    }
+    const material = generateKey(input.prefix, input.byteLength, api.keyFormat);
     const keyId = newId("key");
     await deps.store.createKey(
       {

@@ -1,4 +1,5 @@
 import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+import type { KeyFormat } from "../leaks/key-format.ts";
 
 /**
  * Storage of the keys context. Times are unix milliseconds; every value fits in
@@ -11,6 +12,24 @@ export interface ApiRecord {
   name: string;
   createdAt: number;
   deletedAt: number | null;
+  /** What its new keys look like (leaks/key-format.ts); absent: "plain". */
+  keyFormat?: KeyFormat;
+  /** What a leak report does to its keys (leaks/leak-reports.ts); absent: "revoke". */
+  leakPolicy?: LeakPolicy;
+}
+
+/** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */
+export type LeakPolicy = "revoke" | "flag";
+
+/** A live key a leak report names, in any workspace, with what its API says to do. */
+export interface LeakTarget {
+  id: string;
+  workspaceId: string;
+  apiId: string;
+  hash: string;
+  leakPolicy: LeakPolicy;
+  /** When a leak of it was first detected; null when never. */
+  leakedAt: number | null;
 }
 
 export type RefillInterval = "daily" | "monthly";
@@ -341,4 +360,14 @@ export interface KeysStore extends AuditLogStore {
    */
   applyDueRefills(at: number, limit?: number): Promise<number>;
   findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined>;
+  /**
+   * The live keys (not deleted, under a live API) with this hash in every workspace: a leaked key
+   * string may belong to any of them (leaks/leak-reports.ts).
+   */
+  findLeakTargets(hash: string): Promise<LeakTarget[]>;
+  /**
+   * Records the key's leak at `at`, disabling it when `revoke`, only if no leak of it was recorded
+   * before (one statement, so one replica wins); `audit` is written with it. false: already recorded, or gone.
+   */
+  markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean>;
 }

@@ -15,6 +15,7 @@ import type {
   KeyRecord,
   KeysStore,
   KeyUse,
+  LeakTarget,
   NewKey,
   RootKeyRecord,
   Spend,
@@ -37,6 +38,8 @@ export class MemoryKeysStore implements KeysStore {
   private readonly appliedDeletions = new Set<string>();
   /** The balance each key was last given and when (GroupSpend.baseline and period), as PostgreSQL's credits_given. */
   private readonly given = new Map<string, { amount: number | null; at: number }>();
+  /** When each key's leak was recorded (PostgreSQL's leaked_at). */
+  private readonly leaked = new Map<string, number>();
   /** The audit records each mutation writes with its change (tests read them here). */
   readonly audit = new MemoryAuditLog();
 
@@ -313,6 +316,29 @@ export class MemoryKeysStore implements KeysStore {
         };
     }
     return undefined;
+  }
+
+  async findLeakTargets(hash: string): Promise<LeakTarget[]> {
+    return [...this.keys.values()]
+      .filter((k) => k.hash === hash && k.deletedAt === null && this.apis.get(k.apiId)?.deletedAt === null)
+      .map((k) => ({
+        id: k.id,
+        workspaceId: k.workspaceId,
+        apiId: k.apiId,
+        hash: k.hash,
+        leakPolicy: this.apis.get(k.apiId)?.leakPolicy ?? "revoke",
+        leakedAt: this.leaked.get(k.id) ?? null,
+      }));
+  }
+
+  async markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean> {
+    const key = this.keys.get(keyId);
+    if (!key || key.deletedAt !== null || this.leaked.has(keyId)) return false;
+    this.leaked.set(keyId, at);
+    key.updatedAt = at;
+    if (revoke) key.enabled = false;
+    this.audit.add(audit);
+    return true;
   }
 
   // Seeding and mutation for tests.

@@ -5,6 +5,7 @@ import {
   type Sql,
   type TransactionSql,
 } from "@latchkey/runtime";
+import type { KeyFormat } from "../leaks/key-format.ts";
 import type {
   ApiRecord,
   CachedKey,
@@ -21,6 +22,8 @@ import type {
   KeyRecord,
   KeysStore,
   KeyUse,
+  LeakPolicy,
+  LeakTarget,
   NewKey,
   RefillInterval,
   RootKeyRecord,
@@ -93,15 +96,24 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
     await this.audited(audit, async (tx) => {
-      await tx`INSERT INTO apis (id, workspace_id, name, created_at)
-        VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt})`;
+      await tx`INSERT INTO apis (id, workspace_id, name, created_at, key_format, leak_policy)
+        VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt},
+          ${api.keyFormat ?? "plain"}, ${api.leakPolicy ?? "revoke"})`;
     });
   }
 
   async findApi(id: string): Promise<ApiRecord | undefined> {
     const [row] = await this.sql<
-      { id: string; workspace_id: string; name: string; created_at: number; deleted_at: number | null }[]
-    >`SELECT id, workspace_id, name, created_at, deleted_at FROM apis WHERE id = ${id}`;
+      {
+        id: string;
+        workspace_id: string;
+        name: string;
+        created_at: number;
+        deleted_at: number | null;
+        key_format: KeyFormat;
+        leak_policy: LeakPolicy;
+      }[]
+    >`SELECT id, workspace_id, name, created_at, deleted_at, key_format, leak_policy FROM apis WHERE id = ${id}`;
     return (
       row && {
         id: row.id,
@@ -109,7 +121,45 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         name: row.name,
         createdAt: row.created_at,
         deletedAt: row.deleted_at,
+        keyFormat: row.key_format,
+        leakPolicy: row.leak_policy,
       }
+    );
+  }
+
+  async findLeakTargets(hash: string): Promise<LeakTarget[]> {
+    const rows = await this.sql<
+      {
+        id: string;
+        workspace_id: string;
+        api_id: string;
+        hash: string;
+        leak_policy: LeakPolicy;
+        leaked_at: number | null;
+      }[]
+    >`SELECT k.id, k.workspace_id, k.api_id, k.hash, a.leak_policy, k.leaked_at
+      FROM keys k JOIN apis a ON a.id = k.api_id
+      WHERE k.hash = ${hash} AND k.deleted_at IS NULL AND a.deleted_at IS NULL`;
+    return rows.map((r) => ({
+      id: r.id,
+      workspaceId: r.workspace_id,
+      apiId: r.api_id,
+      hash: r.hash,
+      leakPolicy: r.leak_policy,
+      leakedAt: r.leaked_at,
+    }));
+  }
+
+  async markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean> {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (
+          await tx`UPDATE keys SET leaked_at = ${at}, updated_at = ${at},
+            enabled = CASE WHEN ${revoke}::boolean THEN false ELSE enabled END
+            WHERE id = ${keyId} AND leaked_at IS NULL AND deleted_at IS NULL RETURNING id`
+        ).length > 0,
+      (marked) => marked,
     );
   }
 

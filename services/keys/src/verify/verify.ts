@@ -10,6 +10,7 @@ import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/ru
 import { keyIsVisible } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
+import { failsChecksum } from "../leaks/key-format.ts";
 import type { CachedKey, Spend } from "../store/keys-store.ts";
 import type { Grants, ResolvedIdentity } from "./identity-cache.ts";
 import type { VerificationMemos } from "./memos.ts";
@@ -140,6 +141,9 @@ async function judge(
   input: VerifyKeyInput,
   steps: VerifySteps,
 ): Promise<Judgement> {
+  // A key claiming the checksummed format with a wrong check cannot exist: answered before it costs
+  // the key cache (no unknown-key entry) or PostgreSQL anything, as a missing key is.
+  if (failsChecksum(input.key)) return { result: notFound(), key: null, spent: 0, facts: undefined };
   const hash = hashKey(input.key);
   // Only the caller's workspace's key: a hash is unique per workspace, not across them.
   const cached = deps.keyCache.peek(caller.workspaceId, hash);
