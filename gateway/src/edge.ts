@@ -98,6 +98,9 @@ class Head {
   authorization: string | undefined = undefined;
   accept: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
+  /** GitHub's signature headers, for its leak reports (routes/leaks); the first of each stands. */
+  githubKeyIdentifier: string | undefined = undefined;
+  githubKeySignature: string | undefined = undefined;
   contentLength = -1;
   chunked = false;
   close = false;
@@ -526,6 +529,12 @@ function parseHead(text: string): Head {
         head.forwardedFor = head.forwardedFor === undefined ? value : `${head.forwardedFor}, ${value}`;
         break;
       }
+      case "github-public-key-identifier":
+        head.githubKeyIdentifier ??= trim(raw);
+        break;
+      case "github-public-key-signature":
+        head.githubKeySignature ??= trim(raw);
+        break;
       case "content-length": {
         // Once only, even with the same value, as llhttp.
         const match = CONTENT_LENGTH.exec(raw);
@@ -591,6 +600,12 @@ class EdgeExchange implements Exchange {
   }
   get forwardedFor() {
     return this.head.forwardedFor;
+  }
+  get githubKeyIdentifier() {
+    return this.head.githubKeyIdentifier;
+  }
+  get githubKeySignature() {
+    return this.head.githubKeySignature;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;

@@ -37,6 +37,7 @@ import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
+import { type OpenEndpoint, openEndpoints } from "./routes/leaks/index.ts";
 import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
@@ -104,6 +105,9 @@ export interface Exchange extends RequestOrigin {
   readonly url: string;
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
+  /** Github-Public-Key-Identifier and -Signature: read only by GitHub's leak reports (routes/leaks). */
+  readonly githubKeyIdentifier?: string | undefined;
+  readonly githubKeySignature?: string | undefined;
   /** Set by the gateway on an operation's request: what latchkey_http_request_duration_seconds times. */
   timing?: { operation: Operation; started: number } | undefined;
   /** Sends the whole answer, once; `headers` are extra response headers (allow, connection: close). */
@@ -137,6 +141,14 @@ class NodeExchange implements Exchange {
     const value = this.req.headers["x-forwarded-for"];
     return Array.isArray(value) ? value.join(", ") : value;
   }
+  get githubKeyIdentifier() {
+    const value = this.req.headers["github-public-key-identifier"];
+    return Array.isArray(value) ? value[0] : value;
+  }
+  get githubKeySignature() {
+    const value = this.req.headers["github-public-key-signature"];
+    return Array.isArray(value) ? value[0] : value;
+  }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     this.res.writeHead(status, {
       ...headers,
@@ -160,6 +172,8 @@ interface Served {
   freeJson: boolean;
   /** Whether it changes state: its caller then carries the request id, for the change's audit record. */
   changes: boolean;
+  /** An operation anyone may call, with no root key (routes/leaks); undefined for the route table's. */
+  open: OpenEndpoint | undefined;
 }
 
 const JSON_TYPE = "application/json";
@@ -232,12 +246,27 @@ export function createGateway(deps: GatewayDeps): Gateway {
       validate: compile(route.schema, route.refused),
       freeJson: holdsFreeJson(route.schema),
       changes: route.audited === true,
+      open: undefined,
     });
   }
+  for (const [path, open] of openEndpoints()) {
+    table.set(path, {
+      // Its path names it in metrics as an operation's does, though it is not in the route table.
+      operation: path.slice("/v2/".length) as Operation,
+      permissions: undefined,
+      handle: () => Promise.reject(new Error("an open endpoint is served by serveOpen")),
+      validate: (body) => ({ ok: true, value: body }),
+      freeJson: false,
+      changes: false,
+      open,
+    });
+  }
+  const clientOf = (origin: RequestOrigin) => trustedProxies.clientOf(origin);
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
+    if (served.open !== undefined) return serveOpen(served, served.open, x, requestId, raw);
     const body = parseJson(raw, served.freeJson);
     if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
     const input = served.validate(body);
@@ -273,6 +302,23 @@ export function createGateway(deps: GatewayDeps): Gateway {
         }
       },
       (err: unknown) => fail(served, x, requestId, caller, err),
+    );
+  }
+
+  /** An open endpoint: no root key; its body is handed over as it came (GitHub signs the bytes). */
+  function serveOpen(served: Served, open: OpenEndpoint, x: Exchange, requestId: string, raw: Buffer) {
+    let replied: Promise<OpenReplyOf>;
+    try {
+      replied = open.handle(raw, x, { requestId, services, clientOf, clock: deps.clock });
+    } catch (err) {
+      return fail(served, x, requestId, undefined, err);
+    }
+    replied.then(
+      (reply) =>
+        reply.bare !== undefined
+          ? send(x, 200, JSON_TYPE, reply.bare)
+          : answer(x, requestId, { data: reply.data }),
+      (err: unknown) => fail(served, x, requestId, undefined, err),
     );
   }
 
@@ -378,6 +424,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   };
 }
+
+type OpenReplyOf = Awaited<ReturnType<OpenEndpoint["handle"]>>;
 
 const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };

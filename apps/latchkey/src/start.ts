@@ -24,6 +24,7 @@ import {
   KEY_CACHE_MAX_BYTES,
   keysRoutes,
   MIN_CACHE_BYTES,
+  scanningKeysFromEnv,
   startRefills,
 } from "@latchkey/keys";
 import {
@@ -92,6 +93,7 @@ function readSettings() {
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", KEY_CACHE_MAX_BYTES, MIN_CACHE_BYTES),
     creditsLowFraction: creditsLowFractionFromEnv(),
+    secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0")!,
     rootKeyCacheTtlMs: rootKeyCacheTtlMsFromEnv(),
@@ -250,6 +252,7 @@ async function start(settings: Settings, boot: Starting) {
     cacheSize: settings.cacheSize,
     cacheMaxBytes: settings.cacheMaxBytes,
     creditsLowFraction: settings.creditsLowFraction,
+    ...(settings.secretScanningKeys ? { secretScanningKeys: settings.secretScanningKeys } : {}),
     log: log.child({ service: "keys" }),
     ...called,
   });

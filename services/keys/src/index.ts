@@ -8,6 +8,7 @@ export {
   MIN_CACHE_BYTES,
 } from "./deps.ts";
 export { KEY_CHANGED } from "./events.ts";
+export { scanningKeysFromEnv } from "./leaks/github-keys.ts";
 export { keysMigrations } from "./migrations.ts";
 export { applyDueRefills, latestRefillAt, startRefills } from "./refills.ts";
 export { keysRoutes } from "./routes.ts";

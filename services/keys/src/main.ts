@@ -4,6 +4,7 @@ import { env, runService } from "@latchkey/runtime";
 import { ensureRootKey } from "./admin.ts";
 import { creditsLowFractionFromEnv } from "./credit-events.ts";
 import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
+import { scanningKeysFromEnv } from "./leaks/github-keys.ts";
 import { keysMigrations } from "./migrations.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
@@ -42,6 +43,8 @@ await runService("keys", {
       cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
       // A literal default (160 MiB, KEY_CACHE_MAX_BYTES), so that deploy/README.md's table can be checked against it.
       cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", 167_772_160, MIN_CACHE_BYTES),
+      // GitHub's secret-scanning public keys (a URL or a file); unset: GitHub's reports are refused (412).
+      secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
     };
   },
   async start(s, ctx) {
@@ -69,6 +72,7 @@ await runService("keys", {
       lastUsedFlushMs: s.lastUsedFlushMs,
       cacheSize: s.cacheSize,
       cacheMaxBytes: s.cacheMaxBytes,
+      ...(s.secretScanningKeys ? { secretScanningKeys: s.secretScanningKeys } : {}),
       ...(events ? { events } : {}),
       ...(s.encryptionKey ? { encryptionKey: s.encryptionKey } : {}),
       spendSql,

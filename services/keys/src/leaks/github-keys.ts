@@ -16,6 +16,12 @@ export interface ScanningKeySource {
   fetch?: typeof fetch;
 }
 
+/** SECRET_SCANNING_KEYS: where GitHub's keys are, or undefined when GitHub's reports are not received. */
+export function scanningKeysFromEnv(value: string | undefined): ScanningKeySource | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  return { location: value.trim() };
+}
+
 /** How long after a fetch an unknown key identifier may make another. */
 const REFETCH_MS = 60_000;
 /** The longest a fetch of the keys may take. */
