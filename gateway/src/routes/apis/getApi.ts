@@ -7,6 +7,8 @@ export const getApi = route({
   answer: Closed({
     id: Type.String({ examples: ["api_2cGKbMxRyIzhCxo1Idjz8q"] }),
     name: Type.String({ examples: ["payments"] }),
+    keyFormat: Type.Optional(Type.String({ enum: ["plain", "checksum"], examples: ["plain"] })),
+    leakPolicy: Type.Optional(Type.String({ enum: ["revoke", "flag"], examples: ["revoke"] })),
   }),
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.read_api"] },
@@ -16,6 +18,13 @@ export const getApi = route({
   async handle(input, { caller, services }) {
     const { api } = await services.keys.getApi({ caller, apiId: input.apiId });
     if (!api) throw new Error("GetApi answered without an api");
-    return { data: { id: api.id, name: api.name } };
+    return {
+      data: {
+        id: api.id,
+        name: api.name,
+        keyFormat: api.keyFormat || "plain",
+        leakPolicy: api.leakPolicy || "revoke",
+      },
+    };
   },
 });

@@ -1,7 +1,7 @@
 import type { Clock } from "@latchkey/runtime";
 import { Type } from "@sinclair/typebox";
 import type { RequestOrigin } from "../../client-address.ts";
-import { Problem } from "../../problem.ts";
+import { Problem, problems } from "../../problem.ts";
 import type { Services } from "../../route.ts";
 import { Closed, compile, Str } from "../../schema.ts";
 import { ClientRate } from "./client-rate.ts";
@@ -47,7 +47,7 @@ const tooMany = () =>
   );
 
 const invalid = (detail: string, location: string, message: string) =>
-  new Problem(400, "Bad Request", "unkey/bad_request/invalid_input", detail, [
+  problems.invalidInput(detail, [
     { location, message, fix: 'Send a JSON object such as {"key": "sk_..."}.' },
   ]);
 
