@@ -224,7 +224,7 @@ UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_a
   },
   {
     version: 10,
-    name: "checksummed key format, leak policy and leaked keys",
+    name: "checksummed key format, leak policy, leaked keys, IP allow-lists",
     sql: `
 -- An API's key format (leaks/key-format.ts) and what a leak report does to its
 -- keys; a key's leak, once detected (the conditional update that sets it is what
@@ -233,6 +233,9 @@ UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_a
 ALTER TABLE apis ADD COLUMN key_format text NOT NULL DEFAULT 'plain' CHECK (key_format IN ('plain', 'checksum')),
   ADD COLUMN leak_policy text NOT NULL DEFAULT 'revoke' CHECK (leak_policy IN ('revoke', 'flag'));
 ALTER TABLE keys ADD COLUMN leaked_at bigint;
+-- IP allow-lists (allow-list.ts): an API's applies to each of its keys, a key's narrows it.
+ALTER TABLE apis ADD COLUMN ip_allow_list text[] NOT NULL DEFAULT '{}';
+ALTER TABLE keys ADD COLUMN ip_allow_list text[] NOT NULL DEFAULT '{}';
 CREATE INDEX keys_hash ON keys (hash) WHERE deleted_at IS NULL;
 ALTER TABLE keys_audit_log DROP CONSTRAINT keys_audit_log_actor_type_check;
 ALTER TABLE keys_audit_log ADD CONSTRAINT keys_audit_log_actor_type_check

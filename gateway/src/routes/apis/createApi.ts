@@ -12,6 +12,8 @@ export const createApi = route({
     // Latchkey's additions (docs/api.md): checksummed keys, and what a leak report does to a key.
     keyFormat: Type.Optional(Enum(["plain", "checksum"] as const)),
     leakPolicy: Type.Optional(Enum(["revoke", "flag"] as const)),
+    // CIDRs every key of the API may be verified from (docs/api.md, IP allow-lists).
+    ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
   }),
   description:
     "Latchkey's additions: `keyFormat` (`plain`, the default, or `checksum`: keys end in a CRC32 that scanners and verification check, docs/api.md) and `leakPolicy` (`revoke`, the default, disables a key reported leaked; `flag` keeps it working and announces the leak).",
@@ -22,6 +24,7 @@ export const createApi = route({
       name: input.name,
       ...(input.keyFormat === undefined ? {} : { keyFormat: input.keyFormat }),
       ...(input.leakPolicy === undefined ? {} : { leakPolicy: input.leakPolicy }),
+      ipAllowList: input.ipAllowList ?? [],
     });
     return { data: { apiId: res.apiId } };
   },

@@ -9,6 +9,7 @@ export const getApi = route({
     name: Type.String({ examples: ["payments"] }),
     keyFormat: Type.Optional(Type.String({ enum: ["plain", "checksum"], examples: ["plain"] })),
     leakPolicy: Type.Optional(Type.String({ enum: ["revoke", "flag"], examples: ["revoke"] })),
+    ipAllowList: Type.Optional(Type.Array(Type.String({ examples: ["203.0.113.0/24"] }))),
   }),
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.read_api"] },
@@ -24,6 +25,7 @@ export const getApi = route({
         name: api.name,
         keyFormat: api.keyFormat || "plain",
         leakPolicy: api.leakPolicy || "revoke",
+        ...(api.ipAllowList.length > 0 && { ipAllowList: api.ipAllowList }),
       },
     };
   },

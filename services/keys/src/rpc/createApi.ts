@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateApiRequest, CreateApiResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, newId, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
+import { validAllowList } from "../allow-list.ts";
 import { apiResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { KEY_FORMATS, type KeyFormat } from "../leaks/key-format.ts";
@@ -21,6 +22,7 @@ export function createApi(deps: KeysDeps) {
         createdAt: deps.clock.now(),
         keyFormat: input.keyFormat,
         leakPolicy: input.leakPolicy,
+        ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
       },
       succeeded(
         deps,
@@ -31,6 +33,7 @@ export function createApi(deps: KeysDeps) {
           "name",
           ...(req.keyFormat === undefined ? [] : ["keyFormat"]),
           ...(req.leakPolicy === undefined ? [] : ["leakPolicy"]),
+          ...(req.ipAllowList.length === 0 ? [] : ["ipAllowList"]),
         ],
       ),
     );

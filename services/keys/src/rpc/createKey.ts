@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
+import { validAllowList } from "../allow-list.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { generateKey } from "../key-material.ts";
@@ -62,6 +63,7 @@ export function createKey(deps: KeysDeps) {
         createdAt: deps.clock.now(),
         ratelimits: input.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
         byteLength: input.byteLength,
+        ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
       },
       vault?.seal(keyId, caller.workspaceId, material.key),
       succeeded(
@@ -99,6 +101,7 @@ function createKeyFields(req: CreateKeyRequest): string[] {
     ["ratelimits", req.ratelimits.length > 0],
     ["enabled", req.enabled !== undefined],
     ["recoverable", req.recoverable],
+    ["ipAllowList", req.ipAllowList.length > 0],
   ];
   return given.filter(([, set]) => set).map(([name]) => name);
 }

@@ -17,6 +17,7 @@ export function getApi(deps: KeysDeps) {
         createdAt: BigInt(api.createdAt),
         keyFormat: api.keyFormat ?? "plain",
         leakPolicy: api.leakPolicy ?? "revoke",
+        ipAllowList: api.ipAllowList ?? [],
       },
     };
   };

@@ -77,6 +77,7 @@ export function rerollKey(deps: KeysDeps) {
         refill: original.refill,
         createdAt: now,
         ratelimits: original.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
+        ipAllowList: original.ipAllowList ?? [],
         byteLength,
       },
       vault?.seal(keyId, original.workspaceId, material.key),

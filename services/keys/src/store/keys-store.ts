@@ -1,4 +1,5 @@
 import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+import type { AllowList } from "../allow-list.ts";
 import type { KeyFormat } from "../leaks/key-format.ts";
 
 /**
@@ -16,6 +17,8 @@ export interface ApiRecord {
   keyFormat?: KeyFormat;
   /** What a leak report does to its keys (leaks/leak-reports.ts); absent: "revoke". */
   leakPolicy?: LeakPolicy;
+  /** CIDRs its keys may be verified from (allow-list.ts); absent or empty: any. */
+  ipAllowList?: string[];
 }
 
 /** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */
@@ -81,6 +84,10 @@ export interface KeyRecord {
   byteLength: number | null;
   /** Its plaintext is kept encrypted (see EncryptedKeyRecord). */
   recoverable: boolean;
+  /** CIDRs it may be verified from (allow-list.ts); absent or empty: any. */
+  ipAllowList?: string[];
+  /** When a leak report first named it (leaks/leak-reports.ts); absent or null: never. */
+  leakedAt?: number | null;
 }
 
 /** A key as verification needs it: the record plus whether its API is deleted. */
@@ -111,7 +118,10 @@ export type CachedKey = Pick<
   | "deletedAt"
   | "ratelimits"
   | "apiDeleted"
->;
+> & {
+  /** Its API's and its own IP allow-lists, parsed once with the record; null or absent: none. */
+  allowList?: AllowList | null;
+};
 
 export interface RootKeyRecord {
   id: string;
@@ -155,6 +165,8 @@ export interface KeyPatch {
   roles?: string[];
   /** The whole new set; ids are given by the caller (a name that stays keeps its id). */
   ratelimits?: KeyRatelimitRecord[];
+  /** The whole new IP allow-list; empty clears it. */
+  ipAllowList?: string[];
   updatedAt: number;
 }
 

@@ -1,4 +1,5 @@
 import { type AuditQuery, type AuditRecord, MemoryAuditLog } from "@latchkey/runtime";
+import { AllowList } from "../allow-list.ts";
 import { dueRefill } from "../refills.ts";
 import type {
   ApiRecord,
@@ -243,11 +244,15 @@ export class MemoryKeysStore implements KeysStore {
   }
 
   async findKeysByHash(lookups: readonly KeyLookup[]): Promise<CachedKey[]> {
-    const found: VerifiableKey[] = [];
+    const found: CachedKey[] = [];
     for (const id of new Set(lookups.map(byHash))) {
       const [workspaceId, hash] = id.split("\n") as [string, string];
       const key = await this.findKeyByHash(workspaceId, hash);
-      if (key) found.push(key);
+      if (key)
+        found.push({
+          ...key,
+          allowList: AllowList.of(this.apis.get(key.apiId)?.ipAllowList, key.ipAllowList),
+        });
     }
     return found;
   }
@@ -335,6 +340,7 @@ export class MemoryKeysStore implements KeysStore {
     const key = this.keys.get(keyId);
     if (!key || key.deletedAt !== null || this.leaked.has(keyId)) return false;
     this.leaked.set(keyId, at);
+    key.leakedAt = at;
     key.updatedAt = at;
     if (revoke) key.enabled = false;
     this.audit.add(audit);
