@@ -67,6 +67,7 @@ export function clientAddress(text: string): Address | undefined {
 function rangeOf(entry: string): [Address, number] | undefined {
   try {
     if (entry.includes("/")) {
+      if (clientAddress(entry.slice(0, entry.indexOf("/"))) === undefined) return undefined;
       const [address, bits] = ipaddr.parseCIDR(entry);
       return address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()
         ? [(address as ipaddr.IPv6).toIPv4Address(), Math.max(0, bits - 96)]

@@ -53,7 +53,13 @@ export class MemoryKeysStore implements KeysStore {
   }
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
-    this.apis.set(api.id, { ...api, deletedAt: null });
+    this.apis.set(api.id, {
+      keyFormat: "plain",
+      leakPolicy: "revoke",
+      ipAllowList: [],
+      ...api,
+      deletedAt: null,
+    });
     this.audit.add(audit);
   }
 
