@@ -125,7 +125,7 @@ describe("Unkey's TypeScript SDK against Latchkey", () => {
         retryConfig: { strategy: "none" },
         httpClient: new HTTPClient().addHook("beforeRequest", async (req) => {
           if (!req.url.endsWith("/v2/keys.verifyKey")) return req;
-          const body = { ...(await req.clone().json()), ipAddress };
+          const body = { ...((await req.clone().json()) as object), ipAddress };
           return new Request(req, { body: JSON.stringify(body) });
         }),
       });
