@@ -369,19 +369,19 @@ describe("the console", { timeout: 180_000 }, () => {
     try {
       await signIn(page);
       await page.goto(`/#/apis/${api.apiId}`);
-      const rows = page.getByRole("table", { name: "Keys" }).getByRole("row");
-      await expect.poll(() => rows.count(), SLOW).toBe(4);
+      const rows = page.getByRole("region", { name: "Keys" }).locator("tbody tr");
+      await expect.poll(() => rows.count(), SLOW).toBe(3);
       const row = (name: string) => rows.filter({ hasText: name });
       expect(await row("leaky key").locator(".badge").allTextContents()).toEqual(["leaked"]);
       expect(await row("soon key").locator(".badge").allTextContents()).toEqual(["expiring"]);
       expect(await row("calm key").locator(".badge").count()).toBe(0);
       await page.getByLabel("Leaked").selectOption("yes");
-      await expect.poll(() => rows.count(), SLOW).toBe(2);
-      expect(await rows.nth(1).textContent()).toContain("leaky key");
+      await expect.poll(() => rows.count(), SLOW).toBe(1);
+      expect(await rows.first().textContent()).toContain("leaky key");
       await page.getByLabel("Leaked").selectOption("any");
       await page.getByLabel("Expiring").selectOption("yes");
-      await expect.poll(() => rows.count(), SLOW).toBe(2);
-      expect(await rows.nth(1).textContent()).toContain("soon key");
+      await expect.poll(() => rows.count(), SLOW).toBe(1);
+      expect(await rows.first().textContent()).toContain("soon key");
       expect(await seriousViolations(page)).toEqual([]);
 
       await page.goto(`/#/apis/${api.apiId}/keys/${leaky.keyId}`);
