@@ -27,6 +27,11 @@ export interface DomainEventData {
   /** The old key keeps working until `expiresAt` (unix ms; null: it stopped at once). */
   "key.rerolled": { keyId: string; apiId: string; newKeyId: string; expiresAt: number | null };
   /**
+   * A key expires within its API's `expiringNoticeDays` (default 7): once per key and expiry (a
+   * changed expiry is announced again). `expiresAt`: unix ms.
+   */
+  "key.expiring": { keyId: string; apiId: string; expiresAt: number; days: number };
+  /**
    * A key was reported leaked (`source`: "github", a secret-scanning report, or "report",
    * keys.reportLeak) and, as its API's leakPolicy says, "revoked" (disabled) or "flagged" (still
    * working). `url`: where it was found, as the report said ("" when it said nothing). Once per key.
@@ -67,6 +72,7 @@ export const DOMAIN_EVENT_TYPES = [
   "key.deleted",
   "key.rerolled",
   "key.leaked",
+  "key.expiring",
   "credits.low",
   "credits.exhausted",
   "ratelimit.exceeded",

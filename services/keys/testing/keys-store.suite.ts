@@ -78,6 +78,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         keyFormat: "plain",
         leakPolicy: "revoke",
         ipAllowList: [],
+        expiringNoticeDays: 7,
       });
       expect(await store.findApi("api_unknown")).toBeUndefined();
     });

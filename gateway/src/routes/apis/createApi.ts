@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { route } from "../../route.ts";
-import { Closed, Enum, Str } from "../../schema.ts";
+import { Closed, Enum, Int, Str } from "../../schema.ts";
 
 export const createApi = route({
   audited: true,
@@ -14,6 +14,8 @@ export const createApi = route({
     leakPolicy: Type.Optional(Enum(["revoke", "flag"] as const)),
     // CIDRs every key of the API may be verified from (docs/api.md, IP allow-lists).
     ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
+    // Days before a key's expiry that key.expiring announces it; 0: never (default 7).
+    expiringNoticeDays: Type.Optional(Int({ maximum: 365 })),
   }),
   description:
     "Latchkey's additions: `keyFormat` (`plain`, the default, or `checksum`: keys end in a CRC32 that scanners and verification check, docs/api.md) and `leakPolicy` (`revoke`, the default, disables a key reported leaked; `flag` keeps it working and announces the leak).",
@@ -25,6 +27,7 @@ export const createApi = route({
       ...(input.keyFormat === undefined ? {} : { keyFormat: input.keyFormat }),
       ...(input.leakPolicy === undefined ? {} : { leakPolicy: input.leakPolicy }),
       ipAllowList: input.ipAllowList ?? [],
+      expiringNoticeDays: input.expiringNoticeDays,
     });
     return { data: { apiId: res.apiId } };
   },

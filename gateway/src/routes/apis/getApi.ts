@@ -10,6 +10,7 @@ export const getApi = route({
     keyFormat: Type.Optional(Type.String({ enum: ["plain", "checksum"], examples: ["plain"] })),
     leakPolicy: Type.Optional(Type.String({ enum: ["revoke", "flag"], examples: ["revoke"] })),
     ipAllowList: Type.Optional(Type.Array(Type.String({ examples: ["203.0.113.0/24"] }))),
+    expiringNoticeDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 365, examples: [7] })),
   }),
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.read_api"] },
@@ -26,6 +27,7 @@ export const getApi = route({
         keyFormat: api.keyFormat || "plain",
         leakPolicy: api.leakPolicy || "revoke",
         ...(api.ipAllowList.length > 0 && { ipAllowList: api.ipAllowList }),
+        expiringNoticeDays: api.expiringNoticeDays,
       },
     };
   },

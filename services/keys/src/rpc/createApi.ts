@@ -6,6 +6,7 @@ import { validAllowList } from "../allow-list.ts";
 import { apiResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { KEY_FORMATS, type KeyFormat } from "../leaks/key-format.ts";
+import { DEFAULT_EXPIRING_DAYS } from "../notices/expiring.ts";
 import type { LeakPolicy } from "../store/keys-store.ts";
 
 export function createApi(deps: KeysDeps) {
@@ -23,6 +24,7 @@ export function createApi(deps: KeysDeps) {
         keyFormat: input.keyFormat,
         leakPolicy: input.leakPolicy,
         ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
+        expiringNoticeDays: validDays(req.expiringNoticeDays),
       },
       succeeded(
         deps,
@@ -34,11 +36,21 @@ export function createApi(deps: KeysDeps) {
           ...(req.keyFormat === undefined ? [] : ["keyFormat"]),
           ...(req.leakPolicy === undefined ? [] : ["leakPolicy"]),
           ...(req.ipAllowList.length === 0 ? [] : ["ipAllowList"]),
+          ...(req.expiringNoticeDays === undefined ? [] : ["expiringNoticeDays"]),
         ],
       ),
     );
     return { apiId };
   };
+}
+
+/** 0 to 365 days; unset: 7 (notices/expiring.ts). */
+function validDays(days: number | undefined): number {
+  if (days === undefined) return DEFAULT_EXPIRING_DAYS;
+  if (!Number.isInteger(days) || days < 0 || days > 365) {
+    throw invalidInput("/expiringNoticeDays", "expiringNoticeDays must be 0 to 365");
+  }
+  return days;
 }
 
 const LEAK_POLICIES: readonly LeakPolicy[] = ["revoke", "flag"];

@@ -18,6 +18,7 @@ export function getApi(deps: KeysDeps) {
         keyFormat: api.keyFormat ?? "plain",
         leakPolicy: api.leakPolicy ?? "revoke",
         ipAllowList: api.ipAllowList ?? [],
+        expiringNoticeDays: api.expiringNoticeDays ?? 7,
       },
     };
   };

@@ -19,6 +19,8 @@ export interface ApiRecord {
   leakPolicy?: LeakPolicy;
   /** CIDRs its keys may be verified from (allow-list.ts); absent or empty: any. */
   ipAllowList?: string[];
+  /** Days before a key's expiry key.expiring announces it (notices/expiring.ts); absent: 7; 0: never. */
+  expiringNoticeDays?: number;
 }
 
 /** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */

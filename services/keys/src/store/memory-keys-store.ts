@@ -57,6 +57,7 @@ export class MemoryKeysStore implements KeysStore {
       keyFormat: "plain",
       leakPolicy: "revoke",
       ipAllowList: [],
+      expiringNoticeDays: 7,
       ...api,
       deletedAt: null,
     });

@@ -100,9 +100,11 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
     await this.audited(audit, async (tx) => {
-      await tx`INSERT INTO apis (id, workspace_id, name, created_at, key_format, leak_policy, ip_allow_list)
+      await tx`INSERT INTO apis (id, workspace_id, name, created_at, key_format, leak_policy, ip_allow_list,
+          expiring_notice_days)
         VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt},
-          ${api.keyFormat ?? "plain"}, ${api.leakPolicy ?? "revoke"}, ${api.ipAllowList ?? []}::text[])`;
+          ${api.keyFormat ?? "plain"}, ${api.leakPolicy ?? "revoke"}, ${api.ipAllowList ?? []}::text[],
+          ${api.expiringNoticeDays ?? 7})`;
     });
   }
 
@@ -117,9 +119,10 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         key_format: KeyFormat;
         leak_policy: LeakPolicy;
         ip_allow_list: string[];
+        expiring_notice_days: number;
       }[]
-    >`SELECT id, workspace_id, name, created_at, deleted_at, key_format, leak_policy, ip_allow_list
-      FROM apis WHERE id = ${id}`;
+    >`SELECT id, workspace_id, name, created_at, deleted_at, key_format, leak_policy, ip_allow_list,
+        expiring_notice_days FROM apis WHERE id = ${id}`;
     return (
       row && {
         id: row.id,
@@ -130,6 +133,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         keyFormat: row.key_format,
         leakPolicy: row.leak_policy,
         ipAllowList: row.ip_allow_list,
+        expiringNoticeDays: row.expiring_notice_days,
       }
     );
   }
