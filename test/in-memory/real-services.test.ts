@@ -28,6 +28,7 @@ describe("the gateway over the real keys and ratelimit services, through a real 
       name: "payments",
       keyFormat: "plain",
       leakPolicy: "revoke",
+      expiringNoticeDays: 7,
     });
 
     const created = await post("keys.createKey", {

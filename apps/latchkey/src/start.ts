@@ -25,6 +25,7 @@ import {
   keysRoutes,
   MIN_CACHE_BYTES,
   scanningKeysFromEnv,
+  startExpiringNotices,
   startRefills,
 } from "@latchkey/keys";
 import {
@@ -258,6 +259,7 @@ async function start(settings: Settings, boot: Starting) {
   });
   onStop(() => keys.close());
   onStop(startRefills(db.sql, { clock: keys.clock, log }));
+  onStop(startExpiringNotices(db.sql, { clock: keys.clock, log, events: keys.events }));
   const transports: Record<ContextName, Transport> = {
     ...called,
     keys: localTransport(keysRoutes(keys)),

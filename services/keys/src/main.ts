@@ -6,6 +6,7 @@ import { creditsLowFractionFromEnv } from "./credit-events.ts";
 import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
 import { scanningKeysFromEnv } from "./leaks/github-keys.ts";
 import { keysMigrations } from "./migrations.ts";
+import { startExpiringNotices } from "./notices/expiring.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -80,6 +81,8 @@ await runService("keys", {
     ctx.onStop(() => deps.close());
     // Due refills every minute, applied by one instance at a time (advisory lock).
     ctx.onStop(startRefills(sql, { clock: deps.clock, log }));
+    // key.expiring every minute, on every replica: key_notices lets one announce each expiry.
+    ctx.onStop(startExpiringNotices(sql, { clock: deps.clock, log, events: deps.events }));
     return {
       routes: keysRoutes(deps),
       // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: verify/batch-wire.ts).

@@ -16,6 +16,7 @@ describe("POST /v2/apis.getApi answering 200", () => {
       name: "payments",
       keyFormat: "plain",
       leakPolicy: "revoke",
+      expiringNoticeDays: 0,
     });
   });
 
