@@ -42,13 +42,13 @@ export async function announceExpiring(
         row_number() OVER (PARTITION BY k.workspace_id ORDER BY k.expires, k.id) AS n
       FROM keys k JOIN apis a ON a.id = k.api_id
       WHERE k.expires IS NOT NULL AND k.deleted_at IS NULL AND a.deleted_at IS NULL
-        AND k.expires > ${at} AND a.expiring_notice_days > 0
+        AND k.expires > ${at}::bigint AND a.expiring_notice_days > 0
         AND k.expires <= ${at}::bigint + a.expiring_notice_days::bigint * ${DAY_MS}::bigint
         AND NOT EXISTS (SELECT 1 FROM key_notices s
           WHERE s.key_id = k.id AND s.kind = 'expiring' AND s.period = k.expires)
     ), claimed AS (
       INSERT INTO key_notices (key_id, kind, period, workspace_id, api_id, sent_at)
-      SELECT id, 'expiring', expires, workspace_id, api_id, ${at} FROM due
+      SELECT id, 'expiring', expires, workspace_id, api_id, ${at}::bigint FROM due
         WHERE n <= ${perWorkspace} ORDER BY n, expires LIMIT ${perRound}
       ON CONFLICT DO NOTHING
       RETURNING key_id, workspace_id, api_id, period
@@ -70,9 +70,8 @@ export async function announceExpiring(
 }
 
 /**
- * key.expiring every `everyMs` (default a minute): rounds one after another while a round fills
- * EXPIRING_PER_ROUND, each marking loopProgress `keys.expiring`, as does a run that finds nothing
- * due. Every replica may run it: key_notices decides which one announces a key. Returns the stop.
+ * key.expiring every `everyMs` (default a minute): rounds one after another until one finds nothing
+ * due, each marking loopProgress `keys.expiring`. Every replica may run it: key_notices decides which one announces a key. Returns the stop.
  */
 export function startExpiringNotices(
   sql: Sql,
@@ -86,14 +85,15 @@ export function startExpiringNotices(
   },
 ): () => void {
   const progress = options.progress ?? loopProgress("keys.expiring");
-  const perRound = options.bounds?.perRound ?? EXPIRING_PER_ROUND;
   let running = false;
   let stopped = false;
   const run = async () => {
     if (running) return;
     running = true;
     try {
-      for (let n = perRound; n >= perRound && !stopped; ) {
+      // A round holds at most EXPIRING_PER_WORKSPACE of a workspace, so one with fewer than a
+      // round's worth may still leave more due: rounds follow until one finds nothing.
+      for (let n = 1; n > 0 && !stopped; ) {
         n = await announceExpiring(sql, options.events, options.clock.now(), options.bounds);
         progress.mark();
       }
