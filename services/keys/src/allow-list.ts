@@ -52,16 +52,17 @@ function rangesOf(entries: readonly string[]): Ranges {
   return ranges;
 }
 
-/** The client address a verification gives, parsed; undefined when it is not an IP address. */
+/** The client address a verification gives, parsed once; undefined when it is not an IP address. */
 export function clientAddress(text: string): Address | undefined {
-  // isValidFourPartDecimal: "10.1" or "0x0a.0.0.1" are addresses to ipaddr.js, never what was meant.
-  if (!(ipaddr.IPv4.isValidFourPartDecimal(text) || (text.includes(":") && ipaddr.IPv6.isValid(text)))) {
+  try {
+    // Four-part decimal only: "10.1" or "0x0a.0.0.1" are addresses to ipaddr.js, never what was meant.
+    if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+    if (!text.includes(":")) return undefined;
+    const address = ipaddr.IPv6.parse(text);
+    return address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
+  } catch {
     return undefined;
   }
-  const address = ipaddr.parse(text);
-  return address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()
-    ? (address as ipaddr.IPv6).toIPv4Address()
-    : address;
 }
 
 function rangeOf(entry: string): [Address, number] | undefined {
