@@ -28,6 +28,32 @@ describe("IP allow-lists", () => {
     expect(allows(AllowList.of(["0.0.0.0/0"]), "2001:db8::1")).toBe(false);
   });
 
+  it("read a verifier's address as ipaddr.js reads it, in every IPv6 spelling", async () => {
+    const ipaddr = (await import("ipaddr.js")).default;
+    const spellings = [
+      "::",
+      "::1",
+      "1::",
+      "2001:db8::9",
+      "2001:db8:0:0:1:0:0:1",
+      "2001:DB8::A:b",
+      "fe80::1%eth0",
+      "::ffff:203.0.113.9",
+      "64:ff9b::192.0.2.33",
+      "1:2:3:4:5:6:7:8",
+      "1:2:3:4:5:6:77.77.88.88",
+      "0.0.0.0",
+      "255.255.255.255",
+    ];
+    for (const text of spellings) {
+      const expected = ipaddr.process(text.replace(/%.*/, ""));
+      expect([text, clientAddress(text)?.toNormalizedString()]).toEqual([
+        text,
+        expected.toNormalizedString(),
+      ]);
+    }
+  });
+
   it("read only plain addresses from a verifier", () => {
     expect(clientAddress("203.0.113.7")?.toString()).toBe("203.0.113.7");
     for (const bad of ["10.1", "0x0a.0.0.1", "localhost", "203.0.113.7/32", "", "1.2.3.4.5"]) {

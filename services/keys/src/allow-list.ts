@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { invalidInput } from "@latchkey/runtime";
 import ipaddr from "ipaddr.js";
 
@@ -52,17 +53,44 @@ function rangesOf(entries: readonly string[]): Ranges {
   return ranges;
 }
 
-/** The client address a verification gives, parsed once; undefined when it is not an IP address. */
+/**
+ * The client address a verification gives, parsed once; undefined when it is not an IP address.
+ * Node's isIP decides what is an address (dotted-quad IPv4 only: "10.1" is none), and the groups of a
+ * valid one are read here: ipaddr.js's own parser costs several microseconds an IPv6 address, on the
+ * verification path.
+ */
 export function clientAddress(text: string): Address | undefined {
-  try {
-    // Four-part decimal only: "10.1" or "0x0a.0.0.1" are addresses to ipaddr.js, never what was meant.
-    if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
-    if (!text.includes(":")) return undefined;
-    const address = ipaddr.IPv6.parse(text);
-    return address.isIPv4MappedAddress() ? address.toIPv4Address() : address;
-  } catch {
-    return undefined;
+  const family = isIP(text);
+  if (family === 4) return new ipaddr.IPv4(text.split(".").map(Number));
+  if (family !== 6) return undefined;
+  const p = ipv6Parts(text);
+  // ::ffff:a.b.c.d is the IPv4 it carries (ipaddr.js's isIPv4MappedAddress walks every special range).
+  if (p[0] === 0 && p[1] === 0 && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0xffff) {
+    return new ipaddr.IPv4([p[6]! >> 8, p[6]! & 0xff, p[7]! >> 8, p[7]! & 0xff]);
   }
+  return new ipaddr.IPv6(p);
+}
+
+/** The eight 16-bit groups of an address isIP found to be IPv6 (a zone is dropped, an IPv4 tail is two groups). */
+function ipv6Parts(text: string): number[] {
+  const zone = text.indexOf("%");
+  const bare = zone === -1 ? text : text.slice(0, zone);
+  const groups = (part: string): number[] => {
+    if (part === "") return [];
+    const out: number[] = [];
+    for (const g of part.split(":")) {
+      if (g.includes(".")) {
+        const [a, b, c, d] = g.split(".").map(Number) as [number, number, number, number];
+        out.push((a << 8) | b, (c << 8) | d);
+      } else out.push(Number.parseInt(g, 16));
+    }
+    return out;
+  };
+  const gap = bare.indexOf("::");
+  if (gap === -1) return groups(bare);
+  const head = groups(bare.slice(0, gap));
+  const tail = groups(bare.slice(gap + 2));
+  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
 function rangeOf(entry: string): [Address, number] | undefined {
