@@ -25,12 +25,16 @@ export interface Figures {
 /** One POST target: a fixed body, or `body()` called once per request (e.g. a random key). */
 export interface Target {
   url: string;
+  /** POST unless said (forward-auth's proxy path is a GET without a body). */
+  method?: "GET" | "POST";
   body: string | (() => string);
   headers?: Record<string, string>;
   /** When set, a 2xx answer whose body lacks this text counts as an error too (e.g. a verification that is not VALID). */
   expect?: string;
   /** The processes serving the target, whose CPU time per request is reported. */
   processes?: ProcessGroups;
+  /** Connections of this load (default CONNECTIONS), e.g. a share of them per gateway. */
+  connections?: number;
 }
 
 /** One autocannon load of `target` for `duration` seconds. */
@@ -47,10 +51,11 @@ export async function load(target: Target, duration: number): Promise<Figures> {
   const groups = target.processes;
   const before = groups && cpuOf(groups);
   const ownBefore = process.cpuUsage();
+  const method = target.method ?? "POST";
   const result = await autocannon({
     url: target.url,
-    method: "POST",
-    connections: CONNECTIONS,
+    method,
+    connections: target.connections ?? CONNECTIONS,
     duration,
     headers,
     ...(typeof body === "string" && onResponse === undefined
@@ -58,7 +63,7 @@ export async function load(target: Target, duration: number): Promise<Figures> {
       : {
           requests: [
             {
-              method: "POST",
+              method,
               headers,
               ...(typeof body === "string"
                 ? { body }
@@ -158,4 +163,17 @@ export function caller(baseUrl: string, rootKey: string): Call {
     } catch {}
     return { status: res.status, body: parsed };
   };
+}
+
+/** RPCs served so far by method, summed over `urls` (latchkey_rpc_duration_seconds_count). */
+export async function rpcCounts(urls: string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const m of text.matchAll(/^latchkey_rpc_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
+      const method = /method="([^"]+)"/.exec(m[1]!)?.[1] ?? "?";
+      counts.set(method, (counts.get(method) ?? 0) + Number(m[2]));
+    }
+  }
+  return counts;
 }

@@ -14,12 +14,16 @@ eval "$(bash scripts/services.sh env | sed 's/^/export /')"
 bash scripts/clickhouse-users.sh
 
 # Programs the tests start themselves: a nats-server and a redis-server of a test's own (a test that stops its
-# server never stops the shared one), and Debian's Chromium for the console's browser tests (console/test).
+# server never stops the shared one), Debian's Chromium for the console's browser tests (console/test), and nginx
+# and Caddy, which the forward-auth tests put in front of the gateway (gateway/src/forward-auth); apt-install.sh keeps
+# their packaged services from starting.
 PATH="$PATH:/usr/sbin"
 tools=()
 command -v nats-server >/dev/null || tools+=(nats-server)
 command -v redis-server >/dev/null || tools+=(redis-server)
 [ -x /usr/bin/chromium ] || tools+=(chromium)
+[ -x /usr/sbin/nginx ] || tools+=(nginx)
+[ -x /usr/bin/caddy ] || tools+=(caddy)
 [ ${#tools[@]} -eq 0 ] || bash scripts/apt-install.sh "${tools[@]}"
 
 echo "== proto: lint, and generated code is up to date"

@@ -61,6 +61,25 @@ export class TrustedProxies {
    * holds a whole /64, so a single address would be no bound); undefined when the peer is unknown.
    */
   clientOf(origin: RequestOrigin): string | undefined {
+    const client = this.client(origin);
+    return client === undefined ? undefined : keyOf(client);
+  }
+
+  /**
+   * The client's address itself (an IPv4 one, or an IPv6 one in its short form), by the same walk as
+   * clientOf; undefined when the peer is unknown. Forward-auth's client address (forward-auth/).
+   */
+  addressOf(origin: RequestOrigin): string | undefined {
+    return this.client(origin)?.toString();
+  }
+
+  /** Whether the peer is one of the trusted proxies. */
+  trustsPeer(peer: string | undefined): boolean {
+    const address = peer === undefined ? undefined : strictAddress(peer);
+    return address !== undefined && this.trusts(address);
+  }
+
+  private client(origin: RequestOrigin): Address | undefined {
     const peer = origin.peer === undefined ? undefined : strictAddress(origin.peer);
     if (peer === undefined) return undefined;
     let client = peer;
@@ -74,7 +93,7 @@ export class TrustedProxies {
         if (!this.trusts(hop)) break;
       }
     }
-    return keyOf(client);
+    return client;
   }
 
   private trusts(address: Address): boolean {

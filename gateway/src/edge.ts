@@ -98,9 +98,6 @@ class Head {
   authorization: string | undefined = undefined;
   accept: string | undefined = undefined;
   forwardedFor: string | undefined = undefined;
-  /** GitHub's signature headers, for its leak reports (routes/leaks); the first of each stands. */
-  githubKeyIdentifier: string | undefined = undefined;
-  githubKeySignature: string | undefined = undefined;
   contentLength = -1;
   chunked = false;
   close = false;
@@ -108,6 +105,8 @@ class Head {
   /** Connection: upgrade with an Upgrade header: what follows would be another protocol. */
   upgrade = false;
   expect: string | undefined = undefined;
+  /** The head as received, read again only for a field none of the above holds (forward-auth's). */
+  text = "";
 }
 
 /** A refusal of a request the server cannot or will not read: answered, then the connection closes. */
@@ -491,6 +490,7 @@ function checkField(line: string): string {
 
 function parseHead(text: string): Head {
   const head = new Head();
+  head.text = text;
   const lines = text.split("\r\n");
   const request = REQUEST_LINE.exec(lines[0]!);
   if (request === null || !KNOWN_METHODS.has(request[1]!)) throw new Refusal(400);
@@ -529,12 +529,6 @@ function parseHead(text: string): Head {
         head.forwardedFor = head.forwardedFor === undefined ? value : `${head.forwardedFor}, ${value}`;
         break;
       }
-      case "github-public-key-identifier":
-        head.githubKeyIdentifier ??= trim(raw);
-        break;
-      case "github-public-key-signature":
-        head.githubKeySignature ??= trim(raw);
-        break;
       case "content-length": {
         // Once only, even with the same value, as llhttp.
         const match = CONTENT_LENGTH.exec(raw);
@@ -572,11 +566,31 @@ function parseHead(text: string): Head {
   return head;
 }
 
+/**
+ * A head parseHead accepted, as its fields by lower-case name, repeated ones joined with ", " as
+ * node:http joins them. Only forward-auth reads fields this way, off the API's hot path.
+ */
+function fieldsOf(text: string): Map<string, string> {
+  const fields = new Map<string, string>();
+  const lines = text.split("\r\n");
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(":");
+    const name = line.slice(0, colon).toLowerCase();
+    const value = trim(line.slice(colon + 1));
+    const before = fields.get(name);
+    fields.set(name, before === undefined ? value : `${before}, ${value}`);
+  }
+  return fields;
+}
+
 const trim = (value: string) => value.replace(/^[ \t]+|[ \t]+$/g, "");
 
 /** A request read by the edge, answered on its connection. */
 class EdgeExchange implements Exchange {
   timing: Exchange["timing"] = undefined;
+  /** The head's fields by lower-case name, read once when forward-auth first asks for one. */
+  private fields: Map<string, string> | undefined = undefined;
   private answered = false;
   constructor(
     private readonly connection: Connection,
@@ -601,11 +615,9 @@ class EdgeExchange implements Exchange {
   get forwardedFor() {
     return this.head.forwardedFor;
   }
-  get githubKeyIdentifier() {
-    return this.head.githubKeyIdentifier;
-  }
-  get githubKeySignature() {
-    return this.head.githubKeySignature;
+  header(name: string): string | undefined {
+    this.fields ??= fieldsOf(this.head.text);
+    return this.fields.get(name);
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     if (this.answered) return;

@@ -32,6 +32,9 @@ import { type Page, REFERENCE_PATHS, referencePage } from "./api-reference.ts";
 import { RootKeyAuth } from "./auth.ts";
 import { batchedByCaller } from "./batch.ts";
 import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
+import { policiesFromEnv } from "./forward-auth/file.ts";
+import { createForwardAuth, type PolicySource } from "./forward-auth/forward-auth.ts";
+import { FORWARD_AUTH_PATH } from "./forward-auth/request.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
@@ -80,6 +83,11 @@ export interface GatewayDeps {
    * after the path is no operation, so the API's requests never reach it. True when it answered.
    */
   pages?: (x: Exchange, path: string) => boolean;
+  /**
+   * Forward-auth's policies per workspace (forward-auth/); unset: FORWARD_AUTH_POLICIES_FILE for
+   * FORWARD_AUTH_WORKSPACE_ID, or none.
+   */
+  forwardAuthPolicies?: PolicySource;
 }
 
 export interface Gateway {
@@ -105,9 +113,11 @@ export interface Exchange extends RequestOrigin {
   readonly url: string;
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
-  /** Github-Public-Key-Identifier and -Signature: read only by GitHub's leak reports (routes/leaks). */
-  readonly githubKeyIdentifier?: string | undefined;
-  readonly githubKeySignature?: string | undefined;
+  /**
+   * A request field by its lower-case name, repeated ones joined with ", "; read by forward-auth
+   * only. The edge's head holds latin1 text, as node:http's does.
+   */
+  header?(name: string): string | undefined;
   /** Set by the gateway on an operation's request: what latchkey_http_request_duration_seconds times. */
   timing?: { operation: Operation; started: number } | undefined;
   /** Sends the whole answer, once; `headers` are extra response headers (allow, connection: close). */
@@ -141,13 +151,9 @@ class NodeExchange implements Exchange {
     const value = this.req.headers["x-forwarded-for"];
     return Array.isArray(value) ? value.join(", ") : value;
   }
-  get githubKeyIdentifier() {
-    const value = this.req.headers["github-public-key-identifier"];
-    return Array.isArray(value) ? value[0] : value;
-  }
-  get githubKeySignature() {
-    const value = this.req.headers["github-public-key-signature"];
-    return Array.isArray(value) ? value[0] : value;
+  header(name: string): string | undefined {
+    const value = this.req.headers[name];
+    return Array.isArray(value) ? value.join(", ") : value;
   }
   reply(status: number, contentType: string, body: string, headers?: Readonly<Record<string, string>>) {
     this.res.writeHead(status, {
@@ -234,6 +240,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
       { ...batching, item: limitItem },
     ),
   };
+
+  const forwardAuth = createForwardAuth({
+    auth,
+    verifyKey: services.verifyKey,
+    policies: deps.forwardAuthPolicies ?? policiesFromEnv(),
+    trustedProxies,
+    clock: deps.clock,
+    log: deps.log,
+  });
 
   // Schemas are compiled once, here, never per request.
   const table = new Map<string, Served>();
@@ -349,7 +364,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const path = q === -1 ? url : url.slice(0, q);
     const served = table.get(path);
     if (served === undefined) {
-      probe(x, requestId, path);
+      // Outside /v2/: the proxy asks with its client's method, whatever it is.
+      if (path === FORWARD_AUTH_PATH || path.startsWith(`${FORWARD_AUTH_PATH}/`))
+        forwardAuth(x, url, requestId);
+      else probe(x, requestId, path);
       return undefined;
     }
     x.timing = { operation: served.operation, started: performance.now() };
@@ -364,7 +382,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const x = new NodeExchange(req, res);
     const requestId = newRequestId();
     const served = route(x, requestId);
-    if (served === undefined) return;
+    // A request answered without its body (forward-auth's, a probe's): what it sent is dropped.
+    if (served === undefined) return void req.resume();
     readBody(req, maxBody).then(
       (raw) => serve(served, x, requestId, raw),
       (err: unknown) =>

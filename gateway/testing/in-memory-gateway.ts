@@ -33,7 +33,7 @@ import {
   TestClock,
 } from "@latchkey/runtime";
 import { throughCodecs } from "@latchkey/runtime/testing/codec-transport";
-import { createGateway, type Gateway } from "../src/gateway.ts";
+import { createGateway, type Gateway, type GatewayDeps } from "../src/gateway.ts";
 import { AUDIT_CONTEXTS, type AuditContext } from "../src/route.ts";
 
 export interface Answer {
@@ -57,6 +57,8 @@ export interface HarnessOptions {
   batchesInFlight?: number;
   /** TRUSTED_PROXIES for the gateway (client-address.ts); none by default. */
   trustedProxies?: string;
+  /** Forward-auth's policies (forward-auth/); none by default. */
+  forwardAuthPolicies?: GatewayDeps["forwardAuthPolicies"];
 }
 
 /** The workspace every test root key belongs to. */
@@ -144,6 +146,9 @@ export function harness(options: HarnessOptions = {}) {
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
     ...(options.batchesInFlight === undefined ? {} : { batchesInFlight: options.batchesInFlight }),
     trustedProxies: options.trustedProxies ?? "",
+    ...(options.forwardAuthPolicies === undefined
+      ? {}
+      : { forwardAuthPolicies: options.forwardAuthPolicies }),
   });
 
   /** A root key of the test workspace holding `permissions`; returns its plaintext. */

@@ -1,6 +1,6 @@
 import { createRouterTransport, type Transport } from "@connectrpc/connect";
 import { analyticsRoutes, createMemoryAnalyticsDeps } from "@latchkey/analytics";
-import { createGateway } from "@latchkey/gateway";
+import { createGateway, type GatewayDeps } from "@latchkey/gateway";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { keysRoutes } from "@latchkey/keys";
 import { createMemoryKeysDeps } from "@latchkey/keys/testing/keys-deps";
@@ -14,7 +14,13 @@ import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
  * as they do in `npm start`, so roles made through the gateway exist for keys. The gateway package cannot
  * import the services (docs/architecture.md, "Layers"), so these tests live here.
  */
-export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } = {}) {
+export function inMemoryStack(
+  name: string,
+  options: {
+    encryptionKey?: Buffer;
+    gateway?: Pick<GatewayDeps, "forwardAuthPolicies" | "trustedProxies">;
+  } = {},
+) {
   const clock = new TestClock(Date.UTC(2026, 0, 1));
   const bus = new MemoryBus();
   const identity = createRouterTransport(
@@ -46,6 +52,7 @@ export function inMemoryStack(name: string, options: { encryptionKey?: Buffer } 
     log: createLogger("gateway", "silent"),
     clock,
     bus,
+    ...options.gateway,
   });
   // A root key holding every permission, in a workspace of its own.
   const rootKey = `lk_root_${name}`;

@@ -34,6 +34,17 @@ export const httpDuration = new Histogram({
   buckets,
 });
 
+/**
+ * The gateway's forward-auth answers (gateway/src/forward-auth), by outcome code (VALID,
+ * MISSING_KEY, NO_POLICY, a verification's code) and whether the policy was a dry run, which allows
+ * whatever the outcome: what a dry run would have refused is counted here.
+ */
+export const forwardAuthDecisions = new Counter({
+  name: "latchkey_forward_auth_decisions_total",
+  help: "Forward-auth decisions by outcome code and dry run",
+  labelNames: ["outcome", "dry_run"] as const,
+});
+
 /** Verification outcomes: VALID, NOT_FOUND, USAGE_EXCEEDED, ... */
 export const verificationOutcomes = new Counter({
   name: "latchkey_verifications_total",

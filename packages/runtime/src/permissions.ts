@@ -105,6 +105,8 @@ export const ROOT_KEY_ACTIONS = {
   webhook: ["create", "read", "update", "delete"],
   /** auditLogs.list: the workspace's record of management changes (packages/runtime/src/audit.ts). */
   audit: ["read"],
+  /** A reverse proxy asking the gateway's forward-auth endpoint, per policy name (docs/edge.md). */
+  forward_auth: ["verify"],
 } as const;
 
 /** Why a root-key permission string is not valid, or undefined when it is. */

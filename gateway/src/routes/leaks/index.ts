@@ -12,9 +12,8 @@ import { ClientRate } from "./client-rate.ts";
  * table, whose every operation authenticates a root key; the gateway serves them beside it.
  */
 export interface OpenRequest extends RequestOrigin {
-  /** Github-Public-Key-Identifier and Github-Public-Key-Signature, when sent. */
-  readonly githubKeyIdentifier?: string | undefined;
-  readonly githubKeySignature?: string | undefined;
+  /** A request field by its lower-case name (Github-Public-Key-Identifier and -Signature). */
+  header?(name: string): string | undefined;
 }
 
 export interface OpenContext {
@@ -87,8 +86,8 @@ export function openEndpoints(rate = new ClientRate()): Map<string, OpenEndpoint
         async handle(body, request, { services, requestId }) {
           const res = await services.keys.receiveGithubLeaks({
             body,
-            keyIdentifier: request.githubKeyIdentifier ?? "",
-            signature: request.githubKeySignature ?? "",
+            keyIdentifier: request.header?.("github-public-key-identifier") ?? "",
+            signature: request.header?.("github-public-key-signature") ?? "",
             requestId,
           });
           return { bare: res.answerJson };
