@@ -44,7 +44,7 @@ beforeAll(async () => {
     natsUrl,
     webhooks: { consumer },
     env: {
-      keys: { SECRET_SCANNING_KEYS: keysFile },
+      keys: { SECRET_SCANNING_KEYS: keysFile, EXPIRING_NOTICE_INTERVAL_MS: "1000" },
       // So that each test reports as a client of its own (X-Forwarded-For).
       gateway: { TRUSTED_PROXIES: "127.0.0.1" },
       webhooks: { WEBHOOK_ALLOW_PRIVATE_URLS: "true", WEBHOOK_POLL_MS: "50" },
@@ -200,5 +200,37 @@ describe("leaked keys (separate processes, PostgreSQL, NATS, webhooks)", () => {
     expect(refused.body.error).toMatchObject({ status: 429, title: "Too Many Requests" });
     // Another client is not held back by the first.
     expect((await from("198.51.100.4", 0)).status).toBe(200);
+  });
+
+  it("announces a key coming due to a real receiver once, from the keys process's job", async () => {
+    const hooks2 = await receiver();
+    try {
+      const hook = await call("webhooks.create", { url: hooks2.url, events: ["key.expiring"] });
+      const { apiId } = await call("apis.createApi", { name: "expiring", expiringNoticeDays: 3 });
+      const expires = Date.now() + 2 * 86_400_000;
+      const { keyId } = await call("keys.createKey", { apiId, expires });
+      // Outside the notice period: never announced.
+      await call("keys.createKey", { apiId, expires: Date.now() + 5 * 86_400_000 });
+      const got = await until(
+        async () => hooks2.received,
+        (r) => r.length >= 1,
+      );
+      // Runs every second: a second notice of the same expiry would have arrived by now.
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(hooks2.received).toHaveLength(1);
+      const event = new Webhook(hook.secret).verify(got[0]!.body, {
+        "webhook-id": String(got[0]!.headers["webhook-id"]),
+        "webhook-timestamp": String(got[0]!.headers["webhook-timestamp"]),
+        "webhook-signature": String(got[0]!.headers["webhook-signature"]),
+      }) as { type: string; data: unknown };
+      expect(event).toEqual(
+        expect.objectContaining({
+          type: "key.expiring",
+          data: { keyId, apiId, expiresAt: expires, days: 3 },
+        }),
+      );
+    } finally {
+      await hooks2.close();
+    }
   });
 });

@@ -46,6 +46,8 @@ await runService("keys", {
       cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", 167_772_160, MIN_CACHE_BYTES),
       // GitHub's secret-scanning public keys (a URL or a file); unset: GitHub's reports are refused (412).
       secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
+      // How often key.expiring looks for keys coming due (each run goes until none is left).
+      expiringNoticeMs: env.int("EXPIRING_NOTICE_INTERVAL_MS", 60_000, 1_000),
     };
   },
   async start(s, ctx) {
@@ -82,7 +84,9 @@ await runService("keys", {
     // Due refills every minute, applied by one instance at a time (advisory lock).
     ctx.onStop(startRefills(sql, { clock: deps.clock, log }));
     // key.expiring every minute, on every replica: key_notices lets one announce each expiry.
-    ctx.onStop(startExpiringNotices(sql, { clock: deps.clock, log, events: deps.events }));
+    ctx.onStop(
+      startExpiringNotices(sql, { clock: deps.clock, log, events: deps.events, everyMs: s.expiringNoticeMs }),
+    );
     return {
       routes: keysRoutes(deps),
       // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: verify/batch-wire.ts).
