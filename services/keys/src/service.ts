@@ -11,6 +11,7 @@ import { deleteApi } from "./rpc/deleteApi.ts";
 import { deleteKey } from "./rpc/deleteKey.ts";
 import { getApi } from "./rpc/getApi.ts";
 import { getKey } from "./rpc/getKey.ts";
+import { listApis } from "./rpc/listApis.ts";
 import { listKeys } from "./rpc/listKeys.ts";
 import { migrateKeys } from "./rpc/migrateKeys.ts";
 import { receiveGithubLeaks } from "./rpc/receiveGithubLeaks.ts";
@@ -36,6 +37,7 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
     createApi: audited(deps, "apis.createApi", () => [], createApi(deps)),
     getApi: getApi(deps),
     listKeys: listKeys(deps),
+    listApis: listApis(deps),
     deleteApi: audited(deps, "apis.deleteApi", (req) => resourcesOf(["api", req.apiId]), deleteApi(deps)),
     createKey: audited(deps, "keys.createKey", (req) => resourcesOf(["api", req.apiId]), createKey(deps)),
     getKey: getKey(deps),
