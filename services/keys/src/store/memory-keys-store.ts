@@ -78,7 +78,14 @@ export class MemoryKeysStore implements KeysStore {
           (ids === undefined || ids.includes(a.id)),
       )
       .sort((a, b) => (a.id < b.id ? -1 : 1));
-    const apis = all.slice(0, options.limit).map((a) => ({ ...a }));
+    // The fields PostgreSQL's list reads: a list needs none of Latchkey's additions.
+    const apis = all.slice(0, options.limit).map((a) => ({
+      id: a.id,
+      workspaceId: a.workspaceId,
+      name: a.name,
+      createdAt: a.createdAt,
+      deletedAt: a.deletedAt,
+    }));
     return { apis, next: all.length > options.limit ? (apis.at(-1)?.id ?? null) : null };
   }
 
