@@ -90,15 +90,22 @@ describe("key.expiring", () => {
     await keys("api_race", "ws_a", 300, DAY);
     const one = keepingEventSink();
     const two = keepingEventSink();
-    const counts = await Promise.all(
-      Array.from({ length: 6 }, (_, i) =>
-        announceExpiring(i % 2 ? db.sql : secondPool, i % 2 ? one : two, NOW, {
-          perWorkspace: 100,
-          perRound: 100,
-        }),
-      ),
-    );
-    expect(counts.reduce((a, b) => a + b, 0)).toBe(300);
+    // Racing rounds see the same keys due: the one that inserts a key's row announces it, the other
+    // skips it. Waves of six at once until a wave finds nothing.
+    let total = 0;
+    for (let announced = -1; announced !== 0; ) {
+      const counts = await Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          announceExpiring(i % 2 ? db.sql : secondPool, i % 2 ? one : two, NOW, {
+            perWorkspace: 100,
+            perRound: 100,
+          }),
+        ),
+      );
+      announced = counts.reduce((a, b) => a + b, 0);
+      total += announced;
+    }
+    expect(total).toBe(300);
     const ids = [...expiring(one), ...expiring(two)].map((e) => e.data.keyId);
     expect(ids).toHaveLength(300);
     expect(new Set(ids).size).toBe(300);
