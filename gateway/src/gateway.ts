@@ -42,6 +42,7 @@ import { PortalWeb, sessionCookie } from "./portal-web.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
+import { type OpenEndpoint, openEndpoints } from "./routes/leaks/index.ts";
 import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
@@ -194,6 +195,8 @@ interface Served {
   auth: "rootKey" | "portalSession" | "none";
   /** Whether its handler reads the request's side (RouteContext.web): the portal's routes. */
   web: boolean;
+  /** An operation anyone may call, with no root key (routes/leaks); undefined for the route table's. */
+  open: OpenEndpoint | undefined;
 }
 
 const JSON_TYPE = "application/json";
@@ -286,12 +289,29 @@ export function createGateway(deps: GatewayDeps): Gateway {
       changes: route.audited === true,
       auth: route.auth ?? "rootKey",
       web: operation.startsWith("portal"),
+      open: undefined,
     });
   }
+  for (const [path, open] of openEndpoints()) {
+    table.set(path, {
+      // Its path names it in metrics as an operation's does, though it is not in the route table.
+      operation: path.slice("/v2/".length) as Operation,
+      permissions: undefined,
+      handle: () => Promise.reject(new Error("an open endpoint is served by serveOpen")),
+      validate: (body) => ({ ok: true, value: body }),
+      freeJson: false,
+      changes: false,
+      auth: "none",
+      web: false,
+      open,
+    });
+  }
+  const clientOf = (origin: RequestOrigin) => trustedProxies.clientOf(origin);
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
+    if (served.open !== undefined) return serveOpen(served, served.open, x, requestId, raw);
     const body = parseJson(raw, served.freeJson);
     if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
     const input = served.validate(body);
@@ -328,6 +348,23 @@ export function createGateway(deps: GatewayDeps): Gateway {
         }
       },
       (err: unknown) => fail(served, x, requestId, caller, err),
+    );
+  }
+
+  /** An open endpoint: no root key; its body is handed over as it came (GitHub signs the bytes). */
+  function serveOpen(served: Served, open: OpenEndpoint, x: Exchange, requestId: string, raw: Buffer) {
+    let replied: Promise<OpenReplyOf>;
+    try {
+      replied = open.handle(raw, x, { requestId, services, clientOf, clock: deps.clock });
+    } catch (err) {
+      return fail(served, x, requestId, undefined, err);
+    }
+    replied.then(
+      (reply) =>
+        reply.bare !== undefined
+          ? send(x, 200, JSON_TYPE, reply.bare)
+          : answer(x, requestId, { data: reply.data }),
+      (err: unknown) => fail(served, x, requestId, undefined, err),
     );
   }
 
@@ -489,6 +526,7 @@ const NO_CALLER: Caller = {
   permissions: [],
   requestId: "",
 };
+type OpenReplyOf = Awaited<ReturnType<OpenEndpoint["handle"]>>;
 
 const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };

@@ -25,6 +25,8 @@ import {
   KEY_CACHE_MAX_BYTES,
   keysRoutes,
   MIN_CACHE_BYTES,
+  scanningKeysFromEnv,
+  startExpiringNotices,
   startRefills,
 } from "@latchkey/keys";
 import { createPortalDeps, portalRoutes, portalSettingsFromEnv } from "@latchkey/portal";
@@ -94,6 +96,7 @@ function readSettings() {
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", KEY_CACHE_MAX_BYTES, MIN_CACHE_BYTES),
     creditsLowFraction: creditsLowFractionFromEnv(),
+    secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0")!,
     rootKeyCacheTtlMs: rootKeyCacheTtlMsFromEnv(),
@@ -263,11 +266,13 @@ async function start(settings: Settings, boot: Starting) {
     cacheSize: settings.cacheSize,
     cacheMaxBytes: settings.cacheMaxBytes,
     creditsLowFraction: settings.creditsLowFraction,
+    ...(settings.secretScanningKeys ? { secretScanningKeys: settings.secretScanningKeys } : {}),
     log: log.child({ service: "keys" }),
     ...called,
   });
   onStop(() => keys.close());
   onStop(startRefills(db.sql, { clock: keys.clock, log }));
+  onStop(startExpiringNotices(db.sql, { clock: keys.clock, log, events: keys.events }));
   const keysTransport = localTransport(keysRoutes(keys));
   const analyticsTransport = localTransport(analyticsRoutes(analytics));
   const portal = createPortalDeps({

@@ -14,8 +14,10 @@ import { getKey } from "./rpc/getKey.ts";
 import { listApis } from "./rpc/listApis.ts";
 import { listKeys } from "./rpc/listKeys.ts";
 import { migrateKeys } from "./rpc/migrateKeys.ts";
+import { receiveGithubLeaks } from "./rpc/receiveGithubLeaks.ts";
 import { removePermissions } from "./rpc/removePermissions.ts";
 import { removeRoles } from "./rpc/removeRoles.ts";
+import { reportLeak } from "./rpc/reportLeak.ts";
 import { rerollKey } from "./rpc/rerollKey.ts";
 import { setPermissions } from "./rpc/setPermissions.ts";
 import { setRoles } from "./rpc/setRoles.ts";
@@ -84,5 +86,8 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
       removeRoles(deps),
     ),
     setRoles: audited(deps, "keys.setRoles", (req) => resourcesOf(["key", req.keyId]), setRoles(deps)),
+    // No caller: each detection writes its own record, as the system, in the key's workspace.
+    reportLeak: reportLeak(deps),
+    receiveGithubLeaks: receiveGithubLeaks(deps),
   };
 }
