@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { type Point, PortalError, portalCall } from "./api.ts";
@@ -41,7 +41,6 @@ export function Usage({
 }) {
   const [points, setPoints] = useState<Point[] | undefined>(undefined);
   const [error, setError] = useState<PortalError | undefined>(undefined);
-  const headingId = useId();
   useEffect(() => {
     let current = true;
     const ms = RANGES.find((r) => r.id === range)!.ms;
@@ -76,10 +75,8 @@ export function Usage({
           .join(", ")}.`;
   const rangeLabel = RANGES.find((r) => r.id === range)!.label.toLowerCase();
   return (
-    <section class="usage" aria-labelledby={headingId}>
-      <h3 id={headingId} class="small-heading">
-        Usage, {rangeLabel}
-      </h3>
+    <div class="usage">
+      <h3 class="small-heading">Usage, {rangeLabel}</h3>
       {error && (
         <p class="error" role="alert">
           The usage could not be read: {error.detail}
@@ -139,7 +136,7 @@ export function Usage({
           )}
         </>
       )}
-    </section>
+    </div>
   );
 }
 
