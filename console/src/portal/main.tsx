@@ -427,6 +427,9 @@ function KeyList({
 }
 
 const keyLabel = (k: PortalKey) => (k.name?.trim() ? k.name : k.start ? `${k.start}…` : k.keyId);
+/** A rerolled key stays listed until its grace ends, and then as expired: the status says which still work. */
+const status = (k: PortalKey) =>
+  k.enabled === false ? "disabled" : k.expires !== undefined && k.expires <= Date.now() ? "expired" : "active";
 const when = (ms: number | undefined) => (ms ? new Date(ms).toLocaleString() : "never");
 
 function KeyCard({
@@ -471,7 +474,7 @@ function KeyCard({
           <code>{k.keyId}</code>
         </dd>
         <dt>Status</dt>
-        <dd>{k.enabled === false ? "disabled" : "enabled"}</dd>
+        <dd data-testid="key-status">{status(k)}</dd>
         <dt>Created</dt>
         <dd>{when(k.createdAt)}</dd>
         <dt>Expires</dt>
