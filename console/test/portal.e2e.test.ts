@@ -175,7 +175,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
     const seen = watch(context, origin);
     try {
       await page.goto(url);
-      await page.getByRole("heading", { name: "Your API keys", level: 1 }).waitFor(SLOW);
+      await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       // The code is gone from the address bar and the history; the cookie is HttpOnly.
       expect(page.url()).toBe(`${origin}/portal/`);
       expect(await page.evaluate("document.cookie")).toBe("");
@@ -256,7 +256,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
 
       // A reload shows the session again, and no key in full.
       await page.reload();
-      await page.getByRole("heading", { name: "Your API keys", level: 1 }).waitFor(SLOW);
+      await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       await expect.poll(async () => (await shownKeyIds(page)).includes(verified.keyId), SLOW).toBe(true);
       expect(await page.getByTestId("new-key").count()).toBe(0);
       expect(await page.content()).not.toContain(created);
@@ -290,7 +290,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
     const { context, page } = await open(1280);
     try {
       await page.goto(url);
-      await page.getByRole("heading", { name: "Your API keys", level: 1 }).waitFor(SLOW);
+      await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       await expect.poll(async () => (await shownKeyIds(page)).length, SLOW).toBeGreaterThan(0);
       expect(await page.getByRole("button", { name: /^Reroll/ }).count()).toBe(0);
       expect(await page.getByRole("heading", { name: "Create a key" }).count()).toBe(0);
@@ -325,7 +325,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
     const seen = watch(context, origin);
     try {
       await page.goto(url);
-      await page.getByRole("heading", { name: "Your API keys", level: 1 }).waitFor(SLOW);
+      await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       expect(await page.getByTestId("portal-title").textContent()).toBe(hostile);
       expect(await page.evaluate("window.pwned")).toBeUndefined();
       expect(await page.locator("header img").count()).toBe(1);
@@ -411,7 +411,7 @@ describe("the console's portal pages", { timeout: 180_000 }, () => {
         context.waitForEvent("page"),
         page.getByRole("button", { name: "Open preview" }).click(),
       ]);
-      await tab.getByRole("heading", { name: "Your API keys", level: 1 }).waitFor(SLOW);
+      await tab.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       expect(await tab.getByTestId("preview").count()).toBe(1);
       expect(await tab.getByTestId("portal-title").textContent()).toBe("Partner API keys");
       await expect.poll(async () => (await shownKeyIds(tab)).length, SLOW).toBeGreaterThanOrEqual(3);
