@@ -383,7 +383,7 @@ function KeyList({
           <li key={k.keyId}>
             <KeyCard
               k={k}
-              canReroll={scopes.has("keys:reroll")}
+              canReroll={scopes.has("keys:reroll") && status(k) !== "expired"}
               showUsage={scopes.has("analytics:read")}
               range={range}
               onReroll={() => {
