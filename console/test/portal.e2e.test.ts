@@ -432,4 +432,26 @@ describe("the console's portal pages", { timeout: 180_000 }, () => {
       await context.close();
     }
   });
+
+  it("works 390 pixels wide: the portals list and a portal's page fit and pass axe", async () => {
+    const { context, page } = await open(390, 844);
+    try {
+      await page.goto("/");
+      await page.getByLabel("Root key").fill(rootKey);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("navigation", { name: "Sections" }).waitFor(SLOW);
+      for (const [hash, heading] of [
+        ["#/portals", "Portals"],
+        [`#/portals/${portalId}`, "Acme customers"],
+      ] as const) {
+        await page.goto(`/${hash}`);
+        await page.getByRole("heading", { name: heading, level: 1, exact: true }).waitFor(SLOW);
+        await expect.poll(() => page.getByText("Loading").count(), SLOW).toBe(0);
+        expect(await fitsWidth(page), hash).toBe(true);
+        expect(await seriousViolations(page), hash).toEqual([]);
+      }
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -183,8 +183,24 @@ function PortalFields({ draft, set }: { draft: Draft; set(next: Partial<Draft>):
   );
 }
 
+/**
+ * The APIs to offer for a new portal: apis.listApis where this Latchkey has it (the first 100), else the ones
+ * this browser remembers.
+ */
+async function apisToOffer(): Promise<{ apiId: string; name: string }[]> {
+  try {
+    const { data } = await call<{ id?: string; apiId?: string; name: string }[]>("apis.listApis", {
+      limit: 100,
+    });
+    return data.map((a) => ({ apiId: (a.apiId ?? a.id)!, name: a.name })).filter((a) => a.apiId);
+  } catch {
+    return knownApis();
+  }
+}
+
 function CreatePortal() {
-  const [apiId, setApiId] = useState(knownApis()[0]?.apiId ?? "");
+  const apis = useLoad(apisToOffer, []);
+  const [apiId, setApiId] = useState("");
   const [draft, setDraft] = useState<Draft>(draftOf());
   const create = useAction();
   const submit = async (e: Event) => {
@@ -214,7 +230,7 @@ function CreatePortal() {
         />
       </Field>
       <datalist id="portal-apis">
-        {knownApis().map((a) => (
+        {(apis.data ?? []).map((a) => (
           <option key={a.apiId} value={a.apiId}>
             {a.name}
           </option>

@@ -429,7 +429,11 @@ function KeyList({
 const keyLabel = (k: PortalKey) => (k.name?.trim() ? k.name : k.start ? `${k.start}…` : k.keyId);
 /** A rerolled key stays listed until its grace ends, and then as expired: the status says which still work. */
 const status = (k: PortalKey) =>
-  k.enabled === false ? "disabled" : k.expires !== undefined && k.expires <= Date.now() ? "expired" : "active";
+  k.enabled === false
+    ? "disabled"
+    : k.expires !== undefined && k.expires <= Date.now()
+      ? "expired"
+      : "active";
 const when = (ms: number | undefined) => (ms ? new Date(ms).toLocaleString() : "never");
 
 function KeyCard({
