@@ -40,9 +40,9 @@ async function start(): Promise<State> {
     } catch (err) {
       const e = asPortalError(err);
       // A session the browser held before is not shown in place of the one the link was for.
-      return e.status >= 400 && e.status < 500
-        ? { kind: "code-refused", error: e }
-        : { kind: "failed", error: e };
+      // Too many tries from here (429) or a server's trouble says nothing about the code: shown as it is.
+      const refused = e.status >= 400 && e.status < 500 && e.status !== 429;
+      return refused ? { kind: "code-refused", error: e } : { kind: "failed", error: e };
     }
   }
   try {
