@@ -341,6 +341,20 @@ describe("the portal web app", { timeout: 180_000 }, () => {
       expect(await page.evaluate("document.activeElement.textContent")).toBe("Sign out");
       await page.keyboard.press("Tab");
       expect(await page.evaluate("document.activeElement.tagName")).toBe("SELECT");
+      // The reroll dialog opens from the keyboard, takes the focus, and Escape leaves it with nothing rerolled.
+      const before = await shownKeyIds(page);
+      await page
+        .getByRole("button", { name: /^Reroll/ })
+        .first()
+        .focus();
+      await page.keyboard.press("Enter");
+      await page.getByRole("dialog").waitFor(SLOW);
+      expect(await page.evaluate("document.activeElement.closest('dialog') !== null")).toBe(true);
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.keyboard.press("Escape");
+      await page.getByRole("dialog").waitFor({ state: "hidden", ...SLOW });
+      expect(await page.getByTestId("new-key").count()).toBe(0);
+      expect(await shownKeyIds(page)).toEqual(before);
       expect(seen.cspViolations).toEqual([]);
       expect(seen.errors).toEqual([]);
     } finally {
