@@ -161,8 +161,8 @@ describe("the console in the image", () => {
     const portal = await fetch(`http://127.0.0.1:${port}/portal/?code=x`);
     expect([portal.status, portal.headers.get("cache-control")]).toEqual([200, "no-cache"]);
     expect(portal.headers.get("content-security-policy")).toContain("img-src 'self' data: https:;");
-    const portalScript = /src="(\/portal\/assets\/[^"]+\.js)"/.exec(await portal.text())![1]!;
-    expect((await fetch(`http://127.0.0.1:${port}${portalScript}`)).status).toBe(200);
+    const portalScript = /src="\.\/(assets\/[^"]+\.js)"/.exec(await portal.text())![1]!;
+    expect((await fetch(`http://127.0.0.1:${port}/portal/${portalScript}`)).status).toBe(200);
     child.kill("SIGTERM");
     expect((await exited).code).toBe(0);
   }, 60_000);

@@ -18,9 +18,7 @@ describe("ensureBuilt", () => {
     expect(readdirSync(join(into, "assets")).sort()).toEqual(named);
     // The portal web app, built with it: its own script and style under portal/assets/, none of the console's.
     const portal = readFileSync(join(into, "portal", "index.html"), "utf8");
-    const portalNamed = [...portal.matchAll(/(?:src|href)="\/portal\/assets\/([^"]+)"/g)]
-      .map((m) => m[1]!)
-      .sort();
+    const portalNamed = [...portal.matchAll(/(?:src|href)="\.\/assets\/([^"]+)"/g)].map((m) => m[1]!).sort();
     expect(portalNamed.length).toBe(2);
     expect(readdirSync(join(into, "portal", "assets")).sort()).toEqual(portalNamed);
     expect(portalNamed.filter((f) => named.includes(f))).toEqual([]);

@@ -100,8 +100,8 @@ export function pagesFrom(
   const index = table.get("/index.html");
   if (index) table.set("/", index);
   const portalIndex = table.get("/portal/index.html");
-  // portal.createSession's URL is /portal/?code=…; its assets are named from /portal/, so /portal serves too.
-  if (portalIndex) for (const path of ["/portal/", "/portal"]) table.set(path, portalIndex);
+  // portal.createSession's URL is /portal/?code=…. Not /portal: the page names its files relative to its folder.
+  if (portalIndex) table.set("/portal/", portalIndex);
   return (x, path) => {
     if (x.method !== "GET" && x.method !== "HEAD") return false;
     const page = table.get(path);

@@ -1,4 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -9,7 +11,8 @@ import { launch, seriousViolations, watch } from "./browser.ts";
 
 // The portal as an end user meets it: a backend (this test, with a root key) makes a portal and a session
 // for one of its users, and Debian's Chromium opens the session's URL on the Latchkey that `npm start`
-// serves (embedded storage). What the page did is checked through the API.
+// serves (embedded storage). What the page did is checked through the API. The end user reaches Latchkey
+// as a deployment's users do, through a proxy that serves it under a path (PUBLIC_URL=<proxy>/keys).
 
 const root = join(import.meta.dirname, "..", "..");
 const dataDir = mkdtempSync(join(tmpdir(), "latchkey-portal-"));
@@ -25,6 +28,10 @@ let latchkey: Proc;
 let browser: Browser;
 let rootKey: string;
 let origin: string;
+let proxy: Server;
+/** The proxy's origin, and PUBLIC_URL: the proxy serves Latchkey under /keys. */
+let portalOrigin: string;
+let publicUrl: string;
 let apiId: string;
 let portalId: string;
 /** Alice's keys (the session's user) and Bob's (another identity in the same API). */
@@ -43,14 +50,16 @@ async function post(operation: string, body: unknown, key = rootKey) {
 async function session(body: Record<string, unknown>): Promise<string> {
   const made = await post("portal.createSession", { portal: "acme", externalId: "user_alice", ...body });
   expect(made.status, JSON.stringify(made.body)).toBe(200);
-  expect(made.body.data.url).toMatch(new RegExp(`^${origin.replace(/[.]/g, "\\.")}/portal/\\?code=`));
+  expect(made.body.data.url).toMatch(new RegExp(`^${publicUrl.replace(/[.]/g, "\\.")}/portal/\\?code=`));
   return made.body.data.url;
 }
 
 /** A browser context where the portal's logo (an https URL Latchkey never serves) is answered by the test. */
 async function open(width: number, height = 900): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width, height }, baseURL: origin });
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  for (const o of [origin, portalOrigin]) {
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: o });
+  }
   await context.route(LOGO, (route) =>
     route.fulfill({ status: 200, contentType: "image/svg+xml", body: LOGO_SVG }),
   );
@@ -69,7 +78,7 @@ async function fromPage(
 ): Promise<{ status: number; body: any }> {
   return page.evaluate(
     async ([op, b]) => {
-      const res = await fetch(`/v2/portal.${op}`, {
+      const res = await fetch(`../v2/portal.${op}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(b),
@@ -89,7 +98,31 @@ async function fitsWidth(page: Page) {
 
 beforeAll(async () => {
   await ensureBuilt();
+  // The proxy strips /keys and passes the rest on, headers and all, as a deployment's would.
+  proxy = createServer((req, res) => {
+    if (!req.url?.startsWith("/keys/")) return void res.writeHead(404).end();
+    const { port } = new URL(latchkey.url);
+    const upstream = request(
+      {
+        host: "127.0.0.1",
+        port,
+        method: req.method,
+        path: req.url.slice("/keys".length),
+        headers: req.headers,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on("error", () => res.writeHead(502).end());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((done) => proxy.listen(0, "127.0.0.1", done));
+  portalOrigin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  publicUrl = `${portalOrigin}/keys`;
   latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
+    PUBLIC_URL: publicUrl,
     DATA_DIR: dataDir,
     DATABASE_URL: "",
     NATS_URL: "",
@@ -150,6 +183,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await latchkey?.stop();
+  proxy?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -162,24 +196,27 @@ describe("the portal web app", { timeout: 180_000 }, () => {
     expect(index.headers.get("content-security-policy")).toContain("script-src 'self';");
     expect(index.headers.get("referrer-policy")).toBe("no-referrer");
     const html = await index.text();
-    const script = /src="(\/portal\/assets\/[^"]+\.js)"/.exec(html)![1]!;
-    const asset = await fetch(origin + script);
+    // Named relative to the page, so that a proxy may serve Latchkey under a path.
+    const script = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)![1]!;
+    const asset = await fetch(`${origin}/portal/${script}`);
     expect(asset.status).toBe(200);
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     expect(html).not.toMatch(/<script>|<style>| style="/);
+    // Through the proxy, under its path, the same names find the same files.
+    expect((await fetch(`${publicUrl}/portal/${script}`)).status).toBe(200);
   });
 
   it("shows exactly the session's user's keys with their usage, rerolls one (shown once), creates one", async () => {
     const url = await session({ scopes: ALL_SCOPES, returnUrl: "https://app.example/settings" });
     const { context, page } = await open(1280);
-    const seen = watch(context, origin);
+    const seen = watch(context, portalOrigin);
     try {
       await page.goto(url);
       await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);
       // The code is gone from the address bar and the history; the cookie is HttpOnly.
-      expect(page.url()).toBe(`${origin}/portal/`);
+      expect(page.url()).toBe(`${publicUrl}/portal/`);
       expect(await page.evaluate("document.cookie")).toBe("");
-      const cookies = await context.cookies(origin);
+      const cookies = await context.cookies(portalOrigin);
       expect(cookies.map((c) => [c.name, c.httpOnly, c.sameSite])).toEqual([
         ["portal_session", true, "Strict"],
       ]);
@@ -276,7 +313,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
       // The link's code was single-use: opened again, it is refused, and no session is shown.
       await page.goto(url);
       await page.getByRole("heading", { name: "This link cannot be used again" }).waitFor(SLOW);
-      expect(page.url()).toBe(`${origin}/portal/`);
+      expect(page.url()).toBe(`${publicUrl}/portal/`);
       expect([...new Set(seen.outside)]).toEqual([LOGO]);
       expect(seen.cspViolations).toEqual([]);
       expect(seen.errors).toEqual([]);
@@ -322,7 +359,7 @@ describe("the portal web app", { timeout: 180_000 }, () => {
       returnUrl: "https://app.example/settings",
     });
     const { context, page } = await open(390, 844);
-    const seen = watch(context, origin);
+    const seen = watch(context, portalOrigin);
     try {
       await page.goto(url);
       await page.getByRole("heading", { name: "Your API keys", level: 1, exact: true }).waitFor(SLOW);

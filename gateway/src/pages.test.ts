@@ -34,7 +34,7 @@ writeFileSync(join(dir, "photo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47]));
 mkdirSync(join(dir, "portal", "assets"), { recursive: true });
 writeFileSync(
   join(dir, "portal", "index.html"),
-  '<!doctype html><script type="module" src="/portal/assets/portal-Cd34.js"></script>',
+  '<!doctype html><script type="module" src="./assets/portal-Cd34.js"></script>',
 );
 writeFileSync(join(dir, "portal", "assets", "portal-Cd34.js"), "render()");
 
@@ -135,8 +135,8 @@ describe("the console's pages, served by the gateway", () => {
     expect(asked).toEqual(["/v2/keys.nothing"]);
   });
 
-  it("answers the portal web app at /portal/, /portal and /portal/index.html under the portal's policy, revalidated", async () => {
-    for (const path of ["/portal/", "/portal", "/portal/index.html", "/portal/?code=pc_123"]) {
+  it("answers the portal web app at /portal/ and /portal/index.html under the portal's policy, revalidated", async () => {
+    for (const path of ["/portal/", "/portal/index.html", "/portal/?code=pc_123"]) {
       const res = await fetch(url + path);
       expect(res.status, path).toBe(200);
       expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
@@ -144,7 +144,7 @@ describe("the console's pages, served by the gateway", () => {
       expect(res.headers.get("content-security-policy")).toBe(PORTAL_CONTENT_SECURITY_POLICY);
       expect(res.headers.get("referrer-policy")).toBe("no-referrer");
       expect(res.headers.get("x-frame-options")).toBe("DENY");
-      expect(await res.text()).toContain("/portal/assets/portal-Cd34.js");
+      expect(await res.text()).toContain("./assets/portal-Cd34.js");
     }
     const asset = await fetch(`${url}/portal/assets/portal-Cd34.js`);
     expect([asset.status, asset.headers.get("cache-control"), await asset.text()]).toEqual([
@@ -156,6 +156,8 @@ describe("the console's pages, served by the gateway", () => {
     // The console's own answers keep the console's policy.
     expect((await fetch(`${url}/`)).headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
     expect((await fetch(`${url}/portal/assets/missing.js`)).status).toBe(404);
+    // The page names its files relative to its folder: /portal (no slash) would find them at /assets/.
+    expect((await fetch(`${url}/portal`)).status).toBe(404);
     expect((await fetch(`${url}/portal/`, { method: "POST" })).status).toBe(404);
   });
 

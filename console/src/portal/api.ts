@@ -25,7 +25,8 @@ export async function portalCall<T>(
 ): Promise<{ data: T; pagination?: Pagination }> {
   let res: Response;
   try {
-    res = await fetch(`/v2/portal.${operation}`, {
+    // Relative: /portal/ calls /v2/…, and behind a proxy that serves Latchkey under a path, that path's /v2/….
+    res = await fetch(`../v2/portal.${operation}`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
