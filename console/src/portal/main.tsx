@@ -379,21 +379,24 @@ function KeyList({
       )}
       {!error && keys.length === 0 && <p class="empty">You have no keys yet.</p>}
       <ul class="plain keys">
-        {keys.map((k) => (
-          <li key={k.keyId}>
-            <KeyCard
-              k={k}
-              canReroll={scopes.has("keys:reroll") && status(k) !== "expired"}
-              showUsage={scopes.has("analytics:read")}
-              range={range}
-              onReroll={() => {
-                setGrace("0");
-                setRerolling(k);
-              }}
-              onEnded={onEnded}
-            />
-          </li>
-        ))}
+        {/* Keys that work first: a rerolled key stays listed, expired, until it is gone. */}
+        {[...keys]
+          .sort((a, b) => Number(status(a) === "expired") - Number(status(b) === "expired"))
+          .map((k) => (
+            <li key={k.keyId}>
+              <KeyCard
+                k={k}
+                canReroll={scopes.has("keys:reroll") && status(k) !== "expired"}
+                showUsage={scopes.has("analytics:read")}
+                range={range}
+                onReroll={() => {
+                  setGrace("0");
+                  setRerolling(k);
+                }}
+                onEnded={onEnded}
+              />
+            </li>
+          ))}
       </ul>
       {next?.hasMore && next.cursor && (
         <button type="button" disabled={busy} onClick={() => load(next.cursor, keys)}>
