@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { call } from "../api.ts";
-import { knownApis } from "../known.ts";
+import { allApis } from "../known.ts";
 import { go, href } from "../router.ts";
 import {
   Confirm,
@@ -183,23 +183,9 @@ function PortalFields({ draft, set }: { draft: Draft; set(next: Partial<Draft>):
   );
 }
 
-/**
- * The APIs to offer for a new portal: apis.listApis where this Latchkey has it (the first 100), else the ones
- * this browser remembers.
- */
-async function apisToOffer(): Promise<{ apiId: string; name: string }[]> {
-  try {
-    const { data } = await call<{ id?: string; apiId?: string; name: string }[]>("apis.listApis", {
-      limit: 100,
-    });
-    return data.map((a) => ({ apiId: (a.apiId ?? a.id)!, name: a.name })).filter((a) => a.apiId);
-  } catch {
-    return knownApis();
-  }
-}
-
 function CreatePortal() {
-  const apis = useLoad(apisToOffer, []);
+  // The APIs the root key may read (apis.listApis), offered for the API id.
+  const apis = useLoad(allApis, []);
   const [apiId, setApiId] = useState("");
   const [draft, setDraft] = useState<Draft>(draftOf());
   const create = useAction();
