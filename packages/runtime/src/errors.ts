@@ -33,6 +33,8 @@ const grpcCodeOf = {
   [ErrorReason.TOO_MANY_ANALYTICS_QUERIES]: Code.ResourceExhausted,
   [ErrorReason.WEBHOOK_NOT_FOUND]: Code.NotFound,
   [ErrorReason.WEBHOOK_DELIVERY_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.FORWARD_AUTH_POLICY_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.FORWARD_AUTH_POLICY_ALREADY_EXISTS]: Code.AlreadyExists,
 } satisfies Record<ErrorReason, Code>;
 
 export interface Violation {

@@ -31,6 +31,7 @@ export const ID_PREFIXES: Readonly<Record<string, string>> = {
   workspace: "ws",
   webhook: "wh",
   delivery: "dlv",
+  forward_auth_policy: "fap",
 };
 
 const ID_BODY = new RegExp(`^[${ALPHABET}]{16}$`);

@@ -1,4 +1,5 @@
 import { auditTableSql, type Migration } from "@latchkey/runtime";
+import { forwardAuthPoliciesMigration } from "./store/forward-auth-policies-migration.ts";
 
 /**
  * The keys context's tables, applied with migrate(sql, "keys", keysMigrations).
@@ -222,4 +223,5 @@ UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_a
   WHERE remaining IS NOT NULL;
 `,
   },
+  forwardAuthPoliciesMigration,
 ];

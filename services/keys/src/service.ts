@@ -6,12 +6,17 @@ import { addPermissions } from "./rpc/addPermissions.ts";
 import { addRoles } from "./rpc/addRoles.ts";
 import { authenticateRootKey } from "./rpc/authenticateRootKey.ts";
 import { createApi } from "./rpc/createApi.ts";
+import { createForwardAuthPolicy } from "./rpc/createForwardAuthPolicy.ts";
 import { createKey } from "./rpc/createKey.ts";
 import { deleteApi } from "./rpc/deleteApi.ts";
+import { deleteForwardAuthPolicy } from "./rpc/deleteForwardAuthPolicy.ts";
 import { deleteKey } from "./rpc/deleteKey.ts";
 import { getApi } from "./rpc/getApi.ts";
+import { getForwardAuthPolicy } from "./rpc/getForwardAuthPolicy.ts";
 import { getKey } from "./rpc/getKey.ts";
+import { listForwardAuthPolicies } from "./rpc/listForwardAuthPolicies.ts";
 import { listKeys } from "./rpc/listKeys.ts";
+import { loadForwardAuthPolicies } from "./rpc/loadForwardAuthPolicies.ts";
 import { migrateKeys } from "./rpc/migrateKeys.ts";
 import { removePermissions } from "./rpc/removePermissions.ts";
 import { removeRoles } from "./rpc/removeRoles.ts";
@@ -19,6 +24,7 @@ import { rerollKey } from "./rpc/rerollKey.ts";
 import { setPermissions } from "./rpc/setPermissions.ts";
 import { setRoles } from "./rpc/setRoles.ts";
 import { updateCredits } from "./rpc/updateCredits.ts";
+import { updateForwardAuthPolicy } from "./rpc/updateForwardAuthPolicy.ts";
 import { updateKey } from "./rpc/updateKey.ts";
 import { verifyKey } from "./rpc/verifyKey.ts";
 import { verifyKeyBatch } from "./rpc/verifyKeyBatch.ts";
@@ -82,5 +88,26 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
       removeRoles(deps),
     ),
     setRoles: audited(deps, "keys.setRoles", (req) => resourcesOf(["key", req.keyId]), setRoles(deps)),
+    createForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.createPolicy",
+      () => [],
+      createForwardAuthPolicy(deps),
+    ),
+    getForwardAuthPolicy: getForwardAuthPolicy(deps),
+    listForwardAuthPolicies: listForwardAuthPolicies(deps),
+    updateForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.updatePolicy",
+      (req) => resourcesOf(["forward_auth_policy", req.policyId]),
+      updateForwardAuthPolicy(deps),
+    ),
+    deleteForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.deletePolicy",
+      (req) => resourcesOf(["forward_auth_policy", req.policyId]),
+      deleteForwardAuthPolicy(deps),
+    ),
+    loadForwardAuthPolicies: loadForwardAuthPolicies(deps),
   };
 }
