@@ -69,7 +69,7 @@ export class PostgresPolicyStore implements PolicyStore {
       }
       const [row] = await tx.unsafe<PolicyRow[]>(
         `INSERT INTO forward_auth_policies (id, workspace_id, name, position, is_default, definition, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $7) RETURNING ${COLUMNS}`,
+         VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $7) RETURNING ${COLUMNS}`,
         [
           policy.id,
           policy.workspaceId,
@@ -136,7 +136,7 @@ export class PostgresPolicyStore implements PolicyStore {
       }
       const [row] = await tx.unsafe<PolicyRow[]>(
         `UPDATE forward_auth_policies SET name = COALESCE($3, name),
-           definition = COALESCE($4::jsonb, definition), position = $5, updated_at = $6
+           definition = COALESCE($4::text::jsonb, definition), position = $5, updated_at = $6
          WHERE workspace_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
         [workspaceId, id, change.name ?? null, change.definitionJson ?? null, position, at],
       );
