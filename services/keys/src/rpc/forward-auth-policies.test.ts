@@ -132,10 +132,10 @@ describe("the forward-auth policy RPCs", () => {
       ).reason,
     ).toBe(ErrorReason.INVALID_INPUT);
     const records = await deps.store.listAudit(WS, { limit: 10 });
-    expect(records.map((r) => [r.operation, r.outcome, r.errorCode])).toEqual([
-      ["forwardAuth.createPolicy", "failure", "INVALID_INPUT"],
-      ["forwardAuth.createPolicy", "failure", "INVALID_INPUT"],
+    expect(records.map((r) => [r.operation, r.outcome, r.errorCode]).sort()).toEqual([
       ["forwardAuth.createPolicy", "failure", "INSUFFICIENT_PERMISSIONS"],
+      ["forwardAuth.createPolicy", "failure", "INVALID_INPUT"],
+      ["forwardAuth.createPolicy", "failure", "INVALID_INPUT"],
     ]);
   });
 
