@@ -1,0 +1,47 @@
+import { Type } from "@sinclair/typebox";
+import { problems } from "../../problem.ts";
+import { route } from "../../route.ts";
+import { Closed, ID_PATTERN, Int, Str } from "../../schema.ts";
+import { BodyPolicy, definitionJson, StoredPolicy, storedPolicyData } from "./stored-policy.ts";
+
+/**
+ * Replaces the policy's definition (policy: the whole new one), moves it in match order (position),
+ * or both; answers the policy as it now is. Takes effect on the next forward-auth request.
+ */
+export const updatePolicy = route({
+  audited: true,
+  answer: StoredPolicy,
+  example: {
+    policyId: "fap_4kLm9QzT2xWvB8nE",
+    policy: { name: "orders", paths: ["/v1/orders/**"], apiId: "api_123", permissions: "orders.write" },
+  },
+  rootKey: { needs: ["forward_auth.*.update_policy"] },
+  errors: [404, 409],
+  schema: Closed({
+    policyId: Str(3, 255, ID_PATTERN),
+    policy: Type.Optional(BodyPolicy),
+    /** The new place in match order, from 0; past the end: last. The default does not move. */
+    position: Type.Optional(Int({ maximum: 1000 })),
+  }),
+  permissions: () => ["forward_auth.*.update_policy"],
+  async handle(input, { caller, services }) {
+    if (input.policy === undefined && input.position === undefined) {
+      throw problems.invalidInput("The request changes nothing.", [
+        { location: "/body", message: "give policy, position or both", fix: "Add policy or position." },
+      ]);
+    }
+    let json: string | undefined;
+    if (input.policy !== undefined) {
+      // Whether it is the default decides which rules hold: asked first, as the store knows it.
+      const { policy } = await services.keys.getForwardAuthPolicy({ caller, policyId: input.policyId });
+      json = definitionJson(input.policy, policy?.isDefault === true);
+    }
+    const res = await services.keys.updateForwardAuthPolicy({
+      caller,
+      policyId: input.policyId,
+      definitionJson: json,
+      position: input.position,
+    });
+    return { data: storedPolicyData(res.policy) };
+  },
+});
