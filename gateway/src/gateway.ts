@@ -35,6 +35,7 @@ import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { policiesFromEnv } from "./forward-auth/file.ts";
 import { createForwardAuth, type PolicySource } from "./forward-auth/forward-auth.ts";
 import { FORWARD_AUTH_PATH } from "./forward-auth/request.ts";
+import { StoredPolicies } from "./forward-auth/stored-policies.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
@@ -238,10 +239,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ),
   };
 
+  // The file's policies, then the workspace's stored ones, loaded once and dropped on a change.
+  const storedPolicies = new StoredPolicies(
+    deps.forwardAuthPolicies ?? policiesFromEnv(),
+    async (caller) => (await keys.loadForwardAuthPolicies({ caller })).policies,
+    { clock: deps.clock, log: deps.log, ...(deps.bus ? { bus: deps.bus } : {}) },
+  );
   const forwardAuth = createForwardAuth({
     auth,
     verifyKey: services.verifyKey,
-    policies: deps.forwardAuthPolicies ?? policiesFromEnv(),
+    policies: storedPolicies,
     trustedProxies,
     clock: deps.clock,
     log: deps.log,
@@ -405,6 +412,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     maxBodyBytes: maxBody,
     async close() {
       auth.close();
+      storedPolicies.close();
     },
   };
 }

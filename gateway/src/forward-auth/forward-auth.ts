@@ -5,8 +5,16 @@ import type { RootKeyAuth } from "../auth.ts";
 import type { TrustedProxies } from "../client-address.ts";
 import { Problem, problemOf } from "../problem.ts";
 import { type Decision, decide, missingKey, noPolicy } from "./answer.ts";
-import type { Policy, PolicySource } from "./policy.ts";
-import { clientAddressOf, type Exchange, keyOf, originalRequest, ROOT_KEY_HEADER } from "./request.ts";
+import type { Policy } from "./policy.ts";
+import {
+  clientAddressOf,
+  type Exchange,
+  keyOf,
+  type OriginalRequest,
+  originalRequest,
+  ROOT_KEY_HEADER,
+} from "./request.ts";
+import type { PolicyMatcher } from "./stored-policies.ts";
 
 export type { PolicySource } from "./policy.ts";
 
@@ -14,7 +22,8 @@ export interface ForwardAuthDeps {
   auth: RootKeyAuth;
   /** keys.verifyKey through the gateway's batcher, as the public operation calls it. */
   verifyKey(caller: Caller, request: VerifyKeyRequest): Promise<VerifyKeyResponse>;
-  policies: PolicySource;
+  /** The file's and the workspace's stored policies (stored-policies.ts). */
+  policies: PolicyMatcher;
   trustedProxies: TrustedProxies;
   clock: Clock;
   log: Logger;
@@ -87,7 +96,32 @@ export function createForwardAuth(
   function verify(x: Exchange, url: string, requestId: string, caller: Caller) {
     const original = originalRequest(x, url);
     const bodyless = nginxAsks(x);
-    const policy = deps.policies.of(caller.workspaceId).match(original.method, original.host, original.path);
+    const found = deps.policies.match(caller, original.method, original.host, original.path);
+    // A workspace whose stored policies are not held yet waits for their one load.
+    if (found instanceof Promise) {
+      found.then(
+        (policy) => {
+          try {
+            enforce(x, requestId, caller, original, bodyless, policy);
+          } catch (err) {
+            failed(x, requestId, err);
+          }
+        },
+        (err: unknown) => failed(x, requestId, err),
+      );
+      return;
+    }
+    enforce(x, requestId, caller, original, bodyless, found);
+  }
+
+  function enforce(
+    x: Exchange,
+    requestId: string,
+    caller: Caller,
+    original: OriginalRequest,
+    bodyless: boolean,
+    policy: Policy | undefined,
+  ) {
     if (policy === undefined) return reply(x, noPolicy(requestId), false, bodyless);
     const as = callerFor(caller, policy);
     if (typeof as === "string") return misconfigured(x, requestId, as);

@@ -79,10 +79,12 @@ export class PolicySet {
   private constructor(
     readonly policies: readonly Policy[],
     readonly fallback: Policy | undefined,
+    /** What a cache counts it as: its definitions' JSON size, with room for what compiling adds. */
+    readonly bytes: number,
   ) {}
 
   /** Policies checked beyond the schema: names unique, each key location with the name it needs. */
-  static from(input: PolicySetInput): PolicySet {
+  static from(input: PolicySetInput, definitionBytes = 0): PolicySet {
     const names = new Set<string>();
     const all = input.default ? [...input.policies, { ...input.default }] : input.policies;
     for (const [i, p] of all.entries()) {
@@ -106,20 +108,26 @@ export class PolicySet {
     return new PolicySet(
       input.policies.map(compilePolicy),
       input.default ? compilePolicy(input.default) : undefined,
+      1024 + 4 * definitionBytes + 512 * all.length,
     );
   }
 
-  static readonly empty = new PolicySet([], undefined);
+  static readonly empty = new PolicySet([], undefined, 1024);
 
   /** The first policy covering the request, else the default, else none. */
   match(method: string, host: string, path: string): Policy | undefined {
+    return this.first(method, host, path) ?? this.fallback;
+  }
+
+  /** The first policy covering the request, the default left out. */
+  first(method: string, host: string, path: string): Policy | undefined {
     const h = hostOnly(host);
     for (const p of this.policies) {
       if (p.methodSet !== undefined && !p.methodSet.has(method)) continue;
       if (!p.matchHost(h) || !p.matchPath(path)) continue;
       return p;
     }
-    return this.fallback;
+    return undefined;
   }
 }
 
