@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
 import { startStack } from "../test/testing/process-stack.ts";
 import { type Call, type Figures, load, type Target } from "./load.ts";
-import { treeOf } from "./procfs.ts";
+import { postgresOf, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 import { allInOneEntry, seedFullVerification, startAllInOne } from "./throughput.ts";
 
@@ -92,12 +92,13 @@ async function start(text: string, checkout: string | undefined): Promise<Side> 
         url: `${stack.gateway.url}/v2/${operation}`,
         body,
         headers: { authorization: `Bearer ${stack.rootKey}` },
-        // Latchkey's own processes (the database and NATS are shared by both sides).
+        // Latchkey's own processes, and PostgreSQL's for this side's database (NATS is shared by both sides).
         processes: {
           latchkey: () =>
             [stack.gateway, ...stack.keys, stack.ratelimit, stack.identity].flatMap((p) =>
               treeOf(p.child.pid)(),
             ),
+          postgres: postgresOf(stack.db.url.split("/").pop()!),
         },
       },
       stop: () => stack.stop(),
@@ -117,7 +118,10 @@ async function start(text: string, checkout: string | undefined): Promise<Side> 
       url: `${started.proc.url}/v2/${operation}`,
       body,
       headers: started.auth,
-      processes: { latchkey: treeOf(started.proc.child.pid) },
+      processes: {
+        latchkey: treeOf(started.proc.child.pid),
+        ...(db ? { postgres: postgresOf(db.url.split("/").pop()!) } : {}),
+      },
     },
     async stop() {
       await started.proc.stop();
@@ -129,6 +133,11 @@ async function start(text: string, checkout: string | undefined): Promise<Side> 
 
 /** CPU microseconds of Latchkey's processes per request served. */
 const cpuPerRequest = (f: Figures) => f.cpu?.["latchkey"] ?? Number.NaN;
+/**
+ * The same with PostgreSQL's (the side's database's backends and the server's writers, which both
+ * sides share: their CPU falls on both, as a background's does).
+ */
+const withPostgres = (f: Figures) => cpuPerRequest(f) + (f.cpu?.["postgres"] ?? 0);
 const geomeanOf = (xs: number[]) => Math.exp(xs.reduce((sum, r) => sum + Math.log(r), 0) / xs.length);
 
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
@@ -151,6 +160,9 @@ async function main() {
     const ratios: number[] = [];
     // CPU per request moves far less than throughput when other work shares the machine.
     const cpuRatios: number[] = [];
+    const allRatios: number[] = [];
+    const cpuA: number[] = [];
+    const cpuB: number[] = [];
     const rpsA: number[] = [];
     const rpsB: number[] = [];
     for (let i = 0; i < PAIRS; i++) {
@@ -163,15 +175,19 @@ async function main() {
       rpsB.push(fb.rps);
       ratios.push(fb.rps / fa.rps);
       cpuRatios.push(cpuPerRequest(fb) / cpuPerRequest(fa));
+      allRatios.push(withPostgres(fb) / withPostgres(fa));
+      cpuA.push(withPostgres(fa));
+      cpuB.push(withPostgres(fb));
       process.stderr.write(
-        `  pair ${i + 1}: A ${Math.round(fa.rps)} req/s (p99 ${fa.p99} ms, ${Math.round(cpuPerRequest(fa))} µs CPU), B ${Math.round(fb.rps)} req/s (p99 ${fb.p99} ms, ${Math.round(cpuPerRequest(fb))} µs CPU), B/A ${(fb.rps / fa.rps).toFixed(2)}\n`,
+        `  pair ${i + 1}: A ${Math.round(fa.rps)} req/s (p99 ${fa.p99} ms, ${Math.round(cpuPerRequest(fa))} µs CPU, PostgreSQL ${Math.round(fa.cpu?.["postgres"] ?? 0)}), B ${Math.round(fb.rps)} req/s (p99 ${fb.p99} ms, ${Math.round(cpuPerRequest(fb))} µs CPU, PostgreSQL ${Math.round(fb.cpu?.["postgres"] ?? 0)}), B/A ${(fb.rps / fa.rps).toFixed(2)}\n`,
       );
     }
     const geomean = geomeanOf(ratios);
     process.stdout.write(
       `${TARGET}${process.env["STACK"] ? " (separate processes)" : " (npm start)"}, A "${process.env["A"] ?? ""}"${dirA ? ` (${dirA})` : ""} vs B "${process.env["B"] ?? ""}"${dirB ? ` (${dirB})` : ""}, ${PAIRS} pairs of ${SECONDS} s\n` +
         `B/A: geometric mean ${geomean.toFixed(3)}, median ${median(ratios).toFixed(3)}, range ${Math.min(...ratios).toFixed(2)} to ${Math.max(...ratios).toFixed(2)}; median req/s A ${Math.round(median(rpsA))}, B ${Math.round(median(rpsB))}\n` +
-        `CPU per request of Latchkey's processes, B/A: geometric mean ${geomeanOf(cpuRatios).toFixed(3)}, median ${median(cpuRatios).toFixed(3)}, range ${Math.min(...cpuRatios).toFixed(2)} to ${Math.max(...cpuRatios).toFixed(2)} (below 1: B spends less)\n`,
+        `CPU per request of Latchkey's processes, B/A: geometric mean ${geomeanOf(cpuRatios).toFixed(3)}, median ${median(cpuRatios).toFixed(3)}, range ${Math.min(...cpuRatios).toFixed(2)} to ${Math.max(...cpuRatios).toFixed(2)} (below 1: B spends less)\n` +
+        `with PostgreSQL's, B/A: geometric mean ${geomeanOf(allRatios).toFixed(3)}, range ${Math.min(...allRatios).toFixed(2)} to ${Math.max(...allRatios).toFixed(2)}; median µs per request A ${Math.round(median(cpuA))}, B ${Math.round(median(cpuB))}\n`,
     );
   } finally {
     await Promise.all([a.stop(), b.stop()]);

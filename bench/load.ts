@@ -33,6 +33,8 @@ export interface Target {
   expect?: string;
   /** The processes serving the target, whose CPU time per request is reported. */
   processes?: ProcessGroups;
+  /** Connections of this load (default CONNECTIONS), e.g. a share of them per gateway. */
+  connections?: number;
 }
 
 /** One autocannon load of `target` for `duration` seconds. */
@@ -53,7 +55,7 @@ export async function load(target: Target, duration: number): Promise<Figures> {
   const result = await autocannon({
     url: target.url,
     method,
-    connections: CONNECTIONS,
+    connections: target.connections ?? CONNECTIONS,
     duration,
     headers,
     ...(typeof body === "string" && onResponse === undefined
@@ -161,4 +163,17 @@ export function caller(baseUrl: string, rootKey: string): Call {
     } catch {}
     return { status: res.status, body: parsed };
   };
+}
+
+/** RPCs served so far by method, summed over `urls` (latchkey_rpc_duration_seconds_count). */
+export async function rpcCounts(urls: string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const url of urls) {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    for (const m of text.matchAll(/^latchkey_rpc_duration_seconds_count\{([^}]*)\} (\d+)/gm)) {
+      const method = /method="([^"]+)"/.exec(m[1]!)?.[1] ?? "?";
+      counts.set(method, (counts.get(method) ?? 0) + Number(m[2]));
+    }
+  }
+  return counts;
 }

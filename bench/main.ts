@@ -1,6 +1,7 @@
 import { authflood } from "./authflood.ts";
 import { forwardAuth } from "./forward-auth.ts";
 import { propagation } from "./propagation.ts";
+import { replicasScale } from "./replicas-scale.ts";
 import { scale } from "./scale.ts";
 import { throughput } from "./throughput.ts";
 
@@ -8,7 +9,8 @@ import { throughput } from "./throughput.ts";
  * `npm run bench`: the measurements docs/performance.md describes, as tables printed to stdout
  * (progress goes to stderr). BENCH picks them: all (default), throughput,
  * propagation, scale, authflood (verification beside a flood of bogus root keys), forwardauth
- * (keys.verifyKey direct beside the same verification through nginx's auth_request), or a
+ * (keys.verifyKey direct beside the same verification through nginx's auth_request), replicas (the
+ * full verification through N gateways and N keys services, N of REPLICAS: 1,2,3), or a
  * comma-separated list. A benchmark, not a test: it
  * prints figures and asserts nothing.
  *
@@ -17,7 +19,7 @@ import { throughput } from "./throughput.ts";
  * (1000000) for scale; TABLE_KEYS (100000) other keys in the table for throughput and bench:ab;
  * FLOOD_RATE (10000) bogus root keys per second for authflood.
  */
-const all = ["throughput", "propagation", "scale", "authflood", "forwardauth"] as const;
+const all = ["throughput", "propagation", "scale", "authflood", "forwardauth", "replicas"] as const;
 type Bench = (typeof all)[number];
 
 function selected(): Bench[] {
@@ -38,6 +40,7 @@ async function main() {
     if (bench === "scale") await scale();
     if (bench === "authflood") await authflood();
     if (bench === "forwardauth") await forwardAuth();
+    if (bench === "replicas") await replicasScale();
   }
   process.stderr.write(
     `npm run bench (${benches.join(", ")}) took ${Math.round((Date.now() - started) / 1000)} s\n`,

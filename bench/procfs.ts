@@ -59,6 +59,20 @@ export function pidsMatching(text: string): number[] {
     });
 }
 
+/**
+ * PostgreSQL's processes that serve `database` (its backends and autovacuum workers, whose command
+ * lines name it) and the server's own WAL and buffer writers: on a server other work shares, the
+ * CPU a target costs PostgreSQL without the other databases' (pidsMatching("postgres") counts all).
+ */
+export function postgresOf(database: string): () => number[] {
+  return () => [
+    ...pidsMatching(` ${database} `),
+    ...pidsMatching("walwriter"),
+    ...pidsMatching("checkpointer"),
+    ...pidsMatching("background writer"),
+  ];
+}
+
 /** Named groups of processes whose CPU time a measurement reads before and after. */
 export type ProcessGroups = Record<string, () => number[]>;
 

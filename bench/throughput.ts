@@ -14,7 +14,7 @@ import {
   row,
   type Target,
 } from "./load.ts";
-import { type ProcessGroups, pidsMatching, treeOf } from "./procfs.ts";
+import { type ProcessGroups, pidsMatching, postgresOf, treeOf } from "./procfs.ts";
 import { fillTable } from "./seed.ts";
 
 /**
@@ -192,7 +192,9 @@ export async function throughput(): Promise<void> {
     });
     const auth = { authorization: `Bearer ${stack.rootKey}` };
     const gw = (op: string) => `${stack.gateway.url}/v2/${op}`;
-    const postgres = () => pidsMatching("postgres");
+    // Each target's own database: other work on the same server is not counted.
+    const postgresIn = (db: { url: string }) => postgresOf(db.url.split("/").pop()!);
+    const postgres = postgresIn(stack.db);
     const separate = {
       gateway: treeOf(stack.gateway.child.pid),
       nats: () => pidsMatching("nats-server"),
@@ -201,7 +203,7 @@ export async function throughput(): Promise<void> {
       identity: treeOf(stack.identity.child.pid),
       postgres,
     };
-    const oneProcess = { latchkey: treeOf(allInOne.proc.child.pid), postgres };
+    const oneProcess = { latchkey: treeOf(allInOne.proc.child.pid), postgres: postgresIn(allInOneDb) };
     await callAllInOne("ratelimits.limit", JSON.parse(limitBody));
 
     process.stderr.write(`throughput (${describeLoad()})\n`);
@@ -232,7 +234,7 @@ export async function throughput(): Promise<void> {
     );
     const verifyRelaxed = await paired(
       "verify all-in-one, CREDITS_ASYNC_COMMIT",
-      verifyFullOn(relaxed, { latchkey: treeOf(relaxed.proc.child.pid), postgres }),
+      verifyFullOn(relaxed, { latchkey: treeOf(relaxed.proc.child.pid), postgres: postgresIn(relaxedDb) }),
     );
     const limit = await paired("ratelimits.limit", {
       url: gw("ratelimits.limit"),
