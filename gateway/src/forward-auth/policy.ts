@@ -1,3 +1,4 @@
+import { policyRuleViolation } from "@latchkey/runtime";
 import { type Static, Type } from "@sinclair/typebox";
 import { Closed, compile, Enum, ID_PATTERN, Int, Str } from "../schema.ts";
 
@@ -91,19 +92,8 @@ export class PolicySet {
       const at = i < input.policies.length ? `/policies/${i}` : "/default";
       if (names.has(p.name)) throw new PolicyError(`${at}/name`, `the name '${p.name}' is used twice`);
       names.add(p.name);
-      const key = p.key;
-      if (key && key.from !== "bearer" && key.name === undefined) {
-        throw new PolicyError(`${at}/key/name`, `a key read from a ${key.from} needs the ${key.from}'s name`);
-      }
-      if (key && key.from === "bearer" && key.name !== undefined) {
-        throw new PolicyError(`${at}/key/name`, "a bearer key is read from Authorization: remove name");
-      }
-      if (p.stripKey && key && key.from !== "bearer" && key.from !== "header") {
-        throw new PolicyError(
-          `${at}/stripKey`,
-          `a key in a ${key.from} cannot be stripped by the proxy's configuration: move it to a header or remove stripKey`,
-        );
-      }
+      const broken = policyRuleViolation(p, at);
+      if (broken) throw new PolicyError(broken.location, broken.reason);
     }
     return new PolicySet(
       input.policies.map(compilePolicy),

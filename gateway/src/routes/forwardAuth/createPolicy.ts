@@ -34,7 +34,7 @@ export const createPolicy = route({
     const isDefault = input.default === true;
     const res = await services.keys.createForwardAuthPolicy({
       caller,
-      definitionJson: definitionJson(input.policy, isDefault),
+      definitionJson: definitionJson(input.policy),
       position: isDefault ? undefined : input.position,
       isDefault,
     });

@@ -1,7 +1,6 @@
 import { Type } from "@sinclair/typebox";
-import { problems } from "../../problem.ts";
 import { route } from "../../route.ts";
-import { Closed, pageFields } from "../../schema.ts";
+import { Closed, pageFields, Str } from "../../schema.ts";
 import { StoredPolicy, storedPolicyData } from "./stored-policy.ts";
 
 /** data is the page of policies in match order, the default last; paging in pagination {cursor?, hasMore}. */
@@ -10,7 +9,7 @@ export const listPolicies = route({
   paginated: true,
   example: { limit: 50 },
   rootKey: { needs: ["forward_auth.*.read_policy"] },
-  schema: Closed({ limit: pageFields.limit, cursor: pageFields.cursor }),
+  schema: Closed({ limit: pageFields.limit, cursor: Type.Optional(Str(0, 4, "^[0-9]*$")) }),
   permissions: () => ["forward_auth.*.read_policy"],
   async handle(input, { caller, services }) {
     const res = await services.keys.listForwardAuthPolicies({
@@ -31,16 +30,5 @@ export const listPolicies = route({
 });
 
 /** The cursor is the last position a page answered. */
-function afterOf(cursor: string | undefined): number | undefined {
-  if (cursor === undefined || cursor === "") return undefined;
-  if (!/^\d{1,4}$/.test(cursor)) {
-    throw problems.invalidInput("The cursor is not one forwardAuth.listPolicies answered.", [
-      {
-        location: "/body/cursor",
-        message: "cursor is not one forwardAuth.listPolicies answered",
-        fix: "Pass pagination.cursor of the previous answer unchanged, or omit cursor to start from the first policy.",
-      },
-    ]);
-  }
-  return Number(cursor);
-}
+const afterOf = (cursor: string | undefined): number | undefined =>
+  cursor === undefined || cursor === "" ? undefined : Number(cursor);

@@ -1,7 +1,6 @@
 import type { ForwardAuthPolicy } from "@latchkey/proto/keys/v1/forward_auth_policies_pb";
 import { type Static, Type } from "@sinclair/typebox";
-import { PolicyError, type PolicyInput, PolicySchema, PolicySet } from "../../forward-auth/policy.ts";
-import { problems } from "../../problem.ts";
+import { type PolicyInput, PolicySchema } from "../../forward-auth/policy.ts";
 import { Closed } from "../../schema.ts";
 
 /**
@@ -27,31 +26,10 @@ export const StoredPolicy = Closed({
 export type StoredPolicyData = Static<typeof StoredPolicy>;
 
 /**
- * The definition as the keys service stores it (JSON), once the file's rules beyond the schema
- * hold: 400 at /body/policy/... otherwise. A default covers what no other policy matches, so it
- * names no hosts, paths or methods.
+ * The definition as the keys service stores it (JSON). The rules beyond the schema (a key's name,
+ * stripKey, a default's fields) are the service's to check, with the file loader's own function.
  */
-export function definitionJson(policy: PolicyInput, isDefault: boolean): string {
-  if (isDefault) {
-    for (const field of ["hosts", "paths", "methods"] as const) {
-      if (policy[field] !== undefined) {
-        throw problems.invalidInput("The default policy matches every request no other policy matches.", [
-          {
-            location: `/body/policy/${field}`,
-            message: `a default policy has no ${field}`,
-            fix: `Remove ${field}, or create the policy without default.`,
-          },
-        ]);
-      }
-    }
-  }
-  try {
-    PolicySet.from(isDefault ? { policies: [], default: policy } : { policies: [policy] });
-  } catch (err) {
-    if (!(err instanceof PolicyError)) throw err;
-    const location = `/body/policy${err.location.replace(/^\/(policies\/0|default)/, "")}`;
-    throw problems.invalidInput(err.reason, [{ location, message: err.reason }]);
-  }
+export function definitionJson(policy: PolicyInput): string {
   return JSON.stringify(policy);
 }
 

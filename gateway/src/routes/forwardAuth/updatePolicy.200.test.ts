@@ -18,7 +18,6 @@ describe("POST /v2/forwardAuth.updatePolicy answering 200 and 400", () => {
     const seen: UpdateForwardAuthPolicyRequest[] = [];
     const h = harness({
       keys: {
-        getForwardAuthPolicy: () => stored('{"name":"a","apiId":"api_1"}'),
         updateForwardAuthPolicy(req) {
           seen.push(req);
           return stored(req.definitionJson!);
@@ -45,23 +44,16 @@ describe("POST /v2/forwardAuth.updatePolicy answering 200 and 400", () => {
     expect(seen.map((r) => [JSON.parse(r.definitionJson!), r.position])).toEqual([[policy, 0]]);
   });
 
-  it("refuses hosts on the default, and a body that changes nothing, 400", async () => {
+  it("refuses a body that changes nothing, 400", async () => {
     let updated = 0;
     const h = harness({
       keys: {
-        getForwardAuthPolicy: () => stored('{"name":"d","apiId":"api_1"}', true),
         updateForwardAuthPolicy() {
           updated++;
           return stored("{}");
         },
       },
     });
-    const hosts = await h.post("forwardAuth.updatePolicy", {
-      policyId: "fap_1",
-      policy: { name: "d", apiId: "api_1", hosts: ["a.example.com"] },
-    });
-    expect(hosts.status).toBe(400);
-    expect(hosts.body.error.errors).toEqual([expect.objectContaining({ location: "/body/policy/hosts" })]);
     const nothing = await h.post("forwardAuth.updatePolicy", { policyId: "fap_1" });
     expect(nothing.status).toBe(400);
     expect(nothing.body.error.errors).toEqual([

@@ -30,16 +30,10 @@ export const updatePolicy = route({
         { location: "/body", message: "give policy, position or both", fix: "Add policy or position." },
       ]);
     }
-    let json: string | undefined;
-    if (input.policy !== undefined) {
-      // Whether it is the default decides which rules hold: asked first, as the store knows it.
-      const { policy } = await services.keys.getForwardAuthPolicy({ caller, policyId: input.policyId });
-      json = definitionJson(input.policy, policy?.isDefault === true);
-    }
     const res = await services.keys.updateForwardAuthPolicy({
       caller,
       policyId: input.policyId,
-      definitionJson: json,
+      definitionJson: input.policy === undefined ? undefined : definitionJson(input.policy),
       position: input.position,
     });
     return { data: storedPolicyData(res.policy) };

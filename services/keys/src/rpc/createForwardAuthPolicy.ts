@@ -14,7 +14,7 @@ import {
 import { authenticatedCaller } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import {
-  definitionName,
+  checkedDefinition,
   MAX_POLICIES_PER_WORKSPACE,
   policiesChanged,
   policyNameTaken,
@@ -27,7 +27,7 @@ export function createForwardAuthPolicy(deps: KeysDeps) {
   ): Promise<MessageInitShape<typeof CreateForwardAuthPolicyResponseSchema>> => {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["forward_auth.*.create_policy"]);
-    const name = definitionName(req.definitionJson);
+    const name = checkedDefinition(req.definitionJson, req.isDefault);
     if (req.position !== undefined && req.position < 0) {
       throw invalidInput("/position", "position must be 0 or more");
     }

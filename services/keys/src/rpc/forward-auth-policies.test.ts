@@ -3,7 +3,7 @@ import { ErrorReason } from "@latchkey/proto/common/v1/common_pb";
 import { ForwardAuthPoliciesChangedSchema } from "@latchkey/proto/keys/v1/forward_auth_policies_pb";
 import { MemoryBus } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
+import { callerOf, invalidAt, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
 import {
   FORWARD_AUTH_POLICIES_CHANGED,
   MAX_POLICIES_PER_WORKSPACE,
@@ -187,5 +187,45 @@ describe("the forward-auth policy RPCs", () => {
       (await rejection(client.loadForwardAuthPolicies({ caller: callerOf(WS, "forward_auth.other.verify") })))
         .reason,
     ).toBe(ErrorReason.INSUFFICIENT_PERMISSIONS);
+  });
+
+  it("refuses, at its place, a definition the policy file's rules refuse, and hosts, paths or methods on the default", async () => {
+    const { client } = memoryKeys();
+    const create = (extra: Record<string, unknown>, isDefault = false) =>
+      invalidAt(client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("r", extra), isDefault }));
+    expect(await create({ key: { from: "cookie" } })).toEqual({
+      location: "/policy/key/name",
+      message: "a key read from a cookie needs the cookie's name",
+    });
+    expect(await create({ key: { from: "bearer", name: "x" } })).toEqual({
+      location: "/policy/key/name",
+      message: "a bearer key is read from Authorization: remove name",
+    });
+    expect(await create({ key: { from: "query", name: "k" }, stripKey: true })).toEqual({
+      location: "/policy/stripKey",
+      message:
+        "a key in a query cannot be stripped by the proxy's configuration: move it to a header or remove stripKey",
+    });
+    expect(await create({ paths: ["/x"] }, true)).toEqual({
+      location: "/policy/paths",
+      message: "a default policy matches what no other does: remove paths",
+    });
+    const d = await client.createForwardAuthPolicy({
+      caller: ALL,
+      definitionJson: def("d"),
+      isDefault: true,
+    });
+    expect(
+      await invalidAt(
+        client.updateForwardAuthPolicy({
+          caller: ALL,
+          policyId: d.policyId,
+          definitionJson: def("d", { methods: ["GET"] }),
+        }),
+      ),
+    ).toEqual({
+      location: "/policy/methods",
+      message: "a default policy matches what no other does: remove methods",
+    });
   });
 });

@@ -4,7 +4,14 @@ import {
   ForwardAuthPoliciesChangedSchema,
   type ForwardAuthPolicySchema,
 } from "@latchkey/proto/keys/v1/forward_auth_policies_pb";
-import { type AuditResource, domainError, ErrorReason, invalidInput } from "@latchkey/runtime";
+import {
+  type AuditResource,
+  domainError,
+  ErrorReason,
+  invalidInput,
+  type PolicyRuleSubject,
+  policyRuleViolation,
+} from "@latchkey/runtime";
 import type { KeysDeps } from "../deps.ts";
 import type { PolicyRecord } from "../store/forward-auth-policy-store.ts";
 
@@ -38,11 +45,12 @@ export const policyMessage = (p: PolicyRecord): MessageInitShape<typeof ForwardA
 });
 
 /**
- * A definition's name. The gateway checked the definition against the policy file's schema
- * (gateway/src/forward-auth/policy.ts); this service keeps only what it relies on itself: a JSON
- * object of bounded size with a name.
+ * A definition's name, once it keeps the rules beyond the schema (packages/runtime's
+ * policyRuleViolation, which the policy file's loader applies too). The gateway checked the
+ * definition against the policy file's schema (gateway/src/forward-auth/policy.ts); this service
+ * also keeps what it relies on itself: a JSON object of bounded size with a name.
  */
-export function definitionName(json: string): string {
+export function checkedDefinition(json: string, isDefault: boolean): string {
   if (Buffer.byteLength(json) > MAX_POLICY_DEFINITION_BYTES) {
     throw invalidInput("/policy", `a policy is at most ${MAX_POLICY_DEFINITION_BYTES} bytes as JSON`);
   }
@@ -56,6 +64,8 @@ export function definitionName(json: string): string {
   if (typeof value !== "object" || value === null || typeof name !== "string" || name === "") {
     throw invalidInput("/policy/name", "a policy needs a name");
   }
+  const broken = policyRuleViolation(value as PolicyRuleSubject, "/policy", isDefault);
+  if (broken) throw invalidInput(broken.location, broken.reason);
   return name;
 }
 

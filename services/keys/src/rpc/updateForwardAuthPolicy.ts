@@ -7,7 +7,7 @@ import { invalidInput, requirePermissions, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import {
-  definitionName,
+  checkedDefinition,
   policiesChanged,
   policyMessage,
   policyNameTaken,
@@ -22,10 +22,19 @@ export function updateForwardAuthPolicy(deps: KeysDeps) {
     const caller = authenticatedCaller(req);
     if (req.policyId === "") throw invalidInput("/policyId", "policyId is required");
     requirePermissions(caller, ["forward_auth.*.update_policy"]);
-    const name = req.definitionJson === undefined ? undefined : definitionName(req.definitionJson);
     if (req.position !== undefined && req.position < 0) {
       throw invalidInput("/position", "position must be 0 or more");
     }
+    // Whether it is the default decides which rules its definition keeps.
+    const current =
+      req.definitionJson === undefined
+        ? undefined
+        : await deps.policies.find(caller.workspaceId, req.policyId);
+    if (req.definitionJson !== undefined && current === undefined) throw policyNotFound();
+    const name =
+      req.definitionJson === undefined
+        ? undefined
+        : checkedDefinition(req.definitionJson, current!.isDefault);
     const fields = [
       ...(req.definitionJson === undefined ? [] : ["policy"]),
       ...(req.position === undefined ? [] : ["position"]),
