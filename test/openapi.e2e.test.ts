@@ -48,7 +48,7 @@ function bodyOf(operation: Operation): unknown {
   const body = structuredClone(routes[operation].example) as unknown;
   if (Array.isArray(body) || body === null || typeof body !== "object") return body;
   const out = body as Record<string, unknown>;
-  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId"]) {
+  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "policyId"]) {
     if (field in out && made[field] !== undefined) out[field] = made[field];
   }
   return out;
@@ -77,6 +77,7 @@ describe("every operation with its example body, answers held to docs/openapi.js
       }
       if (operation === "permissions.createRole") made["roleId"] = data.roleId;
       if (operation === "webhooks.create") made["webhookId"] = data.webhookId;
+      if (operation === "forwardAuth.createPolicy") made["policyId"] = data.policyId;
     }
     // keys.verifyKey masks as data: 200, valid false, NOT_FOUND (its rootKey.masked says so).
     expect(refused).toEqual(
