@@ -1,41 +1,36 @@
-// Latchkey's API lists no APIs and no rate-limit namespaces, so the console remembers the ones created
-// or opened in this browser (ids and names only, never a key). A remembered API that the signed-in
-// root key cannot see answers 404 and is shown as such.
-const APIS = "latchkey.apis";
-const NAMESPACES = "latchkey.namespaces";
+import { call } from "./api.ts";
+
+// What the signed-in root key may read, from Latchkey's list operations (apis.listApis and
+// ratelimits.listNamespaces, Latchkey's additions to Unkey's API): the same in every browser.
 
 export interface KnownApi {
   apiId: string;
   name: string;
 }
 
-function read<T>(key: string): T[] {
-  try {
-    const value = JSON.parse(localStorage.getItem(key) ?? "[]");
-    return Array.isArray(value) ? value : [];
-  } catch {
-    return [];
+export interface Namespace {
+  id: string;
+  name: string;
+}
+
+/** Pages read at most, 100 entries each: a menu of thousands is no menu, and a page that says so is better. */
+const MAX_PAGES = 20;
+
+async function all<T>(operation: string): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const res = await call<T[]>(operation, { limit: 100, ...(cursor ? { cursor } : {}) });
+    out.push(...res.data);
+    cursor = res.pagination?.cursor;
+    if (!res.pagination?.hasMore || !cursor) break;
   }
+  return out;
 }
 
-export const knownApis = (): KnownApi[] => read<KnownApi>(APIS);
+/** Every API the signed-in root key may read (apis.listApis, page after page). */
+export const allApis = async (): Promise<KnownApi[]> =>
+  (await all<{ id: string; name: string }>("apis.listApis")).map((a) => ({ apiId: a.id, name: a.name }));
 
-export function rememberApi(api: KnownApi): void {
-  const others = knownApis().filter((a) => a.apiId !== api.apiId);
-  localStorage.setItem(APIS, JSON.stringify([api, ...others]));
-}
-
-export function forgetApi(apiId: string): void {
-  localStorage.setItem(APIS, JSON.stringify(knownApis().filter((a) => a.apiId !== apiId)));
-}
-
-export const knownNamespaces = (): string[] => read<string>(NAMESPACES);
-
-export function rememberNamespace(namespace: string): void {
-  const others = knownNamespaces().filter((n) => n !== namespace);
-  localStorage.setItem(NAMESPACES, JSON.stringify([namespace, ...others]));
-}
-
-export function forgetNamespace(namespace: string): void {
-  localStorage.setItem(NAMESPACES, JSON.stringify(knownNamespaces().filter((n) => n !== namespace)));
-}
+/** Every rate-limit namespace the signed-in root key may read (ratelimits.listNamespaces, page after page). */
+export const allNamespaces = (): Promise<Namespace[]> => all<Namespace>("ratelimits.listNamespaces");

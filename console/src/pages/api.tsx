@@ -1,7 +1,6 @@
 import { useState } from "preact/hooks";
 import { call, type Key } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
-import { rememberApi } from "../known.ts";
 import { href } from "../router.ts";
 import { Curl, Empty, ErrorBox, Field, Loading, TableWrap, useLoad, usePages, when } from "../ui.tsx";
 
@@ -10,7 +9,6 @@ const PAGE = 50;
 export function ApiPage({ apiId }: { apiId: string }) {
   const api = useLoad(async () => {
     const { data } = await call<{ id: string; name: string }>("apis.getApi", { apiId });
-    rememberApi({ apiId: data.id, name: data.name });
     return data;
   }, [apiId]);
   return (

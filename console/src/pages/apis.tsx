@@ -1,6 +1,5 @@
 import { useState } from "preact/hooks";
-import { type ApiError, call } from "../api.ts";
-import { forgetApi, knownApis, rememberApi } from "../known.ts";
+import { call } from "../api.ts";
 import { go, href } from "../router.ts";
 import {
   Confirm,
@@ -12,28 +11,20 @@ import {
   Loading,
   TableWrap,
   useAction,
-  useLoad,
+  usePages,
+  when,
 } from "../ui.tsx";
 
 interface Row {
-  apiId: string;
+  id: string;
   name: string;
-  error?: ApiError;
+  createdAt: number;
 }
 
 export function ApisPage() {
-  const apis = useLoad(
-    () =>
-      Promise.all(
-        knownApis().map(async (known): Promise<Row> => {
-          try {
-            const { data } = await call<{ id: string; name: string }>("apis.getApi", { apiId: known.apiId });
-            return { apiId: data.id, name: data.name };
-          } catch (err) {
-            return { ...known, error: err as ApiError };
-          }
-        }),
-      ),
+  // Every API the root key may read, 100 a page (apis.listApis).
+  const apis = usePages(
+    (cursor) => call<Row[]>("apis.listApis", { limit: 100, ...(cursor ? { cursor } : {}) }),
     [],
   );
   const [name, setName] = useState("");
@@ -47,7 +38,6 @@ export function ApisPage() {
     e.preventDefault();
     const made = await create.run(() => call<{ apiId: string }>("apis.createApi", { name: name.trim() }));
     if (made) {
-      rememberApi({ apiId: made.data.apiId, name: name.trim() });
       setName("");
       go("apis", made.data.apiId);
     }
@@ -57,64 +47,52 @@ export function ApisPage() {
     const found = await open.run(() =>
       call<{ id: string; name: string }>("apis.getApi", { apiId: openId.trim() }),
     );
-    if (found) {
-      rememberApi({ apiId: found.data.id, name: found.data.name });
-      go("apis", found.data.id);
-    }
+    if (found) go("apis", found.data.id);
   };
   const confirmDelete = async () => {
     const row = deleting!;
     setDeleting(undefined);
-    const done = await remove.run(() => call("apis.deleteApi", { apiId: row.apiId }));
-    if (done) {
-      forgetApi(row.apiId);
-      apis.reload();
-    }
+    const done = await remove.run(() => call("apis.deleteApi", { apiId: row.id }));
+    if (done) apis.reload();
   };
 
   return (
     <>
       <h1>APIs</h1>
       <p class="muted">
-        An API holds keys. Latchkey's API has no operation that lists APIs, so this page shows the ones
-        created or opened in this browser; open another by its id.
+        An API holds keys. These are the APIs your root key may read (<code>apis.listApis</code>).
       </p>
       <ErrorBox error={remove.error} />
-      {apis.loading && !apis.data ? <Loading what="APIs" /> : null}
+      {!apis.loaded ? <Loading what="APIs" /> : null}
       <ErrorBox error={apis.error} />
-      {apis.data && apis.data.length === 0 && (
+      {apis.loaded && !apis.error && apis.rows.length === 0 && (
         <Empty title="No APIs yet">
           <p>Create one below, or with curl:</p>
           <Curl operation="apis.createApi" body={{ name: "my-api" }} />
         </Empty>
       )}
-      {apis.data && apis.data.length > 0 && (
-        <TableWrap label="APIs" columns={["Name", "Id"]} actions>
-          {apis.data.map((row) => (
-            <tr key={row.apiId}>
-              <td>{row.error ? row.name : <a href={href("apis", row.apiId)}>{row.name}</a>}</td>
+      {apis.rows.length > 0 && (
+        <TableWrap label="APIs" columns={["Name", "Id", "Created"]} actions>
+          {apis.rows.map((row) => (
+            <tr key={row.id}>
               <td>
-                <code>{row.apiId}</code>
-                {row.error && <div class="muted small">{row.error.detail}</div>}
+                <a href={href("apis", row.id)}>{row.name}</a>
               </td>
+              <td>
+                <code>{row.id}</code>
+              </td>
+              <td>{when(row.createdAt)}</td>
               <td class="actions">
-                {row.error ? (
-                  <button
-                    type="button"
-                    onClick={() => {
-                      forgetApi(row.apiId);
-                      apis.reload();
-                    }}
-                  >
-                    Forget
-                  </button>
-                ) : (
-                  <DeleteButton what={`API ${row.name}`} onClick={() => setDeleting(row)} />
-                )}
+                <DeleteButton what={`API ${row.name}`} onClick={() => setDeleting(row)} />
               </td>
             </tr>
           ))}
         </TableWrap>
+      )}
+      {apis.hasMore && (
+        <button type="button" onClick={apis.more} disabled={apis.busy}>
+          Load more APIs
+        </button>
       )}
       <div class="grid2">
         <form class="card" onSubmit={submitCreate}>
@@ -143,7 +121,7 @@ export function ApisPage() {
         title={`Delete the API “${deleting?.name ?? ""}”?`}
         message={
           <p>
-            The API <strong>{deleting?.name}</strong> (<code>{deleting?.apiId}</code>) and all its keys are
+            The API <strong>{deleting?.name}</strong> (<code>{deleting?.id}</code>) and all its keys are
             deleted: its keys stop verifying at once. This cannot be undone.
           </p>
         }

@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { call, type Identity, type Key, type Pagination, type Ratelimit } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
-import { knownApis } from "../known.ts";
+import { allApis } from "../known.ts";
 import { LimitsEditor, limitBody } from "../limits-editor.tsx";
 import { go, href } from "../router.ts";
 import {
@@ -185,12 +185,12 @@ function IdentityLimits({ i, onChanged }: { i: Identity; onChanged(): void }) {
   );
 }
 
-/** Keys of this external id in the APIs this browser knows (apis.listKeys filters by externalId). */
+/** Keys of this external id in the APIs the root key may read (apis.listKeys filters by externalId). */
 function IdentityKeys({ externalId }: { externalId: string }) {
   const keys = useLoad(
-    () =>
+    async () =>
       Promise.all(
-        knownApis().map(async (api) => {
+        (await allApis()).map(async (api) => {
           try {
             const { data } = await call<Key[]>("apis.listKeys", { apiId: api.apiId, externalId, limit: 100 });
             return data.map((k) => ({ api, k }));
@@ -207,7 +207,7 @@ function IdentityKeys({ externalId }: { externalId: string }) {
       {keys.loading && !keys.data ? <Loading what="keys" /> : null}
       <ErrorBox error={keys.error} />
       {keys.data && keys.data.length === 0 && (
-        <p class="muted">No keys with this external id in the APIs this browser knows.</p>
+        <p class="muted">No keys with this external id in the APIs your root key may read.</p>
       )}
       {keys.data && keys.data.length > 0 && (
         <ul>

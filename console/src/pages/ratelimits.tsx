@@ -1,6 +1,8 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
 import { ApiError, call, type Override } from "../api.ts";
-import { forgetNamespace, knownNamespaces, rememberNamespace } from "../known.ts";
+import { allNamespaces } from "../known.ts";
 import { go, href } from "../router.ts";
 import {
   Confirm,
@@ -16,21 +18,52 @@ import {
   TableWrap,
   useAction,
   useLoad,
+  usePages,
   when,
 } from "../ui.tsx";
 
+interface NamespaceRow {
+  id: string;
+  name: string;
+}
+
 export function RatelimitsPage() {
   const [name, setName] = useState("");
-  const [names, setNames] = useState(knownNamespaces());
+  // Every namespace the root key may read, 100 a page (ratelimits.listNamespaces).
+  const namespaces = usePages(
+    (cursor) =>
+      call<NamespaceRow[]>("ratelimits.listNamespaces", { limit: 100, ...(cursor ? { cursor } : {}) }),
+    [],
+  );
+  // Checks of the last 24 hours per namespace; a root key without ratelimit analytics just sees none.
+  const day = useLoad(async () => {
+    const end = Date.now() + 1;
+    const { data } = await call<RatelimitBucket[]>("analytics.getRatelimits", {
+      start: end - 86_400_000,
+      end,
+      granularity: "day",
+      groupBy: "namespace",
+    });
+    const per = new Map<string, { passed: number; refused: number }>();
+    for (const b of data) {
+      const at = per.get(b.namespaceId ?? "") ?? { passed: 0, refused: 0 };
+      per.set(b.namespaceId ?? "", { passed: at.passed + b.passed, refused: at.refused + b.refused });
+    }
+    return per;
+  }, []);
+  const count = (id: string, field: "passed" | "refused") =>
+    day.data ? (day.data.get(id)?.[field] ?? 0) : "—";
   return (
     <>
       <h1>Rate limits</h1>
       <p class="muted">
         A namespace holds limits checked with <code>ratelimits.limit</code> and overrides for chosen
-        identifiers. Latchkey's API lists no namespaces, so this page shows the ones opened in this browser.
+        identifiers. These are the namespaces your root key may read (<code>ratelimits.listNamespaces</code>).
       </p>
-      {names.length === 0 ? (
-        <Empty title="No namespaces opened here yet">
+      {!namespaces.loaded ? <Loading what="namespaces" /> : null}
+      <ErrorBox error={namespaces.error} />
+      {namespaces.loaded && !namespaces.error && namespaces.rows.length === 0 && (
+        <Empty title="No namespaces yet">
           <p>
             A namespace is made by its first limit check. Open one by name below, or check a limit with curl:
           </p>
@@ -39,33 +72,41 @@ export function RatelimitsPage() {
             body={{ namespace: "api.requests", identifier: "user_123", limit: 10, duration: 60000 }}
           />
         </Empty>
-      ) : (
-        <ul class="namespaces">
-          {names.map((n) => (
-            <li key={n}>
-              <a href={href("ratelimits", n)}>{n}</a>{" "}
-              <button
-                type="button"
-                onClick={() => {
-                  forgetNamespace(n);
-                  setNames(knownNamespaces());
-                }}
-              >
-                Forget<span class="sr-only"> {n}</span>
-              </button>
-            </li>
-          ))}
-        </ul>
       )}
+      {namespaces.rows.length > 0 && (
+        <TableWrap
+          label="Namespaces"
+          columns={["Name", "Id", "Passed, last 24 hours", "Refused, last 24 hours"]}
+        >
+          {namespaces.rows.map((n) => (
+            <tr key={n.id}>
+              <td>
+                <a href={href("ratelimits", n.name)}>{n.name}</a>
+              </td>
+              <td>
+                <code>{n.id}</code>
+              </td>
+              <td>{count(n.id, "passed")}</td>
+              <td>{count(n.id, "refused")}</td>
+            </tr>
+          ))}
+        </TableWrap>
+      )}
+      {namespaces.hasMore && (
+        <button type="button" onClick={namespaces.more} disabled={namespaces.busy}>
+          Load more namespaces
+        </button>
+      )}
+      <RatelimitsChart title="Rate-limit checks" />
       <form
         class="card"
         onSubmit={(e) => {
           e.preventDefault();
-          rememberNamespace(name.trim());
           go("ratelimits", name.trim());
         }}
       >
         <h2>Open a namespace</h2>
+        <p class="muted small">Also one that does not exist yet: its first check makes it.</p>
         <Field label="Namespace">
           <input required value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </Field>
@@ -81,7 +122,6 @@ export function NamespacePage({ namespace }: { namespace: string }) {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const overrides = useLoad(async () => {
-    rememberNamespace(namespace);
     return (
       await call<{ overrides: Override[]; cursor?: string }>("ratelimits.listOverrides", {
         namespace,
@@ -112,6 +152,11 @@ export function NamespacePage({ namespace }: { namespace: string }) {
     }
   };
   const rows = overrides.data?.overrides ?? [];
+  // The namespace's id, for its chart: the route names it as people do, by name.
+  const found = useLoad(
+    async () => (await allNamespaces()).find((n) => n.name === namespace || n.id === namespace),
+    [namespace],
+  );
   return (
     <>
       <p class="crumbs">
@@ -183,6 +228,9 @@ export function NamespacePage({ namespace }: { namespace: string }) {
         </form>
         <TryLimit namespace={namespace} onChecked={overrides.reload} />
       </div>
+      {found.data && (
+        <RatelimitsChart title={`Checks in ${namespace}`} namespaceId={found.data.id} byIdentifier />
+      )}
       <Confirm
         open={deleting !== undefined}
         title={`Delete the override for “${deleting?.identifier ?? ""}”?`}
@@ -257,4 +305,200 @@ function TryLimit({ namespace, onChecked }: { namespace: string; onChecked(): vo
       )}
     </form>
   );
+}
+
+/** A bucket of analytics.getRatelimits' structured form. */
+interface RatelimitBucket {
+  time: number;
+  namespaceId?: string;
+  identifier?: string;
+  total: number;
+  passed: number;
+  refused: number;
+}
+
+const SERIES = [
+  { field: "passed", label: "Passed", color: "#15803d" },
+  { field: "refused", label: "Refused", color: "#c2410c" },
+] as const;
+
+const RANGES = [
+  { id: "24h", label: "Last 24 hours", ms: 86_400_000, step: 3_600_000, granularity: "hour" },
+  { id: "7d", label: "Last 7 days", ms: 7 * 86_400_000, step: 3_600_000, granularity: "hour" },
+  { id: "30d", label: "Last 30 days", ms: 30 * 86_400_000, step: 86_400_000, granularity: "day" },
+] as const;
+
+/** Counts are whole: ticks at 1, 2, 5, 10… only. */
+const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+
+/**
+ * Checks passed and refused over time (analytics.getRatelimits' structured form, which works on every
+ * storage), stacked, for the workspace or one namespace; the table behind it one click away, per
+ * identifier on a namespace's page.
+ */
+function RatelimitsChart({
+  title,
+  namespaceId,
+  byIdentifier = false,
+}: {
+  title: string;
+  namespaceId?: string;
+  byIdentifier?: boolean;
+}) {
+  const [range, setRange] = useState<(typeof RANGES)[number]["id"]>("24h");
+  const [round, setRound] = useState(0);
+  const chosen = RANGES.find((r) => r.id === range)!;
+  const loaded = useLoad(async () => {
+    const step = chosen.step;
+    const end = Math.ceil((Date.now() + 1) / step) * step;
+    const start = end - Math.ceil(chosen.ms / step) * step;
+    const { data } = await call<RatelimitBucket[]>("analytics.getRatelimits", {
+      start,
+      end,
+      granularity: chosen.granularity,
+      ...(namespaceId ? { namespaceId } : {}),
+      ...(byIdentifier ? { groupBy: "identifier" } : {}),
+    });
+    const sums = new Map<number, { passed: number; refused: number }>();
+    for (const b of data) {
+      const at = sums.get(b.time) ?? { passed: 0, refused: 0 };
+      sums.set(b.time, { passed: at.passed + b.passed, refused: at.refused + b.refused });
+    }
+    const series: { time: number; passed: number; refused: number }[] = [];
+    for (let t = start; t < end; t += step)
+      series.push({ time: t, ...(sums.get(t) ?? { passed: 0, refused: 0 }) });
+    return { series, rows: data.filter((b) => b.total > 0) };
+  }, [namespaceId, range, round]);
+  const series = loaded.data?.series ?? [];
+  const passed = series.reduce((n, b) => n + b.passed, 0);
+  const refused = series.reduce((n, b) => n + b.refused, 0);
+  const summary =
+    passed + refused === 0
+      ? "No checks in this range."
+      : `${passed + refused} check${passed + refused === 1 ? "" : "s"} in this range: ${passed} passed, ${refused} refused.`;
+  const id = `rl-chart-${namespaceId ?? "all"}`;
+  return (
+    <section class="card" aria-labelledby={id}>
+      <div class="row wrap between">
+        <h3 id={id}>{title}</h3>
+        <div class="row wrap">
+          <label class="inline">
+            Range{" "}
+            <select value={range} onChange={(e) => setRange(e.currentTarget.value as typeof range)}>
+              {RANGES.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" onClick={() => setRound((r) => r + 1)}>
+            Refresh
+          </button>
+        </div>
+      </div>
+      <ErrorBox error={loaded.error} />
+      {loaded.loading && !loaded.data ? <Loading what="checks" /> : null}
+      {loaded.data && (
+        <>
+          <p class="summary" role="status" data-testid="ratelimit-summary">
+            {summary}
+          </p>
+          <Plot series={series} label={`${title}: ${summary}`} />
+          <ul class="legend" aria-hidden="true">
+            {SERIES.map((s) => (
+              <li key={s.field}>
+                <span class="swatch" style={{ background: s.color }} />
+                {s.label}
+              </li>
+            ))}
+          </ul>
+          <details>
+            <summary>Show the table</summary>
+            <TableWrap
+              label={`${title}, as a table`}
+              columns={[
+                chosen.granularity === "hour" ? "Hour" : "Day",
+                ...(byIdentifier ? ["Identifier"] : []),
+                "Passed",
+                "Refused",
+              ]}
+            >
+              {loaded.data.rows.map((b) => (
+                <tr key={`${b.time}-${b.identifier ?? ""}`}>
+                  <th scope="row">{new Date(b.time).toLocaleString()}</th>
+                  {byIdentifier && (
+                    <td>
+                      <code>{b.identifier}</code>
+                    </td>
+                  )}
+                  <td>{b.passed}</td>
+                  <td>{b.refused}</td>
+                </tr>
+              ))}
+              {loaded.data.rows.length === 0 && (
+                <tr>
+                  <td colSpan={byIdentifier ? 4 : 3}>No checks in this range.</td>
+                </tr>
+              )}
+            </TableWrap>
+          </details>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** Refused stacked on passed: series 0 is their sum, drawn first, series 1 the passed covering it. */
+function Plot({
+  series,
+  label,
+}: {
+  series: { time: number; passed: number; refused: number }[];
+  label: string;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const bars = uPlot.paths.bars!({ size: [0.8, 40], align: 0 });
+    const width = () => Math.max(280, el.clientWidth);
+    const plot = new uPlot(
+      {
+        width: width(),
+        height: 200,
+        legend: { show: false },
+        cursor: { drag: { x: false, y: false } },
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        axes: [
+          { stroke: "#374151", grid: { stroke: "#e5e7eb" } },
+          { stroke: "#374151", grid: { stroke: "#e5e7eb" }, size: 48, incrs: WHOLE },
+        ],
+        series: [
+          {},
+          ...[SERIES[1], SERIES[0]].map((s) => ({
+            label: s.label,
+            fill: s.color,
+            stroke: s.color,
+            width: 0,
+            paths: bars,
+            points: { show: false },
+          })),
+        ],
+      },
+      [
+        series.map((b) => b.time / 1000),
+        series.map((b) => b.passed + b.refused),
+        series.map((b) => b.passed),
+      ],
+      el,
+    );
+    const resize = new ResizeObserver(() => plot.setSize({ width: width(), height: 200 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [series]);
+  return <div ref={box} class="plot" role="img" aria-label={label} />;
 }

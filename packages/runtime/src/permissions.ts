@@ -38,6 +38,26 @@ export function holdsAll(permissions: readonly string[], all: readonly string[])
 /** The permission an operation needs on one resource, e.g. need("api", apiId, "read_key"). */
 export const need = (resource: string, id: string, action: string) => `${resource}.${id}.${action}`;
 
+/**
+ * The ids of `resource` on which the permissions grant `action`: undefined
+ * when they grant it on every one (resource.*.action, or a wider wildcard),
+ * else the ids named one by one (possibly none), sorted. What a list
+ * operation or an analytics query is restricted to.
+ */
+export function grantedIds(
+  permissions: readonly string[],
+  resource: string,
+  action: string,
+): string[] | undefined {
+  if (holds(permissions, need(resource, "*", action))) return undefined;
+  const ids = new Set<string>();
+  for (const p of permissions) {
+    const [r, id, a] = normalizePermission(p).split(".");
+    if ((r === resource || r === "*") && id && id !== "*" && (a === action || a === "*")) ids.add(id);
+  }
+  return [...ids].sort();
+}
+
 /** Throws INSUFFICIENT_PERMISSIONS naming what is missing unless the caller holds every permission. */
 /** The caller the gateway resolved from the root key, on an RPC request; a request without one was not authenticated. */
 export function authenticatedCaller(req: { caller?: Caller | undefined }): Caller {
@@ -84,6 +104,7 @@ export const ROOT_KEY_ACTIONS = {
     "read_override",
     "delete_override",
     "list_overrides",
+    "read_analytics",
   ],
   rbac: [
     "create_permission",

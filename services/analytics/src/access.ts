@@ -2,6 +2,7 @@ import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   domainError,
   ErrorReason,
+  grantedIds,
   holds,
   need,
   normalizePermission,
@@ -41,4 +42,28 @@ export function readableApis(caller: Caller | undefined, apiId: string | undefin
     );
   }
   return [...apis].sort();
+}
+
+/**
+ * The namespaces a caller may read rate-limit analytics of, as readableApis
+ * does for APIs: undefined for every namespace of the workspace
+ * (ratelimit.*.read_analytics), else the ones named by
+ * ratelimit.<namespaceId>.read_analytics.
+ */
+export function readableNamespaces(
+  caller: Caller | undefined,
+  namespaceId: string | undefined,
+): string[] | undefined {
+  if (namespaceId !== undefined) {
+    requirePermissions(caller, [need("ratelimit", namespaceId, "read_analytics")]);
+    return [namespaceId];
+  }
+  const namespaces = grantedIds(caller?.permissions ?? [], "ratelimit", "read_analytics");
+  if (namespaces?.length === 0) {
+    throw domainError(
+      ErrorReason.INSUFFICIENT_PERMISSIONS,
+      "The root key lacks the permission 'ratelimit.*.read_analytics' (or 'ratelimit.<namespaceId>.read_analytics').",
+    );
+  }
+  return namespaces;
 }

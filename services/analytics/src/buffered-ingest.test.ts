@@ -34,6 +34,10 @@ class FakeStore implements AnalyticsStore {
   insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string) {
     return this.insert("ratelimits", rows, batchId);
   }
+  async ratelimits() {
+    return [];
+  }
+
   async verifications() {
     return [];
   }
@@ -92,12 +96,12 @@ const verified = (workspaceId = "ws_1") => {
   const requestId = `req_${++n}`;
   return [keyVerifiedType, requestId, create(KeyVerifiedSchema, { requestId, workspaceId })] as const;
 };
-const checked = () => {
+const checked = (workspaceId = "ws_1") => {
   const requestId = `req_${++n}`;
   return [
     ratelimitCheckedType,
     requestId,
-    create(RatelimitCheckedSchema, { requestId, workspaceId: "ws_1" }),
+    create(RatelimitCheckedSchema, { requestId, workspaceId }),
   ] as const;
 };
 /** `count` verifications, of the workspaces given in turn. */
@@ -277,6 +281,24 @@ describe("BufferedIngest", () => {
     expect(ingest.stats()).toEqual({ buffered: 5, published: 10, dropped: 15 });
   });
 
+  it("keeps half of its bound for other workspaces while one floods it with rate-limit checks and the store fails", async () => {
+    const ingest = new BufferedIngest(store, log, { maxBuffered: 10, retryMs: 1_000 });
+    store.failures = 1;
+    const flood: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const event = checked("ws_flood");
+      ingest.publish(...event);
+      flood.push(event[1]);
+    }
+    const victimCheck = checked("ws_victim");
+    ingest.publish(...victimCheck);
+    const victimVerifications = publishMany(ingest, 2, ["ws_victim"]);
+    expect(ingest.stats()).toEqual({ buffered: 8, published: 0, dropped: 15 });
+    await vi.advanceTimersByTimeAsync(100 + 1_000);
+    expect(store.stored("ratelimits")).toEqual([...flood.slice(0, 5), victimCheck[1]]);
+    expect(store.stored("verifications")).toEqual(victimVerifications);
+  });
+
   it("writes what is buffered on close, before the interval, and drops (counted, logged) events published after", async () => {
     const ingest = new BufferedIngest(store, log);
     const ids = publishMany(ingest, 3);
@@ -359,6 +381,7 @@ describe("BufferedIngest in process (messages, no bytes)", () => {
       insertVerifications: async (r) => rows.verifications.push(...r),
       insertRatelimits: async (r) => rows.ratelimits.push(...r),
       verifications: async () => [],
+      ratelimits: async () => [],
       ping: async () => true,
     };
     return { kept, rows };

@@ -98,6 +98,7 @@ function ratelimitCheck(id: string, e: RatelimitChecked): AnalyticsEvent {
       cost: Number(e.cost),
       overrideId: e.overrideId,
       latency: e.latency,
+      ...(e.count > 1 ? { count: e.count } : {}),
     },
   };
 }

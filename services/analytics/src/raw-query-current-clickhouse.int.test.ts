@@ -8,7 +8,15 @@ import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { createLogger } from "@latchkey/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callerOf, rejection } from "../testing/clickhouse.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "../testing/raw-query-probes.ts";
+import {
+  checkProbe,
+  ERROR_PROBES,
+  OTHER,
+  type ProbeAnswer,
+  probeRows,
+  RATELIMIT_PROBES,
+  ratelimitProbeRows,
+} from "../testing/raw-query-probes.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { migrateClickHouse } from "./migrations.ts";
 import { ISOLATION_SETTINGS } from "./query-settings.ts";
@@ -77,6 +85,7 @@ beforeAll(async () => {
   // The fallback runner: readonly=2 and every setting sent with each query.
   const store = new ClickHouseAnalyticsStore(client, { client, mode: "fallback" });
   await store.insertVerifications(probeRows());
+  await store.insertRatelimits(ratelimitProbeRows());
   const deps: AnalyticsDeps = { store, log: createLogger("analytics", "silent"), ready: () => store.ping() };
   service = createConnectClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
 }, 120_000);
@@ -150,6 +159,43 @@ describe("a current ClickHouse (chdb): through the service", () => {
         };
       }
       checkProbe(answer, expected);
+    },
+  );
+});
+
+describe("a current ClickHouse (chdb): getRatelimits through the service", () => {
+  const mine = callerOf("ws_mine", "ratelimit.*.read_analytics");
+  it.for(RATELIMIT_PROBES.map(([q, e], i) => [i, shown(q), q, e] as const))(
+    "#%i %s",
+    async ([, , query, expected], ctx) => {
+      if (!createChdbConnection) return ctx.skip(SKIPPED);
+      let answer: ProbeAnswer;
+      try {
+        const rows = (await service.getRatelimits({ caller: mine, query })).rows;
+        answer = { rows: rows as ProbeAnswer["rows"], problem: undefined };
+      } catch {
+        answer = {
+          rows: undefined,
+          problem: await rejection(service.getRatelimits({ caller: mine, query })),
+        };
+      }
+      checkProbe(answer, expected);
+    },
+  );
+
+  it.for(RATELIMIT_PROBES.filter(([, e]) => "own" in e).map(([q], i) => [i, shown(q), q] as const))(
+    "keeps the caller's expressions on its rows with BARRIER alone: #%i %s",
+    async ([, , q], ctx) => {
+      if (!createChdbConnection) return ctx.skip(SKIPPED);
+      const { sql } = checkRawQuery(q, { workspaceId: "ws_mine" }, 10_000, "ratelimits");
+      let seen: string;
+      try {
+        const rs = await client.query({ query: sql, format: "JSONEachRow", clickhouse_settings: defaults });
+        seen = JSON.stringify(await rs.json());
+      } catch (err) {
+        seen = (err as Error).message;
+      }
+      expect(leaks(seen)).toBe(false);
     },
   );
 });

@@ -8,7 +8,15 @@ import {
   rejection,
   type TestClickHouse,
 } from "../testing/clickhouse.ts";
-import { checkProbe, ERROR_PROBES, OTHER, type ProbeAnswer, probeRows } from "../testing/raw-query-probes.ts";
+import {
+  checkProbe,
+  ERROR_PROBES,
+  OTHER,
+  type ProbeAnswer,
+  probeRows,
+  RATELIMIT_PROBES,
+  ratelimitProbeRows,
+} from "../testing/raw-query-probes.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { checkRawQuery } from "./raw-query.ts";
 import { analyticsRoutes } from "./routes.ts";
@@ -34,6 +42,7 @@ beforeAll(async () => {
   const deps: AnalyticsDeps = { store, log: createLogger("analytics", "silent"), ready: () => store.ping() };
   client = createClient(AnalyticsService, createRouterTransport(analyticsRoutes(deps)));
   await store.insertVerifications(probeRows());
+  await store.insertRatelimits(ratelimitProbeRows());
 });
 afterAll(async () => {
   await db.drop();
@@ -387,6 +396,100 @@ describe("the rendered SQL with predicate push-down on (18.16's enable_optimize_
     ),
   )("#%i %s", async (_i, _shown, query) => {
     const { sql } = checkRawQuery(query, { workspaceId: "ws_mine", apiIds: undefined });
+    let seen: string;
+    try {
+      const rs = await db.client.query({
+        query: sql,
+        format: "JSONEachRow",
+        clickhouse_settings: { enable_optimize_predicate_expression: 1 },
+      });
+      seen = JSON.stringify(await rs.json());
+    } catch (err) {
+      seen = (err as Error).message;
+    }
+    for (const secret of OTHER) expect(seen).not.toContain(secret);
+  });
+});
+
+/** The caller's rate-limit rows through getRatelimits, or the reason and message of the refusal. */
+async function askRatelimits(query: string, caller = mineRatelimits): Promise<ProbeAnswer> {
+  try {
+    return {
+      rows: (await client.getRatelimits({ caller, query })).rows as ProbeAnswer["rows"],
+      problem: undefined,
+    };
+  } catch {
+    return { rows: undefined, problem: await rejection(client.getRatelimits({ caller, query })) };
+  }
+}
+
+const mineRatelimits = callerOf("ws_mine", "ratelimit.*.read_analytics");
+const R = "ratelimits_v1";
+
+/** What getRatelimits must refuse: every table but its five views, the verification views included. */
+const RATELIMIT_CORPUS: [string, RegExp][] = [
+  ["SELECT * FROM ratelimits_raw", NOT_A_VIEW],
+  ["SELECT * FROM ratelimits_per_hour", NOT_A_VIEW],
+  ["SELECT * FROM ratelimits_per_day", NOT_A_VIEW],
+  ["SELECT * FROM `ratelimits_raw`", NOT_A_VIEW],
+  ["SELECT * FROM default.ratelimits_raw", QUALIFIED],
+  [`SELECT * FROM default.${R}`, QUALIFIED],
+  ["SELECT * FROM system.tables", QUALIFIED],
+  [`SELECT * FROM ${V}`, NOT_A_VIEW],
+  [`SELECT * FROM ${R} JOIN key_verifications_per_day_v1 USING workspace_id`, NOT_A_VIEW],
+  [`SELECT * FROM ${R} JOIN ratelimits_raw USING request_id`, NOT_A_VIEW],
+  [`SELECT * FROM ${R}, ratelimits_raw`, COMMA],
+  [`SELECT * FROM ${R} ARRAY JOIN ratelimits_raw`, /ARRAY JOIN is not allowed/],
+  [`SELECT * FROM remote('127.0.0.1', default, ratelimits_raw)`, TABLE_FUNCTION],
+  [`SELECT * FROM ${R} FINAL`, /FINAL is not allowed/],
+  [`SELECT * FROM ${R} SETTINGS readonly = 0`, /SETTINGS is not allowed/],
+  [`SELECT * FROM ${R}; DROP TABLE ratelimits_raw`, /Only one statement|not in the supported SQL/],
+  ["SELECT * FROM RATELIMITS_V1", /case-sensitive: did you mean ratelimits_v1/],
+  [`SELECT file('/etc/passwd') FROM ${R}`, FUNCTION],
+  [
+    `SELECT * FROM ${R} WHERE identifier = {p:String}`,
+    /parameters are not supported|not in the supported SQL/,
+  ],
+];
+
+describe("getRatelimits' raw queries against a hostile tenant (real ClickHouse, read-only query user)", () => {
+  it.each(RATELIMIT_CORPUS.map(([q, e], i) => [i, q, e] as const))(
+    "refuses #%i %s",
+    async (_i, query, why) => {
+      const answer = await askRatelimits(query);
+      checkProbe(answer, { refused: why });
+    },
+  );
+
+  it.each(
+    RATELIMIT_PROBES.map(([q, e], i) => [i, q.length > 120 ? `${q.slice(0, 117)}...` : q, q, e] as const),
+  )("probe #%i %s", async (_i, _shown, query, expected) => {
+    checkProbe(await askRatelimits(query), expected);
+  });
+
+  it("restricts a root key reading some namespaces to their rows, whatever the query names", async () => {
+    const some = callerOf("ws_mine", "ratelimit.rlns_nothing.read_analytics");
+    const none = await askRatelimits(`SELECT count() AS n FROM ${R} WHERE namespace_id = 'rlns_mine'`, some);
+    expect(none).toEqual({ rows: [{ n: 0 }], problem: undefined });
+    const mineOnly = callerOf("ws_mine", "ratelimit.rlns_mine.read_analytics");
+    const rows = await askRatelimits(
+      `SELECT namespace_id, count() AS n FROM ${R} GROUP BY namespace_id`,
+      mineOnly,
+    );
+    expect(rows).toEqual({ rows: [{ namespace_id: "rlns_mine", n: 2 }], problem: undefined });
+    const denied = await askRatelimits(
+      `SELECT count() AS n FROM ${R}`,
+      callerOf("ws_mine", "api.*.read_analytics"),
+    );
+    expect(denied.problem?.reason).toBe(ErrorReason.INSUFFICIENT_PERMISSIONS);
+  });
+
+  it.each(
+    RATELIMIT_PROBES.filter(([, e]) => "own" in e).map(
+      ([q], i) => [i, q.length > 120 ? `${q.slice(0, 117)}...` : q, q] as const,
+    ),
+  )("keeps probe #%i within the caller's rows with predicate push-down on: %s", async (_i, _shown, query) => {
+    const { sql } = checkRawQuery(query, { workspaceId: "ws_mine" }, 10_000, "ratelimits");
     let seen: string;
     try {
       const rs = await db.client.query({

@@ -90,3 +90,35 @@ describe("checkRawQuery", () => {
     );
   });
 });
+
+describe("checkRawQuery over the rate-limit views", () => {
+  it("renders ratelimits_v1 as a workspace-filtered subquery of ratelimits_raw, restricted to the caller's namespaces", () => {
+    const { sql } = checkRawQuery(
+      "SELECT namespace_id, count() AS total FROM ratelimits_v1 WHERE passed = 0 GROUP BY namespace_id",
+      { workspaceId: "ws_1", namespaceIds: ["rlns_1", "rlns_2"] },
+      100,
+      "ratelimits",
+    );
+    expect(sql).toBe(
+      "SELECT * FROM (SELECT `namespace_id`, count() AS `total` FROM (SELECT request_id, time, workspace_id, namespace_id, identifier, passed, `limit`, remaining, reset_at, override_id, cost AS tokens, latency FROM ratelimits_raw WHERE ratelimits_raw.workspace_id = 'ws_1' AND ratelimits_raw.namespace_id IN ('rlns_1', 'rlns_2') LIMIT 1000000000000000000) AS `ratelimits_v1` WHERE (`passed` = 0) GROUP BY `namespace_id`) LIMIT 101",
+    );
+  });
+
+  it("reads the hourly and daily rollups for the aggregates, and no namespace at all for a caller allowed none", () => {
+    const scope = { workspaceId: "ws_1", namespaceIds: [] };
+    const hour = checkRawQuery("SELECT * FROM ratelimits_per_hour_v1", scope, 10, "ratelimits").sql;
+    expect(hour).toContain(
+      "FROM ratelimits_per_hour WHERE ratelimits_per_hour.workspace_id = 'ws_1' AND 0 LIMIT",
+    );
+    const month = checkRawQuery("SELECT * FROM ratelimits_per_month_v1", scope, 10, "ratelimits").sql;
+    expect(month).toContain("toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time");
+    expect(month).toContain("FROM ratelimits_per_day WHERE");
+  });
+
+  it("refuses the verification views to a rate-limit query, and the rate-limit views to a verification query", () => {
+    expect(() =>
+      checkRawQuery("SELECT * FROM key_verifications_v1", { workspaceId: "ws_1" }, 10, "ratelimits"),
+    ).toThrow(/'key_verifications_v1' is not a table analytics queries may read; they read ratelimits_v1/);
+    expect(refusal("SELECT * FROM ratelimits_v1")).toMatch(/they read key_verifications_v1/);
+  });
+});

@@ -29,9 +29,14 @@ export const MAX_TABLE_REFERENCES = 16;
 
 export interface RawQueryScope {
   workspaceId: string;
-  /** The APIs the caller may read; undefined means all of the workspace's. */
-  apiIds: string[] | undefined;
+  /** The APIs the caller may read (verification views); undefined means all of the workspace's. */
+  apiIds?: string[] | undefined;
+  /** The namespaces the caller may read (rate-limit views); undefined means all of the workspace's. */
+  namespaceIds?: string[] | undefined;
 }
+
+/** Which views a query may read: analytics.getVerifications' or analytics.getRatelimits'. */
+export type Dataset = "verifications" | "ratelimits";
 
 const COLUMNS =
   "workspace_id, api_id, api_id AS key_space_id, key_id, identity_id, external_id, outcome, tags";
@@ -69,7 +74,43 @@ export const VIEWS: Record<string, (where: (table: string) => string) => string>
     `SELECT toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${DIMENSIONS}, sum(count) AS count, sum(spent_credits) AS spent_credits FROM (SELECT time AS t, ${COLUMNS}, count, spent_credits FROM key_verifications_per_day WHERE ${where("key_verifications_per_day")} ${BARRIER}) GROUP BY time, ${DIMENSIONS}`,
 };
 
-const VIEW_LIST = Object.keys(VIEWS).join(", ");
+const RL_DIMENSIONS = "workspace_id, namespace_id, identifier";
+
+/**
+ * The rate-limit views, as Unkey names them: one row per check, and the
+ * aggregates with `passed` and `total` counts per (time, namespace,
+ * identifier). Minutes are counted from the raw table, hours and days from
+ * their rollups (one row per passed flag, summed here), months from the daily one.
+ */
+export const RATELIMIT_VIEWS: Record<string, (where: (table: string) => string) => string> = {
+  ratelimits_v1: (where) =>
+    `SELECT request_id, time, ${RL_DIMENSIONS}, passed, \`limit\`, remaining, reset_at, override_id, cost AS tokens, latency FROM ratelimits_raw WHERE ${where("ratelimits_raw")} ${BARRIER}`,
+  ratelimits_per_minute_v1: (where) =>
+    `SELECT toStartOfMinute(toDateTime(intDiv(t, 1000), 'UTC')) AS time, ${RL_DIMENSIONS}, sum(p) AS passed, count() AS total FROM (SELECT time AS t, ${RL_DIMENSIONS}, passed AS p FROM ratelimits_raw WHERE ${where("ratelimits_raw")} ${BARRIER}) GROUP BY time, ${RL_DIMENSIONS}`,
+  ratelimits_per_hour_v1: (where) => ratelimitRollup("toDateTime(intDiv(t, 1000), 'UTC')", "hour", where),
+  ratelimits_per_day_v1: (where) =>
+    ratelimitRollup("toDate(toDateTime(intDiv(t, 1000), 'UTC'))", "day", where),
+  ratelimits_per_month_v1: (where) =>
+    ratelimitRollup("toStartOfMonth(toDateTime(intDiv(t, 1000), 'UTC'))", "day", where),
+};
+
+function ratelimitRollup(time: string, table: "hour" | "day", where: (table: string) => string): string {
+  const from = `ratelimits_per_${table}`;
+  return `SELECT ${time} AS time, ${RL_DIMENSIONS}, sumIf(c, p = 1) AS passed, sum(c) AS total FROM (SELECT time AS t, ${RL_DIMENSIONS}, passed AS p, count AS c FROM ${from} WHERE ${where(from)} ${BARRIER}) GROUP BY time, ${RL_DIMENSIONS}`;
+}
+
+/** Each dataset's views and the column its caller's restriction (APIs or namespaces) filters. */
+const DATASETS: Record<
+  Dataset,
+  {
+    views: Record<string, (where: (table: string) => string) => string>;
+    column: string;
+    ids: (scope: RawQueryScope) => string[] | undefined;
+  }
+> = {
+  verifications: { views: VIEWS, column: "api_id", ids: (s) => s.apiIds },
+  ratelimits: { views: RATELIMIT_VIEWS, column: "namespace_id", ids: (s) => s.namespaceIds },
+};
 
 /**
  * Functions a query may call, by their lower-case spelling, rendered under the
@@ -132,18 +173,24 @@ interface Ctes {
 
 class Renderer {
   private tables = 0;
+  private readonly views: Record<string, (where: (table: string) => string) => string>;
+  private readonly viewList: string;
 
-  constructor(private readonly scope: RawQueryScope) {}
+  constructor(
+    private readonly scope: RawQueryScope,
+    private readonly dataset: Dataset,
+  ) {
+    this.views = DATASETS[dataset].views;
+    this.viewList = Object.keys(this.views).join(", ");
+  }
 
   private where = (table: string): string => {
     const column = (c: string) => `${table}.${c}`;
     const parts = [`${column("workspace_id")} = ${quote(this.scope.workspaceId)}`];
-    if (this.scope.apiIds) {
-      parts.push(
-        this.scope.apiIds.length === 0
-          ? "0"
-          : `${column("api_id")} IN (${this.scope.apiIds.map(quote).join(", ")})`,
-      );
+    const { column: restricted, ids: idsOf } = DATASETS[this.dataset];
+    const ids = idsOf(this.scope);
+    if (ids) {
+      parts.push(ids.length === 0 ? "0" : `${column(restricted)} IN (${ids.map(quote).join(", ")})`);
     }
     return parts.join(" AND ");
   };
@@ -268,12 +315,12 @@ class Renderer {
     const written = f.name.map(shown).join(".");
     if (f.k === "function") {
       throw refuse(
-        `Table functions are not allowed in analytics queries: '${written}(...)'. Read ${VIEW_LIST}.`,
+        `Table functions are not allowed in analytics queries: '${written}(...)'. Read ${this.viewList}.`,
       );
     }
     if (f.name.length > 1) {
       throw refuse(
-        `Database-qualified table names are not allowed in analytics queries: '${written}'. Read ${VIEW_LIST} by name alone.`,
+        `Database-qualified table names are not allowed in analytics queries: '${written}'. Read ${this.viewList} by name alone.`,
       );
     }
     const name = (f.name[0] as Name).name;
@@ -281,12 +328,12 @@ class Renderer {
     for (let c = ctes; c; c = c.next) {
       if (c.name === name) return `(${this.query(c.query, c.outer, depth + 1)})${as}`;
     }
-    const view = Object.hasOwn(VIEWS, name) ? VIEWS[name] : undefined;
+    const view = Object.hasOwn(this.views, name) ? this.views[name] : undefined;
     if (!view) {
       const unquoted = name;
-      const hint = Object.keys(VIEWS).find((v) => v.toLowerCase() === unquoted.toLowerCase());
+      const hint = Object.keys(this.views).find((v) => v.toLowerCase() === unquoted.toLowerCase());
       throw refuse(
-        `'${written}' is not a table analytics queries may read${hint ? ` (table names are case-sensitive: did you mean ${hint}?)` : ""}; they read ${VIEW_LIST}, or a CTE of the query.`,
+        `'${written}' is not a table analytics queries may read${hint ? ` (table names are case-sensitive: did you mean ${hint}?)` : ""}; they read ${this.viewList}, or a CTE of the query.`,
       );
     }
     if (++this.tables > MAX_TABLE_REFERENCES) {
@@ -469,7 +516,12 @@ function shape(sql: string): { depth: number; tokens: number } {
  * INVALID_ANALYTICS_QUERY naming what is not allowed. The answer is wrapped in
  * a LIMIT one past `maxRows`, so a longer answer can be told from a full one.
  */
-export function checkRawQuery(sql: string, scope: RawQueryScope, maxRows = 10_000): CheckedRawQuery {
+export function checkRawQuery(
+  sql: string,
+  scope: RawQueryScope,
+  maxRows = 10_000,
+  dataset: Dataset = "verifications",
+): CheckedRawQuery {
   if (sql.trim().length === 0) throw refuse("The query is empty.");
   if (sql.length > MAX_QUERY_LENGTH) throw refuse(`The query is longer than ${MAX_QUERY_LENGTH} characters.`);
   const { depth, tokens } = shape(sql);
@@ -482,10 +534,10 @@ export function checkRawQuery(sql: string, scope: RawQueryScope, maxRows = 10_00
     if (!isSyntaxProblem(err)) throw err;
     const near = err.near === "" ? "the end of the query" : `'${err.near}'`;
     throw refuse(
-      `The query is not in the supported SQL at line ${err.line}, column ${err.column}, near ${near}. Analytics queries are one SELECT over ${VIEW_LIST}. ${DOCS_HINT}`,
+      `The query is not in the supported SQL at line ${err.line}, column ${err.column}, near ${near}. Analytics queries are one SELECT over ${Object.keys(DATASETS[dataset].views).join(", ")}. ${DOCS_HINT}`,
     );
   }
   if (parsed.more.trim() !== "") throw refuse("Only one statement is allowed in an analytics query.");
-  const body = new Renderer(scope).query(parsed.query, undefined, 0);
+  const body = new Renderer(scope, dataset).query(parsed.query, undefined, 0);
   return { sql: `SELECT * FROM (${body}) LIMIT ${maxRows + 1}`, maxRows };
 }

@@ -2,6 +2,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type {
   AnalyticsStore,
   RatelimitCheck,
+  RatelimitCount,
+  RatelimitQuery,
   Verification,
   VerificationCount,
   VerificationQuery,
@@ -108,6 +110,97 @@ export function analyticsStoreContract(
       expect(rows.find((r) => r.outcome === "VALID" && r.time === Date.UTC(2026, 0, 15))?.spentCredits).toBe(
         2,
       );
+    });
+
+    it("counts rate-limit checks passed and refused per bucket, namespace and identifier, restricted to the namespaces given", async () => {
+      const at = (h: number, m = 0) => Date.UTC(2026, 0, 15, h, m);
+      await store.insertRatelimits([
+        ratelimitCheck({ time: at(10, 1) }),
+        ratelimitCheck({ time: at(10, 59) }),
+        ratelimitCheck({ time: at(10, 59), passed: false }),
+        ratelimitCheck({ time: at(11), identifier: "user_2", passed: false }),
+        ratelimitCheck({ time: at(11), namespaceId: "rlns_2" }),
+        ratelimitCheck({ time: Date.UTC(2026, 0, 16, 3), namespaceId: "rlns_2" }),
+        ratelimitCheck({ time: at(11), workspaceId: "ws_2" }),
+      ]);
+      const q: RatelimitQuery = {
+        workspaceId: "ws_1",
+        start: Date.UTC(2026, 0, 15),
+        end: Date.UTC(2026, 0, 17),
+        namespaceIds: undefined,
+        identifier: undefined,
+        granularity: "day",
+        groupBy: "none",
+      };
+      const rows = (r: RatelimitCount[]) =>
+        r
+          .map(
+            (c) =>
+              `${new Date(c.time).toISOString()} ${c.namespaceId || "-"} ${c.identifier || "-"} ${c.passed ? "passed" : "refused"} ${c.count}`,
+          )
+          .sort();
+      expect(rows(await store.ratelimits(q))).toEqual([
+        "2026-01-15T00:00:00.000Z - - passed 3",
+        "2026-01-15T00:00:00.000Z - - refused 2",
+        "2026-01-16T00:00:00.000Z - - passed 1",
+      ]);
+      expect(
+        rows(
+          await store.ratelimits({
+            ...q,
+            granularity: "hour",
+            groupBy: "identifier",
+            namespaceIds: ["rlns_1"],
+          }),
+        ),
+      ).toEqual([
+        "2026-01-15T10:00:00.000Z rlns_1 user_1 passed 2",
+        "2026-01-15T10:00:00.000Z rlns_1 user_1 refused 1",
+        "2026-01-15T11:00:00.000Z rlns_1 user_2 refused 1",
+      ]);
+      expect(rows(await store.ratelimits({ ...q, granularity: "month", groupBy: "namespace" }))).toEqual([
+        "2026-01-01T00:00:00.000Z rlns_1 - passed 2",
+        "2026-01-01T00:00:00.000Z rlns_1 - refused 2",
+        "2026-01-01T00:00:00.000Z rlns_2 - passed 2",
+      ]);
+      expect(rows(await store.ratelimits({ ...q, identifier: "user_2" }))).toEqual([
+        "2026-01-15T00:00:00.000Z - - refused 1",
+      ]);
+      expect(await store.ratelimits({ ...q, namespaceIds: [] })).toEqual([]);
+      expect(rows(await store.ratelimits({ ...q, workspaceId: "ws_2" }))).toEqual([
+        "2026-01-15T00:00:00.000Z - - passed 1",
+      ]);
+      // A range with ragged edges (part hours) counts exactly what falls inside it.
+      expect(
+        rows(await store.ratelimits({ ...q, start: at(10, 30), end: at(11, 0) + 1, granularity: "hour" })),
+      ).toEqual([
+        "2026-01-15T10:00:00.000Z - - passed 1",
+        "2026-01-15T10:00:00.000Z - - refused 1",
+        "2026-01-15T11:00:00.000Z - - passed 1",
+        "2026-01-15T11:00:00.000Z - - refused 1",
+      ]);
+    });
+
+    it("counts a row standing for n identical checks n times, its cost too", async () => {
+      const at = Date.UTC(2026, 0, 15, 10, 30);
+      await store.insertRatelimits([
+        ratelimitCheck({ time: at, count: 4 }),
+        ratelimitCheck({ time: at, count: 2, passed: false }),
+        ratelimitCheck({ time: at }),
+      ]);
+      const rows = await store.ratelimits({
+        workspaceId: "ws_1",
+        start: Date.UTC(2026, 0, 15),
+        end: Date.UTC(2026, 0, 16),
+        namespaceIds: undefined,
+        identifier: undefined,
+        granularity: "hour",
+        groupBy: "none",
+      });
+      expect(rows.map((r) => [r.passed, r.count]).sort()).toEqual([
+        [false, 2],
+        [true, 5],
+      ]);
     });
 
     it("counts a batch once however often it is inserted with its id, each other batch too, and answers how many were new", async () => {

@@ -1,8 +1,8 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { expect } from "vitest";
 import { FAILURE_MESSAGES, type QueryFailure } from "../src/query-errors.ts";
-import type { Verification } from "../src/store/analytics-store.ts";
-import { verification } from "./analytics-store.suite.ts";
+import type { RatelimitCheck, Verification } from "../src/store/analytics-store.ts";
+import { ratelimitCheck, verification } from "./analytics-store.suite.ts";
 
 /**
  * Raw queries that try to read another workspace through the error channel:
@@ -168,6 +168,90 @@ export const ERROR_PROBES: [string, ProbeExpect][] = [
   // Functions that throw on purpose are not allowed at all.
   [
     `SELECT * FROM ${V} WHERE throwIf(workspace_id != 'ws_mine') = 0`,
+    { refused: /The function 'throwIf' is not allowed/ },
+  ],
+];
+
+/**
+ * ws_mine's two rate-limit checks (one passed, one refused) and ws_other's
+ * three, whose namespace, identifier, request and override ids are secrets of
+ * OTHER, in one table.
+ */
+export function ratelimitProbeRows(): RatelimitCheck[] {
+  return [
+    ratelimitCheck({ workspaceId: "ws_mine", namespaceId: "rlns_mine", identifier: "user_mine", time: T }),
+    ratelimitCheck({
+      workspaceId: "ws_mine",
+      namespaceId: "rlns_mine",
+      identifier: "user_mine",
+      time: T + 1,
+      passed: false,
+    }),
+    ...[0, 1, 2].map((i) =>
+      ratelimitCheck({
+        requestId: `req_other_rl_${i}`,
+        workspaceId: "ws_other",
+        namespaceId: "id_other",
+        identifier: "ext_other",
+        overrideId: "key_other",
+        time: T + i,
+      }),
+    ),
+  ];
+}
+
+const R = "ratelimits_v1";
+/** '0' on the caller's checks; on another workspace's, its ids, which toInt64 cannot parse and would quote. */
+const RL_LEAK =
+  "toInt64(if(workspace_id = 'ws_mine', '0', concat(workspace_id, '|', namespace_id, '|', identifier)))";
+
+/** The error-channel probes over analytics.getRatelimits' views (ratelimitProbeRows). */
+export const RATELIMIT_PROBES: [string, ProbeExpect][] = [
+  [`SELECT * FROM ${R} WHERE ${RL_LEAK} = 0`, ownCount(2)],
+  [`SELECT count() AS n FROM ${R} WHERE ${RL_LEAK} = 0`, own((rows) => expect(rows).toEqual([{ n: 2 }]))],
+  [`SELECT * FROM (SELECT * FROM ${R}) WHERE ${RL_LEAK} = 0`, ownCount(2)],
+  [`WITH r AS (SELECT * FROM ${R}) SELECT * FROM r WHERE ${RL_LEAK} = 0`, ownCount(2)],
+  [
+    `SELECT sum(total) AS n, sum(passed) AS p FROM ratelimits_per_minute_v1 WHERE ${RL_LEAK} = 0`,
+    own((rows) => expect(rows).toEqual([{ n: 2, p: 1 }])),
+  ],
+  [
+    `SELECT sum(total) AS n FROM ratelimits_per_hour_v1 WHERE ${RL_LEAK} = 0`,
+    own((rows) => expect(rows).toEqual([{ n: 2 }])),
+  ],
+  [
+    `SELECT sum(total) AS n FROM ratelimits_per_day_v1 WHERE ${RL_LEAK} = 0`,
+    own((rows) => expect(rows).toEqual([{ n: 2 }])),
+  ],
+  [
+    `SELECT namespace_id, passed, total FROM ratelimits_per_month_v1 WHERE ${RL_LEAK} = 0`,
+    own((rows) => expect(rows).toEqual([{ namespace_id: "rlns_mine", passed: 1, total: 2 }])),
+  ],
+  [
+    `SELECT a.identifier FROM ${R} AS a JOIN ${R} AS b USING request_id WHERE toInt64(if(b.workspace_id = 'ws_mine', '0', concat(b.workspace_id, b.namespace_id))) = 0`,
+    ownCount(2),
+  ],
+  [
+    `SELECT identifier, count() AS n FROM ${R} GROUP BY identifier HAVING toInt64(if(identifier = 'user_mine', '0', identifier)) = 0`,
+    own((rows) => expect(rows).toEqual([{ identifier: "user_mine", n: 2 }])),
+  ],
+  [
+    `SELECT count() AS n FROM ${R} WHERE identifier IN (SELECT identifier FROM ${R} WHERE ${RL_LEAK} = 0)`,
+    own((rows) => expect(rows).toEqual([{ n: 2 }])),
+  ],
+  [
+    `SELECT * FROM ${R} WHERE toInt64(if(override_id = 'key_other', concat(override_id, request_id), '0')) = 0`,
+    ownCount(2),
+  ],
+  [`SELECT intDiv(1, if(workspace_id = 'ws_other', 0, 1)) AS n FROM ${R}`, ownCount(2)],
+  [`SELECT * FROM ${R} WHERE modulo(1, if(namespace_id = 'id_other', 0, 1)) = 0`, ownCount(2)],
+  // Expressions that throw on the caller's own rows: the class of the failure, never ClickHouse's text.
+  [`SELECT toInt64(concat(namespace_id, identifier)) AS n FROM ${R}`, failed("conversion_failed")],
+  [`SELECT intDiv(1, if(workspace_id = 'ws_mine', 0, 1)) AS n FROM ${R}`, failed("arithmetic_error")],
+  [`SELECT * FROM ${R} WHERE match(identifier, '(unclosed')`, failed("invalid_regex")],
+  [`SELECT ratelimits_raw.workspace_id FROM ${R}`, failed("query_invalid")],
+  [
+    `SELECT * FROM ${R} WHERE throwIf(workspace_id != 'ws_mine') = 0`,
     { refused: /The function 'throwIf' is not allowed/ },
   ],
 ];

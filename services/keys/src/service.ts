@@ -14,6 +14,7 @@ import { deleteKey } from "./rpc/deleteKey.ts";
 import { getApi } from "./rpc/getApi.ts";
 import { getForwardAuthPolicy } from "./rpc/getForwardAuthPolicy.ts";
 import { getKey } from "./rpc/getKey.ts";
+import { listApis } from "./rpc/listApis.ts";
 import { listForwardAuthPolicies } from "./rpc/listForwardAuthPolicies.ts";
 import { listKeys } from "./rpc/listKeys.ts";
 import { loadForwardAuthPolicies } from "./rpc/loadForwardAuthPolicies.ts";
@@ -40,6 +41,7 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
     createApi: audited(deps, "apis.createApi", () => [], createApi(deps)),
     getApi: getApi(deps),
     listKeys: listKeys(deps),
+    listApis: listApis(deps),
     deleteApi: audited(deps, "apis.deleteApi", (req) => resourcesOf(["api", req.apiId]), deleteApi(deps)),
     createKey: audited(deps, "keys.createKey", (req) => resourcesOf(["api", req.apiId]), createKey(deps)),
     getKey: getKey(deps),

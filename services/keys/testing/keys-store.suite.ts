@@ -78,6 +78,30 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect(await store.findApi("api_unknown")).toBeUndefined();
     });
 
+    it("lists a workspace's live APIs by id, in pages, restricted to the ids given", async () => {
+      const s = await setup();
+      const [ws, other] = s.workspaces;
+      const ids = [unique("api"), unique("api"), unique("api"), unique("api")].sort();
+      for (const id of ids) await s.store.createApi({ id, workspaceId: ws, name: id, createdAt: 1_000 });
+      const theirs = unique("api");
+      await s.store.createApi({ id: theirs, workspaceId: other, name: "theirs", createdAt: 1_000 });
+      await s.deleteApi(ids[3]!);
+      const wanted = [...ids, theirs];
+      const first = await s.store.listApis(ws, { limit: 2, after: "", ids: wanted });
+      expect(first.apis.map((a) => a.id)).toEqual(ids.slice(0, 2));
+      expect(first.next).toBe(ids[1]);
+      const second = await s.store.listApis(ws, { limit: 2, after: first.next!, ids: wanted });
+      expect(second.apis).toEqual([
+        { id: ids[2], workspaceId: ws, name: ids[2], createdAt: 1_000, deletedAt: null },
+      ]);
+      expect(second.next).toBeNull();
+      expect((await s.store.listApis(ws, { limit: 100, after: "", ids: [] })).apis).toEqual([]);
+      const all = await s.store.listApis(ws, { limit: 100, after: "" });
+      expect(all.apis.map((a) => a.id)).toEqual(expect.arrayContaining(ids.slice(0, 3)));
+      expect(all.apis.map((a) => a.id)).not.toContain(theirs);
+      expect(all.apis.map((a) => a.id)).not.toContain(ids[3]);
+    });
+
     it("returns a key with every field and its rate limits, by id and by hash", async () => {
       const { store, apiId, workspaces } = await withApi();
       const key = newKey(workspaces[0], apiId, {

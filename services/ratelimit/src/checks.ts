@@ -194,5 +194,6 @@ export function emitChecked(
     cost: BigInt(resolved.check.cost),
     overrideId: resolved.overrideId ?? "",
     latency: performance.now() - started,
+    count: 0,
   });
 }

@@ -165,3 +165,89 @@ describe("standalone checks recorded for analytics (events.ratelimit.checked)", 
     expect(decoded(sink).map((e) => [e.id, e.event.remaining])).toEqual([["req_4:0", 1n]]);
   });
 });
+
+describe("named-limit checks of verifications recorded for analytics", () => {
+  const named = (owner: string, name: string, max: bigint, cost?: bigint) => ({
+    owner,
+    name,
+    limit: max,
+    duration: 60_000n,
+    ...(cost === undefined ? {} : { cost }),
+  });
+
+  it("records each limit of each verification once, under named:<name> with its owner as identifier, every id distinct", async () => {
+    const sink = recordingSink();
+    const { client } = harness({ events: sink });
+    await client.checkNamedLimits({
+      groups: [
+        {
+          workspaceId: "ws_1",
+          limits: [named("key_1", "requests", 10n), named("id_1", "tokens", 100n, 30n)],
+        },
+        { workspaceId: "ws_2", limits: [named("key_2", "requests", 1n)] },
+      ],
+    });
+    await eventsSettled();
+    const events = decoded(sink);
+    expect(
+      events.map((e) => [
+        e.event.workspaceId,
+        e.event.namespaceId,
+        e.event.identifier,
+        e.event.passed,
+        e.event.cost,
+        e.event.remaining,
+        e.event.index,
+      ]),
+    ).toEqual([
+      ["ws_1", "named:requests", "key_1", true, 1n, 9n, 0],
+      ["ws_1", "named:tokens", "id_1", true, 30n, 70n, 1],
+      ["ws_2", "named:requests", "key_2", true, 1n, 0n, 2],
+    ]);
+    // One request id for the call's checks, each its own index and event id.
+    expect(new Set(events.map((e) => e.event.requestId)).size).toBe(1);
+    expect(events.map((e) => e.event.count)).toEqual([1, 1, 1]);
+    expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    const next = await (async () => {
+      await client.checkNamedLimits({
+        groups: [{ workspaceId: "ws_1", limits: [named("key_1", "requests", 10n)] }],
+      });
+      await eventsSettled();
+      return decoded(sink).at(-1)!;
+    })();
+    expect(next.event.requestId).not.toBe(events[0]!.event.requestId);
+  });
+
+  it("sends the identical checks of one call as one event with their count and the last one's answer", async () => {
+    const sink = recordingSink();
+    const { client } = harness({ events: sink });
+    const same = { workspaceId: "ws_1", limits: [named("key_1", "requests", 3n)] };
+    await client.checkNamedLimits({ groups: [same, same, same, same, same] });
+    await eventsSettled();
+    expect(
+      decoded(sink).map((e) => [e.event.passed, e.event.count, e.event.remaining, e.event.index]),
+    ).toEqual([
+      [true, 3, 0n, 0],
+      [false, 2, 0n, 1],
+    ]);
+  });
+
+  it("records every limit of a verification whose limits did not all pass as refused, since none was counted", async () => {
+    const sink = recordingSink();
+    const { client } = harness({ events: sink });
+    await client.checkNamedLimits({
+      groups: [{ workspaceId: "ws_1", limits: [named("id_1", "tokens", 1n)] }],
+    });
+    await client.checkNamedLimits({
+      groups: [
+        { workspaceId: "ws_1", limits: [named("key_1", "requests", 10n), named("id_1", "tokens", 1n)] },
+      ],
+    });
+    await eventsSettled();
+    expect(decoded(sink).map((e) => [e.event.namespaceId, e.event.passed])).toEqual([
+      ["named:tokens", true],
+      ["named:requests", false],
+      ["named:tokens", false],
+    ]);
+  });
+});

@@ -61,7 +61,8 @@ export function encodeRatelimitChecked(e: RatelimitChecked): Uint8Array {
       .bigint64(10, e.cost)
       .string(11, e.overrideId)
       .double(12, e.latency)
-      .int64(13, e.index);
+      .int64(13, e.index)
+      .int64(14, e.count);
   });
 }
 

@@ -8,6 +8,7 @@ import { deleteOverride } from "./rpc/deleteOverride.ts";
 import { getOverride } from "./rpc/getOverride.ts";
 import { limit } from "./rpc/limit.ts";
 import { limitBatch } from "./rpc/limitBatch.ts";
+import { listNamespaces } from "./rpc/listNamespaces.ts";
 import { listOverrides } from "./rpc/listOverrides.ts";
 import { multiLimit } from "./rpc/multiLimit.ts";
 import { setOverride } from "./rpc/setOverride.ts";
@@ -19,6 +20,7 @@ export function service(deps: RatelimitDeps): ServiceImpl<typeof RatelimitServic
     setOverride: audited(deps, "ratelimit.setOverride", namespaceOf, setOverride(deps)),
     getOverride: getOverride(deps),
     listOverrides: listOverrides(deps),
+    listNamespaces: listNamespaces(deps),
     deleteOverride: audited(deps, "ratelimit.deleteOverride", namespaceOf, deleteOverride(deps)),
     limitBatch: limitBatch(deps),
     checkNamedLimits: checkNamedLimits(deps),

@@ -29,6 +29,23 @@ export function ratelimitStoreContract(
       expect(other.id).not.toBe(ns.id);
     });
 
+    it("lists a workspace's namespaces by id, in pages, restricted to the ids given", async () => {
+      const store = await makeStore();
+      const made = [];
+      for (const name of ["a", "b", "c"]) made.push(await store.createNamespace(wsA, name));
+      const ids = made.map((n) => n.id).sort();
+      const theirs = await store.createNamespace(wsB, "a");
+      const first = await store.listNamespaces(wsA, { limit: 2 });
+      expect(first.namespaces.map((n) => n.id)).toEqual(ids.slice(0, 2));
+      expect(first.next).toBe(ids[1]);
+      const second = await store.listNamespaces(wsA, { limit: 2, after: first.next! });
+      expect(second.namespaces.map((n) => n.id)).toEqual(ids.slice(2));
+      expect(second.next).toBeUndefined();
+      const some = await store.listNamespaces(wsA, { limit: 10, ids: [ids[0]!, ids[2]!, theirs.id] });
+      expect(some.namespaces.map((n) => n.id)).toEqual([ids[0], ids[2]]);
+      expect((await store.listNamespaces(wsA, { limit: 10, ids: [] })).namespaces).toEqual([]);
+    });
+
     it("answers one namespace to concurrent creations of the same name", async () => {
       const store = await makeStore();
       const all = await Promise.all(Array.from({ length: 10 }, () => store.createNamespace(wsA, "burst")));

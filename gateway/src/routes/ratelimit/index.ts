@@ -2,6 +2,7 @@ import type { Route } from "../../route.ts";
 import { deleteOverride } from "./deleteOverride.ts";
 import { getOverride } from "./getOverride.ts";
 import { limit } from "./limit.ts";
+import { listNamespaces } from "./listNamespaces.ts";
 import { listOverrides, listOverridesUnkey } from "./listOverrides.ts";
 import { multiLimit } from "./multiLimit.ts";
 import { setOverride } from "./setOverride.ts";
@@ -18,6 +19,7 @@ export const ratelimitRoutes = {
   "ratelimits.getOverride": getOverride,
   "ratelimits.listOverrides": listOverrides,
   "ratelimits.deleteOverride": deleteOverride,
+  "ratelimits.listNamespaces": listNamespaces,
   "ratelimit.limit": limit,
   "ratelimit.multiLimit": multiLimit,
   "ratelimit.setOverride": setOverride,

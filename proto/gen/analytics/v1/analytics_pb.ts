@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file analytics/v1/analytics.proto.
  */
 export const file_analytics_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("ChxhbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEgxhbmFseXRpY3MudjEiwQIKF0dldFZlcmlmaWNhdGlvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFc3RhcnQYAiABKAMSCwoDZW5kGAMgASgDEhMKBmFwaV9pZBgEIAEoCUgAiAEBEhMKBmtleV9pZBgFIAEoCUgBiAEBEhUKCGlkZW50aXR5GAYgASgJSAKIAQESDAoEdGFncxgHIAMoCRIuCgtncmFudWxhcml0eRgIIAEoDjIZLmFuYWx5dGljcy52MS5HcmFudWxhcml0eRInCghncm91cF9ieRgJIAEoDjIVLmFuYWx5dGljcy52MS5Hcm91cEJ5EhIKBXF1ZXJ5GAogASgJSAOIAQFCCQoHX2FwaV9pZEIJCgdfa2V5X2lkQgsKCV9pZGVudGl0eUIICgZfcXVlcnkiuAIKElZlcmlmaWNhdGlvbkJ1Y2tldBIMCgR0aW1lGAEgASgDEhIKBWdyb3VwGAIgASgJSACIAQESDQoFdG90YWwYAyABKAMSDQoFdmFsaWQYBCABKAMSFAoMcmF0ZV9saW1pdGVkGAUgASgDEhYKDnVzYWdlX2V4Y2VlZGVkGAYgASgDEhAKCGRpc2FibGVkGAcgASgDEg8KB2V4cGlyZWQYCCABKAMSEQoJbm90X2ZvdW5kGAkgASgDEhEKCWZvcmJpZGRlbhgKIAEoAxIgChhpbnN1ZmZpY2llbnRfcGVybWlzc2lvbnMYCyABKAMSFQoNc3BlbnRfY3JlZGl0cxgMIAEoAxIYCgtleHRlcm5hbF9pZBgNIAEoCUgBiAEBQggKBl9ncm91cEIOCgxfZXh0ZXJuYWxfaWQidAoYR2V0VmVyaWZpY2F0aW9uc1Jlc3BvbnNlEjEKB2J1Y2tldHMYASADKAsyIC5hbmFseXRpY3MudjEuVmVyaWZpY2F0aW9uQnVja2V0EiUKBHJvd3MYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0KmwKC0dyYW51bGFyaXR5EhsKF0dSQU5VTEFSSVRZX1VOU1BFQ0lGSUVEEAASFAoQR1JBTlVMQVJJVFlfSE9VUhABEhMKD0dSQU5VTEFSSVRZX0RBWRACEhUKEUdSQU5VTEFSSVRZX01PTlRIEAMqdAoHR3JvdXBCeRIYChRHUk9VUF9CWV9VTlNQRUNJRklFRBAAEhAKDEdST1VQX0JZX0tFWRABEhUKEUdST1VQX0JZX0lERU5USVRZEAISEAoMR1JPVVBfQllfVEFHEAMSFAoQR1JPVVBfQllfT1VUQ09NRRAEMnUKEEFuYWx5dGljc1NlcnZpY2USYQoQR2V0VmVyaWZpY2F0aW9ucxIlLmFuYWx5dGljcy52MS5HZXRWZXJpZmljYXRpb25zUmVxdWVzdBomLmFuYWx5dGljcy52MS5HZXRWZXJpZmljYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common, file_google_protobuf_struct]);
+  fileDesc("ChxhbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEgxhbmFseXRpY3MudjEiwQIKF0dldFZlcmlmaWNhdGlvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFc3RhcnQYAiABKAMSCwoDZW5kGAMgASgDEhMKBmFwaV9pZBgEIAEoCUgAiAEBEhMKBmtleV9pZBgFIAEoCUgBiAEBEhUKCGlkZW50aXR5GAYgASgJSAKIAQESDAoEdGFncxgHIAMoCRIuCgtncmFudWxhcml0eRgIIAEoDjIZLmFuYWx5dGljcy52MS5HcmFudWxhcml0eRInCghncm91cF9ieRgJIAEoDjIVLmFuYWx5dGljcy52MS5Hcm91cEJ5EhIKBXF1ZXJ5GAogASgJSAOIAQFCCQoHX2FwaV9pZEIJCgdfa2V5X2lkQgsKCV9pZGVudGl0eUIICgZfcXVlcnkiuAIKElZlcmlmaWNhdGlvbkJ1Y2tldBIMCgR0aW1lGAEgASgDEhIKBWdyb3VwGAIgASgJSACIAQESDQoFdG90YWwYAyABKAMSDQoFdmFsaWQYBCABKAMSFAoMcmF0ZV9saW1pdGVkGAUgASgDEhYKDnVzYWdlX2V4Y2VlZGVkGAYgASgDEhAKCGRpc2FibGVkGAcgASgDEg8KB2V4cGlyZWQYCCABKAMSEQoJbm90X2ZvdW5kGAkgASgDEhEKCWZvcmJpZGRlbhgKIAEoAxIgChhpbnN1ZmZpY2llbnRfcGVybWlzc2lvbnMYCyABKAMSFQoNc3BlbnRfY3JlZGl0cxgMIAEoAxIYCgtleHRlcm5hbF9pZBgNIAEoCUgBiAEBQggKBl9ncm91cEIOCgxfZXh0ZXJuYWxfaWQidAoYR2V0VmVyaWZpY2F0aW9uc1Jlc3BvbnNlEjEKB2J1Y2tldHMYASADKAsyIC5hbmFseXRpY3MudjEuVmVyaWZpY2F0aW9uQnVja2V0EiUKBHJvd3MYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IqkCChRHZXRSYXRlbGltaXRzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg0KBXN0YXJ0GAIgASgDEgsKA2VuZBgDIAEoAxIZCgxuYW1lc3BhY2VfaWQYBCABKAlIAIgBARIXCgppZGVudGlmaWVyGAUgASgJSAGIAQESLgoLZ3JhbnVsYXJpdHkYBiABKA4yGS5hbmFseXRpY3MudjEuR3JhbnVsYXJpdHkSMAoIZ3JvdXBfYnkYByABKA4yHi5hbmFseXRpY3MudjEuUmF0ZWxpbWl0R3JvdXBCeRISCgVxdWVyeRgIIAEoCUgCiAEBQg8KDV9uYW1lc3BhY2VfaWRCDQoLX2lkZW50aWZpZXJCCAoGX3F1ZXJ5IqMBCg9SYXRlbGltaXRCdWNrZXQSDAoEdGltZRgBIAEoAxIZCgxuYW1lc3BhY2VfaWQYAiABKAlIAIgBARIXCgppZGVudGlmaWVyGAMgASgJSAGIAQESDQoFdG90YWwYBCABKAMSDgoGcGFzc2VkGAUgASgDEg8KB3JlZnVzZWQYBiABKANCDwoNX25hbWVzcGFjZV9pZEINCgtfaWRlbnRpZmllciJuChVHZXRSYXRlbGltaXRzUmVzcG9uc2USLgoHYnVja2V0cxgBIAMoCzIdLmFuYWx5dGljcy52MS5SYXRlbGltaXRCdWNrZXQSJQoEcm93cxgCIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QqbAoLR3JhbnVsYXJpdHkSGwoXR1JBTlVMQVJJVFlfVU5TUEVDSUZJRUQQABIUChBHUkFOVUxBUklUWV9IT1VSEAESEwoPR1JBTlVMQVJJVFlfREFZEAISFQoRR1JBTlVMQVJJVFlfTU9OVEgQAyp0CgdHcm91cEJ5EhgKFEdST1VQX0JZX1VOU1BFQ0lGSUVEEAASEAoMR1JPVVBfQllfS0VZEAESFQoRR1JPVVBfQllfSURFTlRJVFkQAhIQCgxHUk9VUF9CWV9UQUcQAxIUChBHUk9VUF9CWV9PVVRDT01FEAQqewoQUmF0ZWxpbWl0R3JvdXBCeRIiCh5SQVRFTElNSVRfR1JPVVBfQllfVU5TUEVDSUZJRUQQABIgChxSQVRFTElNSVRfR1JPVVBfQllfTkFNRVNQQUNFEAESIQodUkFURUxJTUlUX0dST1VQX0JZX0lERU5USUZJRVIQAjLPAQoQQW5hbHl0aWNzU2VydmljZRJhChBHZXRWZXJpZmljYXRpb25zEiUuYW5hbHl0aWNzLnYxLkdldFZlcmlmaWNhdGlvbnNSZXF1ZXN0GiYuYW5hbHl0aWNzLnYxLkdldFZlcmlmaWNhdGlvbnNSZXNwb25zZRJYCg1HZXRSYXRlbGltaXRzEiIuYW5hbHl0aWNzLnYxLkdldFJhdGVsaW1pdHNSZXF1ZXN0GiMuYW5hbHl0aWNzLnYxLkdldFJhdGVsaW1pdHNSZXNwb25zZWIGcHJvdG8z", [file_common_v1_common, file_google_protobuf_struct]);
 
 /**
  * @generated from message analytics.v1.GetVerificationsRequest
@@ -200,6 +200,141 @@ export const GetVerificationsResponseSchema: GenMessage<GetVerificationsResponse
   messageDesc(file_analytics_v1_analytics, 2);
 
 /**
+ * @generated from message analytics.v1.GetRatelimitsRequest
+ */
+export type GetRatelimitsRequest = Message<"analytics.v1.GetRatelimitsRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * Unix ms, inclusive.
+   *
+   * @generated from field: int64 start = 2;
+   */
+  start: bigint;
+
+  /**
+   * Unix ms, exclusive.
+   *
+   * @generated from field: int64 end = 3;
+   */
+  end: bigint;
+
+  /**
+   * @generated from field: optional string namespace_id = 4;
+   */
+  namespaceId?: string | undefined;
+
+  /**
+   * @generated from field: optional string identifier = 5;
+   */
+  identifier?: string | undefined;
+
+  /**
+   * Unspecified means day.
+   *
+   * @generated from field: analytics.v1.Granularity granularity = 6;
+   */
+  granularity: Granularity;
+
+  /**
+   * @generated from field: analytics.v1.RatelimitGroupBy group_by = 7;
+   */
+  groupBy: RatelimitGroupBy;
+
+  /**
+   * Unkey's raw form: one ClickHouse SELECT over the aliases ratelimits_v1
+   * and ratelimits_per_{minute,hour,day,month}_v1.
+   *
+   * @generated from field: optional string query = 8;
+   */
+  query?: string | undefined;
+};
+
+/**
+ * Describes the message analytics.v1.GetRatelimitsRequest.
+ * Use `create(GetRatelimitsRequestSchema)` to create a new message.
+ */
+export const GetRatelimitsRequestSchema: GenMessage<GetRatelimitsRequest> = /*@__PURE__*/
+  messageDesc(file_analytics_v1_analytics, 3);
+
+/**
+ * @generated from message analytics.v1.RatelimitBucket
+ */
+export type RatelimitBucket = Message<"analytics.v1.RatelimitBucket"> & {
+  /**
+   * Start of the bucket, unix ms (UTC hour, day or month).
+   *
+   * @generated from field: int64 time = 1;
+   */
+  time: bigint;
+
+  /**
+   * Set when grouped by namespace or identifier.
+   *
+   * @generated from field: optional string namespace_id = 2;
+   */
+  namespaceId?: string | undefined;
+
+  /**
+   * Set when grouped by identifier.
+   *
+   * @generated from field: optional string identifier = 3;
+   */
+  identifier?: string | undefined;
+
+  /**
+   * @generated from field: int64 total = 4;
+   */
+  total: bigint;
+
+  /**
+   * @generated from field: int64 passed = 5;
+   */
+  passed: bigint;
+
+  /**
+   * @generated from field: int64 refused = 6;
+   */
+  refused: bigint;
+};
+
+/**
+ * Describes the message analytics.v1.RatelimitBucket.
+ * Use `create(RatelimitBucketSchema)` to create a new message.
+ */
+export const RatelimitBucketSchema: GenMessage<RatelimitBucket> = /*@__PURE__*/
+  messageDesc(file_analytics_v1_analytics, 4);
+
+/**
+ * @generated from message analytics.v1.GetRatelimitsResponse
+ */
+export type GetRatelimitsResponse = Message<"analytics.v1.GetRatelimitsResponse"> & {
+  /**
+   * The structured form's answer, ordered by time, then namespace, then identifier.
+   *
+   * @generated from field: repeated analytics.v1.RatelimitBucket buckets = 1;
+   */
+  buckets: RatelimitBucket[];
+
+  /**
+   * The raw form's answer: one object per row, as Unkey returns them.
+   *
+   * @generated from field: repeated google.protobuf.Struct rows = 2;
+   */
+  rows: JsonObject[];
+};
+
+/**
+ * Describes the message analytics.v1.GetRatelimitsResponse.
+ * Use `create(GetRatelimitsResponseSchema)` to create a new message.
+ */
+export const GetRatelimitsResponseSchema: GenMessage<GetRatelimitsResponse> = /*@__PURE__*/
+  messageDesc(file_analytics_v1_analytics, 5);
+
+/**
  * @generated from enum analytics.v1.Granularity
  */
 export enum Granularity {
@@ -267,7 +402,38 @@ export const GroupBySchema: GenEnum<GroupBy> = /*@__PURE__*/
   enumDesc(file_analytics_v1_analytics, 1);
 
 /**
- * Verification analytics, fed by keys.v1.KeyVerified events.
+ * @generated from enum analytics.v1.RatelimitGroupBy
+ */
+export enum RatelimitGroupBy {
+  /**
+   * @generated from enum value: RATELIMIT_GROUP_BY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * One bucket per time and namespace.
+   *
+   * @generated from enum value: RATELIMIT_GROUP_BY_NAMESPACE = 1;
+   */
+  NAMESPACE = 1,
+
+  /**
+   * One bucket per time, namespace and identifier.
+   *
+   * @generated from enum value: RATELIMIT_GROUP_BY_IDENTIFIER = 2;
+   */
+  IDENTIFIER = 2,
+}
+
+/**
+ * Describes the enum analytics.v1.RatelimitGroupBy.
+ */
+export const RatelimitGroupBySchema: GenEnum<RatelimitGroupBy> = /*@__PURE__*/
+  enumDesc(file_analytics_v1_analytics, 2);
+
+/**
+ * Verification and rate-limit analytics, fed by keys.v1.KeyVerified and
+ * ratelimit.v1.RatelimitChecked events.
  *
  * @generated from service analytics.v1.AnalyticsService
  */
@@ -283,6 +449,18 @@ export const AnalyticsService: GenService<{
     methodKind: "unary";
     input: typeof GetVerificationsRequestSchema;
     output: typeof GetVerificationsResponseSchema;
+  },
+  /**
+   * Rate-limit checks, in the structured form (start, end, filters,
+   * granularity, group_by: answered with buckets of passed and refused
+   * checks) or Unkey's raw form (query: answered with rows), never both.
+   *
+   * @generated from rpc analytics.v1.AnalyticsService.GetRatelimits
+   */
+  getRatelimits: {
+    methodKind: "unary";
+    input: typeof GetRatelimitsRequestSchema;
+    output: typeof GetRatelimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_analytics_v1_analytics, 0);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ratelimit/v1/events.proto.
  */
 export const file_ratelimit_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChlyYXRlbGltaXQvdjEvZXZlbnRzLnByb3RvEgxyYXRlbGltaXQudjEi+AEKEFJhdGVsaW1pdENoZWNrZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgR0aW1lGAIgASgDEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRIUCgxuYW1lc3BhY2VfaWQYBCABKAkSEgoKaWRlbnRpZmllchgFIAEoCRIOCgZwYXNzZWQYBiABKAgSDQoFbGltaXQYByABKAMSEQoJcmVtYWluaW5nGAggASgDEg0KBXJlc2V0GAkgASgDEgwKBGNvc3QYCiABKAMSEwoLb3ZlcnJpZGVfaWQYCyABKAkSDwoHbGF0ZW5jeRgMIAEoARINCgVpbmRleBgNIAEoDSI+ChBPdmVycmlkZXNDaGFuZ2VkEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxuYW1lc3BhY2VfaWQYAiABKAliBnByb3RvMw");
+  fileDesc("ChlyYXRlbGltaXQvdjEvZXZlbnRzLnByb3RvEgxyYXRlbGltaXQudjEihwIKEFJhdGVsaW1pdENoZWNrZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRIMCgR0aW1lGAIgASgDEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRIUCgxuYW1lc3BhY2VfaWQYBCABKAkSEgoKaWRlbnRpZmllchgFIAEoCRIOCgZwYXNzZWQYBiABKAgSDQoFbGltaXQYByABKAMSEQoJcmVtYWluaW5nGAggASgDEg0KBXJlc2V0GAkgASgDEgwKBGNvc3QYCiABKAMSEwoLb3ZlcnJpZGVfaWQYCyABKAkSDwoHbGF0ZW5jeRgMIAEoARINCgVpbmRleBgNIAEoDRINCgVjb3VudBgOIAEoDSI+ChBPdmVycmlkZXNDaGFuZ2VkEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIUCgxuYW1lc3BhY2VfaWQYAiABKAliBnByb3RvMw");
 
 /**
  * Published on subject "events.ratelimit.checked" once per standalone check,
@@ -87,6 +87,17 @@ export type RatelimitChecked = Message<"ratelimit.v1.RatelimitChecked"> & {
    * @generated from field: uint32 index = 13;
    */
   index: number;
+
+  /**
+   * How many identical checks this event stands for: 0 (unset) or 1 is one.
+   * CheckNamedLimits sends one event for the checks of one call that share
+   * workspace, limit, owner, cost and verdict (one key verified many times in
+   * a batch); they were counted in order, so the first had `remaining` +
+   * (count - 1) * cost left when it passed, and so on down to this one.
+   *
+   * @generated from field: uint32 count = 14;
+   */
+  count: number;
 };
 
 /**

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ratelimit/v1/ratelimit.proto.
  */
 export const file_ratelimit_v1_ratelimit: GenFile = /*@__PURE__*/
-  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIqIBCgxMaW1pdFJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchInCgVjaGVjaxgCIAEoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkSHQoQbWV0cmljc19kaXNhYmxlZBgEIAEoCEgAiAEBQhMKEV9tZXRyaWNzX2Rpc2FibGVkIjoKDUxpbWl0UmVzcG9uc2USKQoGcmVzdWx0GAEgASgLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0IqgBChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkSHQoQbWV0cmljc19kaXNhYmxlZBgEIAEoCEgAiAEBQhMKEV9tZXRyaWNzX2Rpc2FibGVkIlAKEk11bHRpTGltaXRSZXNwb25zZRIOCgZwYXNzZWQYASABKAgSKgoHcmVzdWx0cxgCIAMoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJnCghPdmVycmlkZRITCgtvdmVycmlkZV9pZBgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSEgoKaWRlbnRpZmllchgDIAEoCRINCgVsaW1pdBgEIAEoAxIQCghkdXJhdGlvbhgFIAEoAyJ/ChJTZXRPdmVycmlkZVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYAiABKAkSEgoKaWRlbnRpZmllchgDIAEoCRINCgVsaW1pdBgEIAEoAxIQCghkdXJhdGlvbhgFIAEoAyIqChNTZXRPdmVycmlkZVJlc3BvbnNlEhMKC292ZXJyaWRlX2lkGAEgASgJIl4KEkdldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJIj8KE0dldE92ZXJyaWRlUmVzcG9uc2USKAoIb3ZlcnJpZGUYASABKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUicgoUTGlzdE92ZXJyaWRlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYAiABKAkSJAoEcGFnZRgDIAEoCzIWLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJpChVMaXN0T3ZlcnJpZGVzUmVzcG9uc2USKQoJb3ZlcnJpZGVzGAEgAygLMhYucmF0ZWxpbWl0LnYxLk92ZXJyaWRlEiUKBHBhZ2UYAiABKAsyFy5jb21tb24udjEuUGFnZVJlc3BvbnNlImEKFURlbGV0ZU92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJIhgKFkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2UiZAoRTGltaXRCYXRjaFJlcXVlc3QSIgoHY2FsbGVycxgBIAMoCzIRLmNvbW1vbi52MS5DYWxsZXISKwoFaXRlbXMYAiADKAsyHC5yYXRlbGltaXQudjEuTGltaXRCYXRjaEl0ZW0iUwoOTGltaXRCYXRjaEl0ZW0SFAoMY2FsbGVyX2luZGV4GAEgASgNEisKB3JlcXVlc3QYAiABKAsyGi5yYXRlbGltaXQudjEuTGltaXRSZXF1ZXN0IkUKEkxpbWl0QmF0Y2hSZXNwb25zZRIvCgdyZXN1bHRzGAEgAygLMh4ucmF0ZWxpbWl0LnYxLkxpbWl0QmF0Y2hSZXN1bHQieAoQTGltaXRCYXRjaFJlc3VsdBIvCghyZXNwb25zZRgBIAEoCzIbLnJhdGVsaW1pdC52MS5MaW1pdFJlc3BvbnNlSAASKQoFZXJyb3IYAiABKAsyGC5yYXRlbGltaXQudjEuQmF0Y2hFcnJvckgAQggKBnJlc3VsdCJTCgpCYXRjaEVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRImCgZkZXRhaWwYAyABKAsyFi5jb21tb24udjEuRXJyb3JEZXRhaWwiRQoHQ291bnRlchILCgNrZXkYASABKAkSDQoFbGltaXQYAiABKAMSEAoIZHVyYXRpb24YAyABKAMSDAoEY29zdBgEIAEoAyI3CgxDb3VudGVyR3JvdXASJwoIY291bnRlcnMYASADKAsyFS5yYXRlbGltaXQudjEuQ291bnRlciJiCg1Db3VudGVyUmVzdWx0Eg8KB3N1Y2Nlc3MYASABKAgSDQoFbGltaXQYAiABKAMSEQoJcmVtYWluaW5nGAMgASgDEg0KBXJlc2V0GAQgASgDEg8KB3JlZnVzZWQYBSABKAgiQgoSQ291bnRlckdyb3VwUmVzdWx0EiwKB3Jlc3VsdHMYASADKAsyGy5yYXRlbGltaXQudjEuQ291bnRlclJlc3VsdCJECgtDb3VudGVyVW5kbxImCgdjb3VudGVyGAEgASgLMhUucmF0ZWxpbWl0LnYxLkNvdW50ZXISDQoFcmVzZXQYAiABKAMiYwoMQXBwbHlSZXF1ZXN0EioKBmdyb3VwcxgBIAMoCzIaLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXASJwoEdW5kbxgCIAMoCzIZLnJhdGVsaW1pdC52MS5Db3VudGVyVW5kbyJBCg1BcHBseVJlc3BvbnNlEjAKBmdyb3VwcxgBIAMoCzIgLnJhdGVsaW1pdC52MS5Db3VudGVyR3JvdXBSZXN1bHQiZgoKTmFtZWRMaW1pdBINCgVvd25lchgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWxpbWl0GAMgASgDEhAKCGR1cmF0aW9uGAQgASgDEhEKBGNvc3QYBSABKANIAIgBAUIHCgVfY29zdCJRCg9OYW1lZExpbWl0R3JvdXASFAoMd29ya3NwYWNlX2lkGAEgASgJEigKBmxpbWl0cxgCIAMoCzIYLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0IkgKF0NoZWNrTmFtZWRMaW1pdHNSZXF1ZXN0Ei0KBmdyb3VwcxgBIAMoCzIdLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0R3JvdXAiVQoQTmFtZWRMaW1pdFJlc3VsdBINCgVsaW1pdBgBIAEoAxIRCglyZW1haW5pbmcYAiABKAMSDQoFcmVzZXQYAyABKAMSEAoIZXhjZWVkZWQYBCABKAgiWAoVTmFtZWRMaW1pdEdyb3VwUmVzdWx0Eg4KBnBhc3NlZBgBIAEoCBIvCgdyZXN1bHRzGAIgAygLMh4ucmF0ZWxpbWl0LnYxLk5hbWVkTGltaXRSZXN1bHQiTwoYQ2hlY2tOYW1lZExpbWl0c1Jlc3BvbnNlEjMKBmdyb3VwcxgBIAMoCzIjLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0R3JvdXBSZXN1bHQyuAUKEFJhdGVsaW1pdFNlcnZpY2USQAoFTGltaXQSGi5yYXRlbGltaXQudjEuTGltaXRSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkxpbWl0UmVzcG9uc2USTwoKTXVsdGlMaW1pdBIfLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVxdWVzdBogLnJhdGVsaW1pdC52MS5NdWx0aUxpbWl0UmVzcG9uc2USUgoLU2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuU2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLlNldE92ZXJyaWRlUmVzcG9uc2USUgoLR2V0T3ZlcnJpZGUSIC5yYXRlbGltaXQudjEuR2V0T3ZlcnJpZGVSZXF1ZXN0GiEucmF0ZWxpbWl0LnYxLkdldE92ZXJyaWRlUmVzcG9uc2USWAoNTGlzdE92ZXJyaWRlcxIiLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVxdWVzdBojLnJhdGVsaW1pdC52MS5MaXN0T3ZlcnJpZGVzUmVzcG9uc2USWwoORGVsZXRlT3ZlcnJpZGUSIy5yYXRlbGltaXQudjEuRGVsZXRlT3ZlcnJpZGVSZXF1ZXN0GiQucmF0ZWxpbWl0LnYxLkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2USTwoKTGltaXRCYXRjaBIfLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVxdWVzdBogLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVzcG9uc2USYQoQQ2hlY2tOYW1lZExpbWl0cxIlLnJhdGVsaW1pdC52MS5DaGVja05hbWVkTGltaXRzUmVxdWVzdBomLnJhdGVsaW1pdC52MS5DaGVja05hbWVkTGltaXRzUmVzcG9uc2UyWAoUUmF0ZWxpbWl0UGVlclNlcnZpY2USQAoFQXBwbHkSGi5yYXRlbGltaXQudjEuQXBwbHlSZXF1ZXN0GhsucmF0ZWxpbWl0LnYxLkFwcGx5UmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
+  fileDesc("ChxyYXRlbGltaXQvdjEvcmF0ZWxpbWl0LnByb3RvEgxyYXRlbGltaXQudjEicAoKTGltaXRDaGVjaxIRCgluYW1lc3BhY2UYASABKAkSEgoKaWRlbnRpZmllchgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QioAEKC0xpbWl0UmVzdWx0EhEKCW5hbWVzcGFjZRgBIAEoCRISCgppZGVudGlmaWVyGAIgASgJEg8KB3N1Y2Nlc3MYAyABKAgSDQoFbGltaXQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgDEg0KBXJlc2V0GAYgASgDEhgKC292ZXJyaWRlX2lkGAcgASgJSACIAQFCDgoMX292ZXJyaWRlX2lkIqIBCgxMaW1pdFJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchInCgVjaGVjaxgCIAEoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkSHQoQbWV0cmljc19kaXNhYmxlZBgEIAEoCEgAiAEBQhMKEV9tZXRyaWNzX2Rpc2FibGVkIjoKDUxpbWl0UmVzcG9uc2USKQoGcmVzdWx0GAEgASgLMhkucmF0ZWxpbWl0LnYxLkxpbWl0UmVzdWx0IqgBChFNdWx0aUxpbWl0UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEigKBmNoZWNrcxgCIAMoCzIYLnJhdGVsaW1pdC52MS5MaW1pdENoZWNrEhIKCnJlcXVlc3RfaWQYAyABKAkSHQoQbWV0cmljc19kaXNhYmxlZBgEIAEoCEgAiAEBQhMKEV9tZXRyaWNzX2Rpc2FibGVkIlAKEk11bHRpTGltaXRSZXNwb25zZRIOCgZwYXNzZWQYASABKAgSKgoHcmVzdWx0cxgCIAMoCzIZLnJhdGVsaW1pdC52MS5MaW1pdFJlc3VsdCJnCghPdmVycmlkZRITCgtvdmVycmlkZV9pZBgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSEgoKaWRlbnRpZmllchgDIAEoCRINCgVsaW1pdBgEIAEoAxIQCghkdXJhdGlvbhgFIAEoAyJ/ChJTZXRPdmVycmlkZVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYAiABKAkSEgoKaWRlbnRpZmllchgDIAEoCRINCgVsaW1pdBgEIAEoAxIQCghkdXJhdGlvbhgFIAEoAyIqChNTZXRPdmVycmlkZVJlc3BvbnNlEhMKC292ZXJyaWRlX2lkGAEgASgJIl4KEkdldE92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJIj8KE0dldE92ZXJyaWRlUmVzcG9uc2USKAoIb3ZlcnJpZGUYASABKAsyFi5yYXRlbGltaXQudjEuT3ZlcnJpZGUicgoUTGlzdE92ZXJyaWRlc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIRCgluYW1lc3BhY2UYAiABKAkSJAoEcGFnZRgDIAEoCzIWLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJpChVMaXN0T3ZlcnJpZGVzUmVzcG9uc2USKQoJb3ZlcnJpZGVzGAEgAygLMhYucmF0ZWxpbWl0LnYxLk92ZXJyaWRlEiUKBHBhZ2UYAiABKAsyFy5jb21tb24udjEuUGFnZVJlc3BvbnNlImEKFURlbGV0ZU92ZXJyaWRlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhEKCW5hbWVzcGFjZRgCIAEoCRISCgppZGVudGlmaWVyGAMgASgJIhgKFkRlbGV0ZU92ZXJyaWRlUmVzcG9uc2UiJQoJTmFtZXNwYWNlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiYAoVTGlzdE5hbWVzcGFjZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISJAoEcGFnZRgCIAEoCzIWLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJsChZMaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEisKCm5hbWVzcGFjZXMYASADKAsyFy5yYXRlbGltaXQudjEuTmFtZXNwYWNlEiUKBHBhZ2UYAiABKAsyFy5jb21tb24udjEuUGFnZVJlc3BvbnNlImQKEUxpbWl0QmF0Y2hSZXF1ZXN0EiIKB2NhbGxlcnMYASADKAsyES5jb21tb24udjEuQ2FsbGVyEisKBWl0ZW1zGAIgAygLMhwucmF0ZWxpbWl0LnYxLkxpbWl0QmF0Y2hJdGVtIlMKDkxpbWl0QmF0Y2hJdGVtEhQKDGNhbGxlcl9pbmRleBgBIAEoDRIrCgdyZXF1ZXN0GAIgASgLMhoucmF0ZWxpbWl0LnYxLkxpbWl0UmVxdWVzdCJFChJMaW1pdEJhdGNoUmVzcG9uc2USLwoHcmVzdWx0cxgBIAMoCzIeLnJhdGVsaW1pdC52MS5MaW1pdEJhdGNoUmVzdWx0IngKEExpbWl0QmF0Y2hSZXN1bHQSLwoIcmVzcG9uc2UYASABKAsyGy5yYXRlbGltaXQudjEuTGltaXRSZXNwb25zZUgAEikKBWVycm9yGAIgASgLMhgucmF0ZWxpbWl0LnYxLkJhdGNoRXJyb3JIAEIICgZyZXN1bHQiUwoKQmF0Y2hFcnJvchIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSJgoGZGV0YWlsGAMgASgLMhYuY29tbW9uLnYxLkVycm9yRGV0YWlsIkUKB0NvdW50ZXISCwoDa2V5GAEgASgJEg0KBWxpbWl0GAIgASgDEhAKCGR1cmF0aW9uGAMgASgDEgwKBGNvc3QYBCABKAMiNwoMQ291bnRlckdyb3VwEicKCGNvdW50ZXJzGAEgAygLMhUucmF0ZWxpbWl0LnYxLkNvdW50ZXIiYgoNQ291bnRlclJlc3VsdBIPCgdzdWNjZXNzGAEgASgIEg0KBWxpbWl0GAIgASgDEhEKCXJlbWFpbmluZxgDIAEoAxINCgVyZXNldBgEIAEoAxIPCgdyZWZ1c2VkGAUgASgIIkIKEkNvdW50ZXJHcm91cFJlc3VsdBIsCgdyZXN1bHRzGAEgAygLMhsucmF0ZWxpbWl0LnYxLkNvdW50ZXJSZXN1bHQiRAoLQ291bnRlclVuZG8SJgoHY291bnRlchgBIAEoCzIVLnJhdGVsaW1pdC52MS5Db3VudGVyEg0KBXJlc2V0GAIgASgDImMKDEFwcGx5UmVxdWVzdBIqCgZncm91cHMYASADKAsyGi5yYXRlbGltaXQudjEuQ291bnRlckdyb3VwEicKBHVuZG8YAiADKAsyGS5yYXRlbGltaXQudjEuQ291bnRlclVuZG8iQQoNQXBwbHlSZXNwb25zZRIwCgZncm91cHMYASADKAsyIC5yYXRlbGltaXQudjEuQ291bnRlckdyb3VwUmVzdWx0ImYKCk5hbWVkTGltaXQSDQoFb3duZXIYASABKAkSDAoEbmFtZRgCIAEoCRINCgVsaW1pdBgDIAEoAxIQCghkdXJhdGlvbhgEIAEoAxIRCgRjb3N0GAUgASgDSACIAQFCBwoFX2Nvc3QiUQoPTmFtZWRMaW1pdEdyb3VwEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIoCgZsaW1pdHMYAiADKAsyGC5yYXRlbGltaXQudjEuTmFtZWRMaW1pdCJIChdDaGVja05hbWVkTGltaXRzUmVxdWVzdBItCgZncm91cHMYASADKAsyHS5yYXRlbGltaXQudjEuTmFtZWRMaW1pdEdyb3VwIlUKEE5hbWVkTGltaXRSZXN1bHQSDQoFbGltaXQYASABKAMSEQoJcmVtYWluaW5nGAIgASgDEg0KBXJlc2V0GAMgASgDEhAKCGV4Y2VlZGVkGAQgASgIIlgKFU5hbWVkTGltaXRHcm91cFJlc3VsdBIOCgZwYXNzZWQYASABKAgSLwoHcmVzdWx0cxgCIAMoCzIeLnJhdGVsaW1pdC52MS5OYW1lZExpbWl0UmVzdWx0Ik8KGENoZWNrTmFtZWRMaW1pdHNSZXNwb25zZRIzCgZncm91cHMYASADKAsyIy5yYXRlbGltaXQudjEuTmFtZWRMaW1pdEdyb3VwUmVzdWx0MpUGChBSYXRlbGltaXRTZXJ2aWNlEkAKBUxpbWl0EhoucmF0ZWxpbWl0LnYxLkxpbWl0UmVxdWVzdBobLnJhdGVsaW1pdC52MS5MaW1pdFJlc3BvbnNlEk8KCk11bHRpTGltaXQSHy5yYXRlbGltaXQudjEuTXVsdGlMaW1pdFJlcXVlc3QaIC5yYXRlbGltaXQudjEuTXVsdGlMaW1pdFJlc3BvbnNlElIKC1NldE92ZXJyaWRlEiAucmF0ZWxpbWl0LnYxLlNldE92ZXJyaWRlUmVxdWVzdBohLnJhdGVsaW1pdC52MS5TZXRPdmVycmlkZVJlc3BvbnNlElIKC0dldE92ZXJyaWRlEiAucmF0ZWxpbWl0LnYxLkdldE92ZXJyaWRlUmVxdWVzdBohLnJhdGVsaW1pdC52MS5HZXRPdmVycmlkZVJlc3BvbnNlElgKDUxpc3RPdmVycmlkZXMSIi5yYXRlbGltaXQudjEuTGlzdE92ZXJyaWRlc1JlcXVlc3QaIy5yYXRlbGltaXQudjEuTGlzdE92ZXJyaWRlc1Jlc3BvbnNlElsKDkRlbGV0ZU92ZXJyaWRlEiMucmF0ZWxpbWl0LnYxLkRlbGV0ZU92ZXJyaWRlUmVxdWVzdBokLnJhdGVsaW1pdC52MS5EZWxldGVPdmVycmlkZVJlc3BvbnNlElsKDkxpc3ROYW1lc3BhY2VzEiMucmF0ZWxpbWl0LnYxLkxpc3ROYW1lc3BhY2VzUmVxdWVzdBokLnJhdGVsaW1pdC52MS5MaXN0TmFtZXNwYWNlc1Jlc3BvbnNlEk8KCkxpbWl0QmF0Y2gSHy5yYXRlbGltaXQudjEuTGltaXRCYXRjaFJlcXVlc3QaIC5yYXRlbGltaXQudjEuTGltaXRCYXRjaFJlc3BvbnNlEmEKEENoZWNrTmFtZWRMaW1pdHMSJS5yYXRlbGltaXQudjEuQ2hlY2tOYW1lZExpbWl0c1JlcXVlc3QaJi5yYXRlbGltaXQudjEuQ2hlY2tOYW1lZExpbWl0c1Jlc3BvbnNlMlgKFFJhdGVsaW1pdFBlZXJTZXJ2aWNlEkAKBUFwcGx5EhoucmF0ZWxpbWl0LnYxLkFwcGx5UmVxdWVzdBobLnJhdGVsaW1pdC52MS5BcHBseVJlc3BvbnNlYgZwcm90bzM", [file_common_v1_common]);
 
 /**
  * @generated from message ratelimit.v1.LimitCheck
@@ -433,6 +433,72 @@ export const DeleteOverrideResponseSchema: GenMessage<DeleteOverrideResponse> = 
   messageDesc(file_ratelimit_v1_ratelimit, 14);
 
 /**
+ * @generated from message ratelimit.v1.Namespace
+ */
+export type Namespace = Message<"ratelimit.v1.Namespace"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message ratelimit.v1.Namespace.
+ * Use `create(NamespaceSchema)` to create a new message.
+ */
+export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 15);
+
+/**
+ * @generated from message ratelimit.v1.ListNamespacesRequest
+ */
+export type ListNamespacesRequest = Message<"ratelimit.v1.ListNamespacesRequest"> & {
+  /**
+   * @generated from field: common.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * @generated from field: common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message ratelimit.v1.ListNamespacesRequest.
+ * Use `create(ListNamespacesRequestSchema)` to create a new message.
+ */
+export const ListNamespacesRequestSchema: GenMessage<ListNamespacesRequest> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 16);
+
+/**
+ * @generated from message ratelimit.v1.ListNamespacesResponse
+ */
+export type ListNamespacesResponse = Message<"ratelimit.v1.ListNamespacesResponse"> & {
+  /**
+   * @generated from field: repeated ratelimit.v1.Namespace namespaces = 1;
+   */
+  namespaces: Namespace[];
+
+  /**
+   * @generated from field: common.v1.PageResponse page = 2;
+   */
+  page?: PageResponse | undefined;
+};
+
+/**
+ * Describes the message ratelimit.v1.ListNamespacesResponse.
+ * Use `create(ListNamespacesResponseSchema)` to create a new message.
+ */
+export const ListNamespacesResponseSchema: GenMessage<ListNamespacesResponse> = /*@__PURE__*/
+  messageDesc(file_ratelimit_v1_ratelimit, 17);
+
+/**
  * @generated from message ratelimit.v1.LimitBatchRequest
  */
 export type LimitBatchRequest = Message<"ratelimit.v1.LimitBatchRequest"> & {
@@ -455,7 +521,7 @@ export type LimitBatchRequest = Message<"ratelimit.v1.LimitBatchRequest"> & {
  * Use `create(LimitBatchRequestSchema)` to create a new message.
  */
 export const LimitBatchRequestSchema: GenMessage<LimitBatchRequest> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 15);
+  messageDesc(file_ratelimit_v1_ratelimit, 18);
 
 /**
  * @generated from message ratelimit.v1.LimitBatchItem
@@ -477,7 +543,7 @@ export type LimitBatchItem = Message<"ratelimit.v1.LimitBatchItem"> & {
  * Use `create(LimitBatchItemSchema)` to create a new message.
  */
 export const LimitBatchItemSchema: GenMessage<LimitBatchItem> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 16);
+  messageDesc(file_ratelimit_v1_ratelimit, 19);
 
 /**
  * @generated from message ratelimit.v1.LimitBatchResponse
@@ -499,7 +565,7 @@ export type LimitBatchResponse = Message<"ratelimit.v1.LimitBatchResponse"> & {
  * Use `create(LimitBatchResponseSchema)` to create a new message.
  */
 export const LimitBatchResponseSchema: GenMessage<LimitBatchResponse> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 17);
+  messageDesc(file_ratelimit_v1_ratelimit, 20);
 
 /**
  * @generated from message ratelimit.v1.LimitBatchResult
@@ -528,7 +594,7 @@ export type LimitBatchResult = Message<"ratelimit.v1.LimitBatchResult"> & {
  * Use `create(LimitBatchResultSchema)` to create a new message.
  */
 export const LimitBatchResultSchema: GenMessage<LimitBatchResult> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 18);
+  messageDesc(file_ratelimit_v1_ratelimit, 21);
 
 /**
  * A per-item failure inside a batch, as the unary call would have raised it.
@@ -557,7 +623,7 @@ export type BatchError = Message<"ratelimit.v1.BatchError"> & {
  * Use `create(BatchErrorSchema)` to create a new message.
  */
 export const BatchErrorSchema: GenMessage<BatchError> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 19);
+  messageDesc(file_ratelimit_v1_ratelimit, 22);
 
 /**
  * One resolved counter operation. The key names workspace, namespace id and
@@ -593,7 +659,7 @@ export type Counter = Message<"ratelimit.v1.Counter"> & {
  * Use `create(CounterSchema)` to create a new message.
  */
 export const CounterSchema: GenMessage<Counter> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 20);
+  messageDesc(file_ratelimit_v1_ratelimit, 23);
 
 /**
  * Counters checked and counted all or nothing.
@@ -612,7 +678,7 @@ export type CounterGroup = Message<"ratelimit.v1.CounterGroup"> & {
  * Use `create(CounterGroupSchema)` to create a new message.
  */
 export const CounterGroupSchema: GenMessage<CounterGroup> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 21);
+  messageDesc(file_ratelimit_v1_ratelimit, 24);
 
 /**
  * @generated from message ratelimit.v1.CounterResult
@@ -651,7 +717,7 @@ export type CounterResult = Message<"ratelimit.v1.CounterResult"> & {
  * Use `create(CounterResultSchema)` to create a new message.
  */
 export const CounterResultSchema: GenMessage<CounterResult> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 22);
+  messageDesc(file_ratelimit_v1_ratelimit, 25);
 
 /**
  * @generated from message ratelimit.v1.CounterGroupResult
@@ -668,7 +734,7 @@ export type CounterGroupResult = Message<"ratelimit.v1.CounterGroupResult"> & {
  * Use `create(CounterGroupResultSchema)` to create a new message.
  */
 export const CounterGroupResultSchema: GenMessage<CounterGroupResult> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 23);
+  messageDesc(file_ratelimit_v1_ratelimit, 26);
 
 /**
  * Gives back what a group counted when another part of the same all-or-nothing
@@ -695,7 +761,7 @@ export type CounterUndo = Message<"ratelimit.v1.CounterUndo"> & {
  * Use `create(CounterUndoSchema)` to create a new message.
  */
 export const CounterUndoSchema: GenMessage<CounterUndo> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 24);
+  messageDesc(file_ratelimit_v1_ratelimit, 27);
 
 /**
  * @generated from message ratelimit.v1.ApplyRequest
@@ -717,7 +783,7 @@ export type ApplyRequest = Message<"ratelimit.v1.ApplyRequest"> & {
  * Use `create(ApplyRequestSchema)` to create a new message.
  */
 export const ApplyRequestSchema: GenMessage<ApplyRequest> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 25);
+  messageDesc(file_ratelimit_v1_ratelimit, 28);
 
 /**
  * @generated from message ratelimit.v1.ApplyResponse
@@ -736,7 +802,7 @@ export type ApplyResponse = Message<"ratelimit.v1.ApplyResponse"> & {
  * Use `create(ApplyResponseSchema)` to create a new message.
  */
 export const ApplyResponseSchema: GenMessage<ApplyResponse> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 26);
+  messageDesc(file_ratelimit_v1_ratelimit, 29);
 
 /**
  * A named limit of a key or an identity, as one verification checks it.
@@ -784,7 +850,7 @@ export type NamedLimit = Message<"ratelimit.v1.NamedLimit"> & {
  * Use `create(NamedLimitSchema)` to create a new message.
  */
 export const NamedLimitSchema: GenMessage<NamedLimit> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 27);
+  messageDesc(file_ratelimit_v1_ratelimit, 30);
 
 /**
  * The named limits of one verification: counted all or nothing.
@@ -808,7 +874,7 @@ export type NamedLimitGroup = Message<"ratelimit.v1.NamedLimitGroup"> & {
  * Use `create(NamedLimitGroupSchema)` to create a new message.
  */
 export const NamedLimitGroupSchema: GenMessage<NamedLimitGroup> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 28);
+  messageDesc(file_ratelimit_v1_ratelimit, 31);
 
 /**
  * @generated from message ratelimit.v1.CheckNamedLimitsRequest
@@ -827,7 +893,7 @@ export type CheckNamedLimitsRequest = Message<"ratelimit.v1.CheckNamedLimitsRequ
  * Use `create(CheckNamedLimitsRequestSchema)` to create a new message.
  */
 export const CheckNamedLimitsRequestSchema: GenMessage<CheckNamedLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 29);
+  messageDesc(file_ratelimit_v1_ratelimit, 32);
 
 /**
  * @generated from message ratelimit.v1.NamedLimitResult
@@ -864,7 +930,7 @@ export type NamedLimitResult = Message<"ratelimit.v1.NamedLimitResult"> & {
  * Use `create(NamedLimitResultSchema)` to create a new message.
  */
 export const NamedLimitResultSchema: GenMessage<NamedLimitResult> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 30);
+  messageDesc(file_ratelimit_v1_ratelimit, 33);
 
 /**
  * @generated from message ratelimit.v1.NamedLimitGroupResult
@@ -890,7 +956,7 @@ export type NamedLimitGroupResult = Message<"ratelimit.v1.NamedLimitGroupResult"
  * Use `create(NamedLimitGroupResultSchema)` to create a new message.
  */
 export const NamedLimitGroupResultSchema: GenMessage<NamedLimitGroupResult> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 31);
+  messageDesc(file_ratelimit_v1_ratelimit, 34);
 
 /**
  * @generated from message ratelimit.v1.CheckNamedLimitsResponse
@@ -909,7 +975,7 @@ export type CheckNamedLimitsResponse = Message<"ratelimit.v1.CheckNamedLimitsRes
  * Use `create(CheckNamedLimitsResponseSchema)` to create a new message.
  */
 export const CheckNamedLimitsResponseSchema: GenMessage<CheckNamedLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_ratelimit_v1_ratelimit, 32);
+  messageDesc(file_ratelimit_v1_ratelimit, 35);
 
 /**
  * Standalone and named rate limits, and overrides per identifier.
@@ -966,6 +1032,18 @@ export const RatelimitService: GenService<{
     methodKind: "unary";
     input: typeof DeleteOverrideRequestSchema;
     output: typeof DeleteOverrideResponseSchema;
+  },
+  /**
+   * ratelimits.listNamespaces (Latchkey's addition): the workspace's
+   * namespaces the caller may read (read_namespace on each, or
+   * ratelimit.*.read_namespace for all), ordered by id.
+   *
+   * @generated from rpc ratelimit.v1.RatelimitService.ListNamespaces
+   */
+  listNamespaces: {
+    methodKind: "unary";
+    input: typeof ListNamespacesRequestSchema;
+    output: typeof ListNamespacesResponseSchema;
   },
   /**
    * Many independent Limit calls in one call. The gateway coalesces concurrent

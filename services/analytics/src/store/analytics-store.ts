@@ -31,6 +31,12 @@ export interface RatelimitCheck {
   cost: number;
   overrideId: string;
   latency: number;
+  /**
+   * How many identical checks this row stands for (unset: one): the named-limit
+   * checks of one call that share everything, counted in order, `remaining`
+   * the last one's (RatelimitChecked.count).
+   */
+  count?: number;
 }
 
 export type Granularity = "hour" | "day" | "month";
@@ -64,6 +70,33 @@ export interface VerificationCount {
   outcome: string;
   count: number;
   spentCredits: number;
+}
+
+export type RatelimitGrouping = "none" | "namespace" | "identifier";
+
+/** A checked structured query over rate-limit checks: every field is present, the workspace always. */
+export interface RatelimitQuery {
+  workspaceId: string;
+  /** [start, end) in unix ms. */
+  start: number;
+  end: number;
+  /** The namespaces the caller may see; undefined means every namespace of the workspace. */
+  namespaceIds: string[] | undefined;
+  identifier: string | undefined;
+  granularity: Granularity;
+  groupBy: RatelimitGrouping;
+}
+
+/** Checks that passed (or were refused) in one bucket, namespace and identifier. */
+export interface RatelimitCount {
+  /** Bucket start, unix ms (UTC). */
+  time: number;
+  /** "" unless grouped by namespace or identifier. */
+  namespaceId: string;
+  /** "" unless grouped by identifier. */
+  identifier: string;
+  passed: boolean;
+  count: number;
 }
 
 /** A raw-SQL query that passed checkRawQuery: safe to run as it is. */
@@ -145,6 +178,8 @@ export interface AnalyticsStore {
   insertRatelimits(rows: readonly RatelimitCheck[], batchId?: string): Promise<number>;
   /** Counts per bucket, group and outcome; buckets without verifications are absent. */
   verifications(query: VerificationQuery, options?: QueryOptions): Promise<VerificationCount[]>;
+  /** Checks per bucket, group and passed flag; buckets without checks are absent. */
+  ratelimits(query: RatelimitQuery, options?: QueryOptions): Promise<RatelimitCount[]>;
   /** Runs a checked raw query; undefined when this store cannot run SQL. */
   rawQuery?(query: CheckedRawQuery, options: QueryOptions): Promise<Record<string, unknown>[]>;
   /** Answers true when the store answers. */

@@ -1,5 +1,10 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { analyticsStoreContract, query, verification } from "../../testing/analytics-store.suite.ts";
+import {
+  analyticsStoreContract,
+  query,
+  ratelimitCheck,
+  verification,
+} from "../../testing/analytics-store.suite.ts";
 import { createTestClickHouse, type TestClickHouse } from "../../testing/clickhouse.ts";
 import { migrateClickHouse } from "../migrations.ts";
 import { ClickHouseAnalyticsStore, segments } from "./clickhouse-analytics-store.ts";
@@ -49,6 +54,34 @@ describe("ClickHouseAnalyticsStore", () => {
     expect(await sum("key_verifications_per_day", "sum(count)")).toBe(50);
     const rows = await store.verifications(query({ tags: ["a"] }));
     expect(rows.reduce((n, r) => n + r.count, 0)).toBe(25);
+  });
+
+  it("keeps a row of n identical checks as n rows of ratelimits_raw, each with what it had left, once however often it is inserted", async () => {
+    const { db, store } = await open();
+    const passed = ratelimitCheck({ requestId: "rln_1:0", count: 3, remaining: 4, cost: 2 });
+    const refused = ratelimitCheck({ requestId: "rln_1:1", count: 2, remaining: 0, passed: false });
+    expect(await store.insertRatelimits([passed, refused])).toBe(5);
+    expect(await store.insertRatelimits([passed, refused])).toBe(0);
+    const rs = await db.client.query({
+      query: "SELECT request_id, passed, remaining FROM ratelimits_raw ORDER BY request_id",
+      format: "JSONEachRow",
+    });
+    expect(await rs.json()).toEqual([
+      { request_id: "rln_1:0", passed: 1, remaining: 8 },
+      { request_id: "rln_1:0/1", passed: 1, remaining: 6 },
+      { request_id: "rln_1:0/2", passed: 1, remaining: 4 },
+      { request_id: "rln_1:1", passed: 0, remaining: 0 },
+      { request_id: "rln_1:1/1", passed: 0, remaining: 0 },
+    ]);
+    const rollup = await db.client.query({
+      query:
+        "SELECT passed, sum(count) AS n, sum(cost) AS cost FROM ratelimits_per_hour GROUP BY passed ORDER BY passed",
+      format: "JSONEachRow",
+    });
+    expect(await rollup.json()).toEqual([
+      { passed: 0, n: 2, cost: 2 },
+      { passed: 1, n: 3, cost: 6 },
+    ]);
   });
 
   it("records each migration once in its schema_migrations table and applies nothing the second time", async () => {

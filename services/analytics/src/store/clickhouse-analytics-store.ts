@@ -18,6 +18,8 @@ import {
   QueryLimitError,
   type QueryOptions,
   type RatelimitCheck,
+  type RatelimitCount,
+  type RatelimitQuery,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -79,7 +81,7 @@ export class ClickHouseAnalyticsStore implements AnalyticsStore {
   }
 
   async insertRatelimits(rows: readonly RatelimitCheck[]): Promise<number> {
-    const fresh = await this.unseen("ratelimits_raw", rows);
+    const fresh = await this.unseen("ratelimits_raw", rows.flatMap(checksOf));
     if (fresh.length === 0) return 0;
     await this.ch.insert({
       table: "ratelimits_raw",
@@ -222,6 +224,71 @@ GROUP BY bucket, grp, ext, outcome`,
     }));
   }
 
+  async ratelimits(q: RatelimitQuery, options?: QueryOptions): Promise<RatelimitCount[]> {
+    if (q.namespaceIds?.length === 0 || q.end <= q.start) return [];
+    const parts = await Promise.all(
+      segments(q.start, q.end, q.granularity).map((s) =>
+        this.countRatelimitSegment(q, s, options).catch((err: unknown) => {
+          throw limitOf(err) ?? err;
+        }),
+      ),
+    );
+    // A bucket split between the raw table and a rollup comes back in pieces: add them up.
+    const merged = new Map<string, RatelimitCount>();
+    for (const rows of parts) {
+      for (const r of rows) {
+        const id = `${r.time}\u0000${r.namespaceId}\u0000${r.identifier}\u0000${r.passed}`;
+        const m = merged.get(id);
+        if (m) m.count += r.count;
+        else merged.set(id, { ...r });
+      }
+    }
+    if (options && merged.size > options.limits.structuredMaxRows) throw new QueryLimitError("rows");
+    return [...merged.values()];
+  }
+
+  private async countRatelimitSegment(
+    q: RatelimitQuery,
+    s: Segment,
+    options: QueryOptions | undefined,
+  ): Promise<RatelimitCount[]> {
+    const table = s.source === "raw" ? "ratelimits_raw" : `ratelimits_per_${s.source}`;
+    const where = [
+      `workspace_id = ${quote(q.workspaceId)}`,
+      `time >= ${int(s.from)}`,
+      `time < ${int(s.to)}`,
+      ...(q.namespaceIds ? [`namespace_id IN ${tuple(q.namespaceIds)}`] : []),
+      ...(q.identifier !== undefined ? [`identifier = ${quote(q.identifier)}`] : []),
+    ];
+    const ns = q.groupBy === "none" ? "''" : "namespace_id";
+    const id = q.groupBy === "identifier" ? "identifier" : "''";
+    const rs = await this.ch.query({
+      query: `SELECT ${bucketSql(q.granularity)} AS bucket, ${ns} AS ns, ${id} AS ident, passed AS ok,
+  ${s.source === "raw" ? "count()" : "sum(count)"} AS n
+FROM ${table}
+WHERE ${where.join("\n  AND ")}
+GROUP BY bucket, ns, ident, ok`,
+      format: "JSONEachRow",
+      ...(options && {
+        abort_signal: options.signal,
+        clickhouse_settings: {
+          max_execution_time: Math.ceil(options.limits.timeoutMs / 1000),
+          max_result_rows: String(options.limits.structuredMaxRows + 1),
+          result_overflow_mode: "throw",
+          max_threads: QUERY_MAX_THREADS,
+        },
+      }),
+    });
+    const rows = await rs.json<{ bucket: number; ns: string; ident: string; ok: number; n: number }>();
+    return rows.map((r) => ({
+      time: q.granularity === "month" ? monthStart(Number(r.bucket)) : Number(r.bucket),
+      namespaceId: r.ns,
+      identifier: r.ident,
+      passed: Number(r.ok) === 1,
+      count: Number(r.n),
+    }));
+  }
+
   /**
    * Runs a checked raw query. Every error becomes a QueryLimitError or a
    * QueryFailedError naming its class: ClickHouse's text goes no further than
@@ -306,6 +373,27 @@ GROUP BY bucket, grp, ext, outcome`,
   async ping(): Promise<boolean> {
     return (await this.ch.ping()).success;
   }
+}
+
+/**
+ * The checks a row stands for, one row each as ratelimits_raw keeps them: a
+ * row of n identical checks (RatelimitCheck.count) becomes n, ids derived from
+ * its own (so a redelivery is dropped as any other), `remaining` what each had
+ * left in the order they were counted (a refused one left what the last did).
+ */
+function checksOf(row: RatelimitCheck): RatelimitCheck[] {
+  const n = row.count ?? 1;
+  if (n <= 1) return [row];
+  const out: RatelimitCheck[] = new Array(n);
+  for (let k = 0; k < n; k++) {
+    out[k] = {
+      ...row,
+      requestId: k === 0 ? row.requestId : `${row.requestId}/${k}`,
+      remaining: row.passed ? row.remaining + (n - 1 - k) * row.cost : row.remaining,
+      count: 1,
+    };
+  }
+  return out;
 }
 
 /** A structured query's limit error, if ClickHouse's error is one. */

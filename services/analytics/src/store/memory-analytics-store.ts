@@ -2,6 +2,8 @@ import {
   type AnalyticsStore,
   bucketOf,
   type RatelimitCheck,
+  type RatelimitCount,
+  type RatelimitQuery,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -72,6 +74,29 @@ export class MemoryAnalyticsStore implements AnalyticsStore {
           });
         }
       }
+    }
+    return [...counts.values()];
+  }
+
+  async ratelimits(q: RatelimitQuery): Promise<RatelimitCount[]> {
+    const counts = new Map<string, RatelimitCount>();
+    for (const r of this.ratelimitRows) {
+      if (
+        r.workspaceId !== q.workspaceId ||
+        r.time < q.start ||
+        r.time >= q.end ||
+        (q.namespaceIds !== undefined && !q.namespaceIds.includes(r.namespaceId)) ||
+        (q.identifier !== undefined && r.identifier !== q.identifier)
+      ) {
+        continue;
+      }
+      const time = bucketOf(r.time, q.granularity);
+      const namespaceId = q.groupBy === "none" ? "" : r.namespaceId;
+      const identifier = q.groupBy === "identifier" ? r.identifier : "";
+      const id = `${time}\u0000${namespaceId}\u0000${identifier}\u0000${r.passed}`;
+      const c = counts.get(id);
+      if (c) c.count += r.count ?? 1;
+      else counts.set(id, { time, namespaceId, identifier, passed: r.passed, count: r.count ?? 1 });
     }
     return [...counts.values()];
   }

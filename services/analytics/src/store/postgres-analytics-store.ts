@@ -6,6 +6,8 @@ import {
   QueryLimitError,
   type QueryOptions,
   type RatelimitCheck,
+  type RatelimitCount,
+  type RatelimitQuery,
   type Verification,
   type VerificationCount,
   type VerificationQuery,
@@ -116,16 +118,16 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
           checks,
           (c) =>
             `${c.time}\0${c.workspaceId}\0${c.namespaceId}\0${storable(c.identifier)}\0${c.passed}\0${c.overrideId}`,
-          (c): RolledUpChecks => ({
-            first: c,
-            count: 1,
-            cost: c.cost,
-            latencySum: c.latency,
-            latencyMax: c.latency,
-          }),
+          (c): RolledUpChecks => {
+            const n = c.count ?? 1;
+            return { first: c, count: n, cost: c.cost * n, latencySum: c.latency * n, latencyMax: c.latency };
+          },
           (group, c) => {
-            group.cost += c.cost;
-            group.latencySum += c.latency;
+            // rollUp counted the row once; a row standing for n identical checks counts n.
+            const n = c.count ?? 1;
+            group.count += n - 1;
+            group.cost += c.cost * n;
+            group.latencySum += c.latency * n;
             group.latencyMax = Math.max(group.latencyMax, c.latency);
           },
         ),
@@ -195,21 +197,7 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
         ${q.tags.length > 0 ? sql`AND tags @> ${q.tags}::text[]` : sql``}
       GROUP BY 1, 2, 3, 4
       ${max === undefined ? sql`` : sql`LIMIT ${max + 1}`}`;
-    let rows: Awaited<ReturnType<typeof select>>;
-    if (options === undefined) rows = await select(this.sql);
-    else {
-      try {
-        rows = await this.sql.begin(async (tx) => {
-          await tx`SELECT set_config('statement_timeout', ${String(options.limits.timeoutMs)}, true)`;
-          return select(tx);
-        });
-      } catch (err) {
-        // 57014: query_canceled, which statement_timeout raises.
-        if ((err as { code?: string }).code === "57014") throw new QueryLimitError("time");
-        throw err;
-      }
-      if (max !== undefined && rows.length > max) throw new QueryLimitError("rows");
-    }
+    const rows = await this.bounded(select, options, max);
     return rows.map((r) => ({
       time: Number(r.bucket),
       group: r.grp,
@@ -218,6 +206,53 @@ export class PostgresAnalyticsStore implements AnalyticsStore {
       count: Number(r.n),
       spentCredits: Number(r.credits),
     }));
+  }
+
+  async ratelimits(q: RatelimitQuery, options?: QueryOptions): Promise<RatelimitCount[]> {
+    if (q.namespaceIds?.length === 0 || q.end <= q.start) return [];
+    const max = options?.limits.structuredMaxRows;
+    const select = (sql: Db) =>
+      sql<{ bucket: number | string; ns: string; ident: string; passed: boolean; n: number | string }[]>`
+      SELECT ${this.bucket(q.granularity)} AS bucket,
+        ${q.groupBy === "none" ? sql`''::text` : sql`namespace_id`} AS ns,
+        ${q.groupBy === "identifier" ? sql`identifier` : sql`''::text`} AS ident,
+        passed, sum(count)::bigint AS n
+      FROM analytics_ratelimits_per_ms
+      WHERE workspace_id = ${q.workspaceId} AND time >= ${q.start} AND time < ${q.end}
+        ${q.namespaceIds ? sql`AND namespace_id = ANY(${q.namespaceIds}::text[])` : sql``}
+        ${q.identifier !== undefined ? sql`AND identifier = ${q.identifier}` : sql``}
+      GROUP BY 1, 2, 3, 4
+      ${max === undefined ? sql`` : sql`LIMIT ${max + 1}`}`;
+    const rows = await this.bounded(select, options, max);
+    return rows.map((r) => ({
+      time: Number(r.bucket),
+      namespaceId: r.ns,
+      identifier: r.ident,
+      passed: r.passed,
+      count: Number(r.n),
+    }));
+  }
+
+  /** Runs a structured query under the statement timeout and the row cap of `options`. */
+  private async bounded<T>(
+    select: (sql: Db) => PromiseLike<T[]>,
+    options: QueryOptions | undefined,
+    max: number | undefined,
+  ): Promise<T[]> {
+    if (options === undefined) return await select(this.sql);
+    let rows: T[];
+    try {
+      rows = (await this.sql.begin(async (tx) => {
+        await tx`SELECT set_config('statement_timeout', ${String(options.limits.timeoutMs)}, true)`;
+        return select(tx);
+      })) as T[];
+    } catch (err) {
+      // 57014: query_canceled, which statement_timeout raises.
+      if ((err as { code?: string }).code === "57014") throw new QueryLimitError("time");
+      throw err;
+    }
+    if (max !== undefined && rows.length > max) throw new QueryLimitError("rows");
+    return rows;
   }
 
   /**

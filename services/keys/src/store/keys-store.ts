@@ -238,6 +238,14 @@ export interface KeyLookup {
 export interface KeysStore extends AuditLogStore {
   createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void>;
   findApi(id: string): Promise<ApiRecord | undefined>;
+  /**
+   * The workspace's live APIs ordered by id, after the id `after`, at most
+   * `limit`; only those of `ids` when given (the ones the caller may read).
+   */
+  listApis(
+    workspaceId: string,
+    options: { limit: number; after: string; ids?: readonly string[] },
+  ): Promise<{ apis: ApiRecord[]; next: string | null }>;
   /** Marks an API deleted; its keys stop verifying. false when it was already gone. */
   deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean>;
   /** Inserts the key, its rate limits and, for a recoverable key, its encrypted plaintext together. */

@@ -53,6 +53,24 @@ export class MemoryKeysStore implements KeysStore {
     this.audit.add(audit);
   }
 
+  async listApis(
+    workspaceId: string,
+    options: { limit: number; after: string; ids?: readonly string[] },
+  ): Promise<{ apis: ApiRecord[]; next: string | null }> {
+    const { after, ids } = options;
+    const all = [...this.apis.values()]
+      .filter(
+        (a) =>
+          a.workspaceId === workspaceId &&
+          a.deletedAt === null &&
+          a.id > after &&
+          (ids === undefined || ids.includes(a.id)),
+      )
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const apis = all.slice(0, options.limit).map((a) => ({ ...a }));
+    return { apis, next: all.length > options.limit ? (apis.at(-1)?.id ?? null) : null };
+  }
+
   async findApi(id: string): Promise<ApiRecord | undefined> {
     const api = this.apis.get(id);
     return api && { ...api };

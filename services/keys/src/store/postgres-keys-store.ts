@@ -98,6 +98,26 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
     });
   }
 
+  async listApis(
+    workspaceId: string,
+    options: { limit: number; after: string; ids?: readonly string[] },
+  ): Promise<{ apis: ApiRecord[]; next: string | null }> {
+    const rows = await this.sql<
+      { id: string; workspace_id: string; name: string; created_at: number; deleted_at: number | null }[]
+    >`SELECT id, workspace_id, name, created_at, deleted_at FROM apis
+      WHERE workspace_id = ${workspaceId} AND deleted_at IS NULL AND id > ${options.after}
+        ${options.ids === undefined ? this.sql`` : this.sql`AND id = ANY(${options.ids as string[]}::text[])`}
+      ORDER BY id LIMIT ${options.limit + 1}`;
+    const apis = rows.slice(0, options.limit).map((row) => ({
+      id: row.id,
+      workspaceId: row.workspace_id,
+      name: row.name,
+      createdAt: Number(row.created_at),
+      deletedAt: row.deleted_at,
+    }));
+    return { apis, next: rows.length > options.limit ? (apis.at(-1)?.id ?? null) : null };
+  }
+
   async findApi(id: string): Promise<ApiRecord | undefined> {
     const [row] = await this.sql<
       { id: string; workspace_id: string; name: string; created_at: number; deleted_at: number | null }[]

@@ -1,5 +1,5 @@
 import { type AuditQuery, type AuditRecord, MemoryAuditLog, newId } from "@latchkey/runtime";
-import type { Namespace, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
+import type { Namespace, NamespacePage, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
 
 /** The in-memory store of unit tests; behaves as PostgresRatelimitStore (see the contract suite). */
 export class MemoryRatelimitStore implements RatelimitStore {
@@ -26,6 +26,23 @@ export class MemoryRatelimitStore implements RatelimitStore {
       if (ns.workspaceId === workspaceId && ns.name === name) return { ...ns };
     }
     return undefined;
+  }
+
+  async listNamespaces(
+    workspaceId: string,
+    page: { limit: number; after?: string; ids?: readonly string[] },
+  ): Promise<NamespacePage> {
+    const { after, ids } = page;
+    const all = [...this.namespaces.values()]
+      .filter(
+        (ns) =>
+          ns.workspaceId === workspaceId &&
+          (after === undefined || ns.id > after) &&
+          (ids === undefined || ids.includes(ns.id)),
+      )
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const namespaces = all.slice(0, page.limit).map((ns) => ({ ...ns }));
+    return all.length > page.limit ? { namespaces, next: namespaces.at(-1)!.id } : { namespaces };
   }
 
   async createNamespace(workspaceId: string, name: string): Promise<Namespace> {

@@ -1,5 +1,5 @@
 import { type AuditRecord, insertAudit, newId, PostgresAuditedStore, type Sql } from "@latchkey/runtime";
-import type { Namespace, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
+import type { Namespace, NamespacePage, Override, OverridePage, RatelimitStore } from "./ratelimit-store.ts";
 
 interface NamespaceRow {
   id: string;
@@ -42,6 +42,20 @@ export class PostgresRatelimitStore extends PostgresAuditedStore implements Rate
     const [row] = await this.sql<NamespaceRow[]>`
       SELECT id, workspace_id, name FROM ratelimit_namespaces WHERE workspace_id = ${workspaceId} AND name = ${name}`;
     return row && namespaceOf(row);
+  }
+
+  async listNamespaces(
+    workspaceId: string,
+    page: { limit: number; after?: string; ids?: readonly string[] },
+  ): Promise<NamespacePage> {
+    const rows = await this.sql<NamespaceRow[]>`
+      SELECT id, workspace_id, name FROM ratelimit_namespaces
+      WHERE workspace_id = ${workspaceId}
+        ${page.after === undefined ? this.sql`` : this.sql`AND id COLLATE "C" > ${page.after}`}
+        ${page.ids === undefined ? this.sql`` : this.sql`AND id = ANY(${page.ids as string[]}::text[])`}
+      ORDER BY id COLLATE "C" LIMIT ${page.limit + 1}`;
+    const namespaces = rows.slice(0, page.limit).map(namespaceOf);
+    return rows.length > page.limit ? { namespaces, next: namespaces.at(-1)!.id } : { namespaces };
   }
 
   async createNamespace(workspaceId: string, name: string): Promise<Namespace> {

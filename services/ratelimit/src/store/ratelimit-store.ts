@@ -16,6 +16,12 @@ export interface Override {
   duration: number;
 }
 
+export interface NamespacePage {
+  namespaces: Namespace[];
+  /** Set when another page exists: the id to continue after. */
+  next?: string;
+}
+
 export interface OverridePage {
   overrides: Override[];
   /** Set when another page exists: the id to continue after. */
@@ -30,6 +36,14 @@ export interface OverridePage {
 export interface RatelimitStore extends AuditLogStore {
   namespaceById(workspaceId: string, id: string): Promise<Namespace | undefined>;
   namespaceByName(workspaceId: string, name: string): Promise<Namespace | undefined>;
+  /**
+   * The workspace's namespaces ordered by id, after `after`, at most `limit`;
+   * only those of `ids` when given (the ones the caller may read).
+   */
+  listNamespaces(
+    workspaceId: string,
+    page: { limit: number; after?: string; ids?: readonly string[] },
+  ): Promise<NamespacePage>;
   /** Creates the namespace, or answers the one a concurrent call created with the same name. */
   createNamespace(workspaceId: string, name: string): Promise<Namespace>;
 
