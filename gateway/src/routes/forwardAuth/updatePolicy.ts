@@ -1,12 +1,11 @@
 import { Type } from "@sinclair/typebox";
-import { problems } from "../../problem.ts";
 import { route } from "../../route.ts";
 import { Closed, ID_PATTERN, Int, Str } from "../../schema.ts";
 import { BodyPolicy, definitionJson, StoredPolicy, storedPolicyData } from "./stored-policy.ts";
 
 /**
  * Replaces the policy's definition (policy: the whole new one), moves it in match order (position),
- * or both; answers the policy as it now is. Takes effect on the next forward-auth request.
+ * or both (neither changes nothing); answers the policy as it now is. Takes effect on the next forward-auth request.
  */
 export const updatePolicy = route({
   audited: true,
@@ -25,11 +24,6 @@ export const updatePolicy = route({
   }),
   permissions: () => ["forward_auth.*.update_policy"],
   async handle(input, { caller, services }) {
-    if (input.policy === undefined && input.position === undefined) {
-      throw problems.invalidInput("The request changes nothing.", [
-        { location: "/body", message: "give policy, position or both", fix: "Add policy or position." },
-      ]);
-    }
     const res = await services.keys.updateForwardAuthPolicy({
       caller,
       policyId: input.policyId,

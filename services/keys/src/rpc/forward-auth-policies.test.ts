@@ -63,6 +63,8 @@ describe("the forward-auth policy RPCs", () => {
       ["b", 1, false],
       ["d", -1, true],
     ]);
+    const unchanged = await client.updateForwardAuthPolicy({ caller: ALL, policyId: b.policyId });
+    expect(unchanged.policy?.position).toBe(1);
     const got = await client.getForwardAuthPolicy({ caller: ALL, policyId: b.policyId });
     expect(got.policy?.position).toBe(1);
     await client.deleteForwardAuthPolicy({ caller: ALL, policyId: a.policyId });

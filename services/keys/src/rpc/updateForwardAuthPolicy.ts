@@ -25,6 +25,12 @@ export function updateForwardAuthPolicy(deps: KeysDeps) {
     if (req.position !== undefined && req.position < 0) {
       throw invalidInput("/position", "position must be 0 or more");
     }
+    if (req.definitionJson === undefined && req.position === undefined) {
+      // Nothing to change: the policy as it is, with no record and no announcement.
+      const p = await deps.policies.find(caller.workspaceId, req.policyId);
+      if (p === undefined) throw policyNotFound();
+      return { policy: policyMessage(p) };
+    }
     // Whether it is the default decides which rules its definition keeps.
     const current =
       req.definitionJson === undefined
