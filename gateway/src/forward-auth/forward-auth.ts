@@ -43,7 +43,9 @@ export function createForwardAuth(
   // Per root key and policy: the caller the verification runs as (the proxy's root key narrowed to
   // the policy's API, so a key of another API is unknown), or why the root key may not serve it.
   // Held by the cached caller's identity, so a changed root key starts afresh.
-  const narrowed = new WeakMap<Caller, Map<Policy, Caller | string>>();
+  // Held by policy name, so that policies compiled again after a change replace their entry
+  // rather than add to it.
+  const narrowed = new WeakMap<Caller, Map<string, { policy: Policy; as: Caller | string }>>();
 
   function callerFor(caller: Caller, policy: Policy): Caller | string {
     let perPolicy = narrowed.get(caller);
@@ -51,16 +53,16 @@ export function createForwardAuth(
       perPolicy = new Map();
       narrowed.set(caller, perPolicy);
     }
-    let c = perPolicy.get(policy);
-    if (c === undefined) {
-      const own = `forward_auth.${policy.name}.verify`;
-      const verify = `api.${policy.apiId}.verify_key`;
-      if (!holds(caller.permissions, own)) c = `The proxy's root key lacks '${own}'.`;
-      else if (!holds(caller.permissions, verify)) c = `The proxy's root key lacks '${verify}'.`;
-      else c = { ...caller, permissions: [verify] };
-      perPolicy.set(policy, c);
-    }
-    return c;
+    const held = perPolicy.get(policy.name);
+    if (held !== undefined && held.policy === policy) return held.as;
+    const own = `forward_auth.${policy.name}.verify`;
+    const verify = `api.${policy.apiId}.verify_key`;
+    let as: Caller | string;
+    if (!holds(caller.permissions, own)) as = `The proxy's root key lacks '${own}'.`;
+    else if (!holds(caller.permissions, verify)) as = `The proxy's root key lacks '${verify}'.`;
+    else as = { ...caller, permissions: [verify] };
+    perPolicy.set(policy.name, { policy, as });
+    return as;
   }
 
   function reply(x: Exchange, d: Decision, dry: boolean, bodyless: boolean) {
