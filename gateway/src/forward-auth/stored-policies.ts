@@ -70,10 +70,13 @@ export class StoredPolicies implements PolicyMatcher {
     const file = this.file.of(caller.workspaceId);
     const first = file.first(method, host, path);
     if (first !== undefined) return first;
-    const pick = (stored: PolicySet) => stored.first(method, host, path) ?? file.fallback ?? stored.fallback;
     const entry = this.cache.get(caller.workspaceId);
-    if (entry !== undefined && entry.expiresAt > this.options.clock.now()) return pick(entry.set);
-    return this.loaded(caller).then(pick);
+    if (entry !== undefined && entry.expiresAt > this.options.clock.now()) {
+      return entry.set.first(method, host, path) ?? file.fallback ?? entry.set.fallback;
+    }
+    return this.loaded(caller).then(
+      (stored) => stored.first(method, host, path) ?? file.fallback ?? stored.fallback,
+    );
   }
 
   /** How many workspaces' policies are held (tests). */
