@@ -58,6 +58,7 @@ describe("envReads", () => {
       IDENTITY_URL: ["http://127.0.0.1:7073"],
       ANALYTICS_URL: ["http://127.0.0.1:7074"],
       WEBHOOKS_URL: ["http://127.0.0.1:7075"],
+      PORTAL_URL: ["http://127.0.0.1:7076"],
     });
   });
 

@@ -345,6 +345,7 @@ describe("the redis overlay, rendered", () => {
       identity: false,
       analytics: false,
       webhooks: false,
+      portal: false,
     });
     expect(admits(redis.objects, { kind: "outside" }, to)).toBe(false);
   });
@@ -561,6 +562,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         identity: false,
         analytics: false,
         webhooks: false,
+        portal: false,
       });
       expect(admits(set.objects, { kind: "outside" }, to("gateway", 7071)), "another port").toBe(false);
       expect(admits(set.objects, { kind: "outside" }, to("gateway", 9464)), "the metrics port").toBe(false);
@@ -583,11 +585,12 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
       // Ratelimit replicas call each other only in the peer mode (a StatefulSet).
       const peers = workloadOf(set, byName("ratelimit")).kind === "StatefulSet";
       expect(callers).toEqual({
-        keys: ["gateway"],
+        keys: ["gateway", "portal"],
         ratelimit: peers ? ["gateway", "keys", "ratelimit"] : ["gateway", "keys"],
         identity: ["gateway", "keys"],
-        analytics: ["gateway"],
+        analytics: ["gateway", "portal"],
         webhooks: ["gateway"],
+        portal: ["gateway"],
       });
     });
 
@@ -632,6 +635,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         identity: true,
         analytics: true,
         webhooks: true,
+        portal: true,
       });
       const closed = {
         gateway: true,
@@ -640,6 +644,7 @@ describe.each([base, ...overlays].map((s) => [s.name, s] as const))("%s", (_, se
         identity: false,
         analytics: false,
         webhooks: false,
+        portal: false,
       };
       expect(reach(inNamespace("monitoring", { "app.kubernetes.io/name": "grafana" })), "grafana").toEqual(
         closed,

@@ -4,7 +4,7 @@ import { type Stack, startStack } from "./testing/process-stack.ts";
 let stack: Stack;
 beforeAll(async () => {
   // The webhooks service too: auditLogs.list merges its records with the others'.
-  stack = await startStack({ webhooks: {} });
+  stack = await startStack({ webhooks: {}, portal: true });
 });
 afterAll(async () => {
   await stack?.stop();

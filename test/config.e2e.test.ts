@@ -97,6 +97,20 @@ describe("a service with a bad setting stops at start, before it connects or mig
   );
 
   it.each([
+    ["gateway", "not a url"],
+    ["gateway", "ftp://keys.example.com"],
+    ["gateway", "https://keys.example.com/?x=1"],
+  ])("%s: PUBLIC_URL=%s exits 1 naming it, before it connects", async (name, value) => {
+    const { code, output } = await runService(entries[name]!, {
+      ...unreachable,
+      DATABASE_URL: db.url,
+      PUBLIC_URL: value,
+    });
+    expect(code).toBe(1);
+    expect(output).toContain("PUBLIC_URL must be");
+  });
+
+  it.each([
     ["gateway", "RPC_TIMEOUT_MS"],
     ["gateway", "ANALYTICS_RPC_TIMEOUT_MS"],
     ["keys", "RPC_TIMEOUT_MS"],

@@ -14,7 +14,7 @@ let rootKey: string;
 let workspace: string;
 
 beforeAll(async () => {
-  stack = await startStack({ ...analytics.options, webhooks: {} });
+  stack = await startStack({ ...analytics.options, webhooks: {}, portal: true });
   const created = await createWorkspace(stack.db.sql, `openapi-${analytics.suffix}`);
   rootKey = created.rootKey;
   workspace = created.workspaceId;
@@ -39,7 +39,11 @@ function phase(operation: Operation): number {
   return 2;
 }
 
-const ORDER = [...OPERATIONS].sort((a, b) => phase(a) - phase(b));
+/**
+ * The operations a root key calls; the portal's session calls and its code exchange take a session or
+ * a code instead (test/unkey-sdk-portal.e2e.test.ts drives them, and the 401 test below).
+ */
+const ORDER = OPERATIONS.filter((o) => routes[o].auth === undefined).sort((a, b) => phase(a) - phase(b));
 
 /** What earlier answers made: the example's ids are replaced by these. */
 const made: Record<string, string> = {};
@@ -48,7 +52,7 @@ function bodyOf(operation: Operation): unknown {
   const body = structuredClone(routes[operation].example) as unknown;
   if (Array.isArray(body) || body === null || typeof body !== "object") return body;
   const out = body as Record<string, unknown>;
-  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "policyId"]) {
+  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "portalId", "sessionId", "policyId"]) {
     if (field in out && made[field] !== undefined) out[field] = made[field];
   }
   return out;
@@ -77,6 +81,8 @@ describe("every operation with its example body, answers held to docs/openapi.js
       }
       if (operation === "permissions.createRole") made["roleId"] = data.roleId;
       if (operation === "webhooks.create") made["webhookId"] = data.webhookId;
+      if (operation === "portals.createPortal") made["portalId"] = data.portalId;
+      if (operation === "portal.createSession") made["sessionId"] = data.id;
       if (operation === "forwardAuth.createPolicy") made["policyId"] = data.policyId;
     }
     // keys.verifyKey masks as data: 200, valid false, NOT_FOUND (its rootKey.masked says so).
@@ -90,12 +96,21 @@ describe("every operation with its example body, answers held to docs/openapi.js
   }, 180_000);
 
   it("answers 401 to every operation without a root key, in the documented error shape", async () => {
-    for (const operation of OPERATIONS) {
+    for (const operation of ORDER) {
       const res = await stack.call(operation, routes[operation].example, null);
       expect([operation, res.status, res.body.error.type]).toEqual([
         operation,
         401,
         "https://unkey.com/docs/errors/unkey/authentication/missing",
+      ]);
+    }
+    // Without a session's cookie, or with a code no session has: 401 too.
+    for (const operation of OPERATIONS.filter((o) => routes[o].auth !== undefined)) {
+      const res = await stack.call(operation, routes[operation].example, null);
+      expect([operation, res.status, res.body.error.type]).toEqual([
+        operation,
+        401,
+        "https://unkey.com/docs/errors/unkey/authentication/key_not_found",
       ]);
     }
   });

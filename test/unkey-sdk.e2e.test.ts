@@ -1,4 +1,5 @@
 import { Unkey } from "@unkey/api";
+import { HTTPClient } from "@unkey/api/lib/http";
 import { NotFoundErrorResponse } from "@unkey/api/models/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack } from "./testing/process-stack.ts";
@@ -105,5 +106,36 @@ describe("Unkey's TypeScript SDK against Latchkey", () => {
     await unkey.identities.deleteIdentity({ identity: "sdk_org_1" });
     const gone = await unkey.identities.getIdentity({ identity: "sdk_org_1" }).catch((err: unknown) => err);
     expect(gone).toBeInstanceOf(NotFoundErrorResponse);
+  });
+
+  it("verifies a key with an IP allow-list unchanged, and reads Latchkey's FORBIDDEN_IP when an address is sent", async () => {
+    const { data: api } = await unkey.apis.createApi({ name: "sdk-allow-list" });
+    // The SDK knows no ipAllowList: set it through the API itself.
+    const created = await stack.call("keys.createKey", { apiId: api.apiId, ipAllowList: ["203.0.113.0/24"] });
+    expect(created.status).toBe(200);
+    const key: string = created.body.data.key;
+    // The SDK sends no address: allow-lists are not checked, and the key verifies as before.
+    expect((await unkey.keys.verifyKey({ key })).data).toMatchObject({ valid: true, code: "VALID" });
+    // A caller that adds ipAddress (here through the SDK's own request hook) gets the code the SDK does
+    // not know: its open enum passes it through as the string, with valid false.
+    const withAddress = (ipAddress: string) =>
+      new Unkey({
+        rootKey: stack.rootKey,
+        serverURL: stack.gateway.url,
+        retryConfig: { strategy: "none" },
+        httpClient: new HTTPClient().addHook("beforeRequest", async (req) => {
+          if (!req.url.endsWith("/v2/keys.verifyKey")) return req;
+          const body = { ...((await req.clone().json()) as object), ipAddress };
+          return new Request(req, { body: JSON.stringify(body) });
+        }),
+      });
+    expect((await withAddress("198.51.100.1").keys.verifyKey({ key })).data).toMatchObject({
+      valid: false,
+      code: "FORBIDDEN_IP",
+    });
+    expect((await withAddress("203.0.113.77").keys.verifyKey({ key })).data).toMatchObject({
+      valid: true,
+      code: "VALID",
+    });
   });
 });

@@ -120,6 +120,9 @@ export interface Key {
   identity?: { id: string; externalId: string; ratelimits?: Ratelimit[] };
   ratelimits?: Ratelimit[];
   plaintext?: string;
+  /** Latchkey's additions: CIDRs it may be verified from, and when a leak report first named it. */
+  ipAllowList?: string[];
+  leakedAt?: number;
 }
 
 export interface Identity {

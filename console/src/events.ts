@@ -5,6 +5,8 @@ export const EVENT_TYPES = [
   { type: "key.updated", about: "a key's fields, credits, permissions or roles changed" },
   { type: "key.deleted", about: "a key was deleted" },
   { type: "key.rerolled", about: "a key was rerolled" },
+  { type: "key.leaked", about: "a leak report named a key: revoked or flagged, as its API says" },
+  { type: "key.expiring", about: "a key expires within its API's notice period (7 days unless set)" },
   { type: "credits.low", about: "a key's credits fell low" },
   {
     type: "credits.exhausted",

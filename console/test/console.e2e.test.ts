@@ -343,6 +343,72 @@ describe("the console", { timeout: 180_000 }, () => {
     }
   });
 
+  it("shows leaked and expiring keys with badges and filters, and edits a key's IP allow-list", async () => {
+    const { data: api } = (await post("apis.createApi", { name: "leaky", leakPolicy: "flag" })).body;
+    const leaky = (await post("keys.createKey", { apiId: api.apiId, name: "leaky key" })).body.data;
+    const soon = (
+      await post("keys.createKey", {
+        apiId: api.apiId,
+        name: "soon key",
+        expires: Date.now() + 2 * 86_400_000,
+      })
+    ).body.data;
+    const calm = (await post("keys.createKey", { apiId: api.apiId, name: "calm key" })).body.data;
+    // Anyone may report a key; the report is acted on after its answer.
+    const reported = await fetch(`${origin}/v2/keys.reportLeak`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ key: leaky.key, url: "https://example.com/paste" }),
+    });
+    expect(reported.status).toBe(200);
+    await expect
+      .poll(async () => (await post("keys.getKey", { keyId: leaky.keyId })).body.data.leakedAt, SLOW)
+      .toBeTypeOf("number");
+
+    const { context, page } = await open(1280);
+    try {
+      await signIn(page);
+      await page.goto(`/#/apis/${api.apiId}`);
+      const rows = page.getByRole("region", { name: "Keys" }).locator("tbody tr");
+      await expect.poll(() => rows.count(), SLOW).toBe(3);
+      const row = (name: string) => rows.filter({ hasText: name });
+      expect(await row("leaky key").locator(".badge").allTextContents()).toEqual(["leaked"]);
+      expect(await row("soon key").locator(".badge").allTextContents()).toEqual(["expiring"]);
+      expect(await row("calm key").locator(".badge").count()).toBe(0);
+      await page.getByLabel("Leaked").selectOption("yes");
+      await expect.poll(() => rows.count(), SLOW).toBe(1);
+      expect(await rows.first().textContent()).toContain("leaky key");
+      await page.getByLabel("Leaked").selectOption("any");
+      await page.getByLabel("Expiring").selectOption("yes");
+      await expect.poll(() => rows.count(), SLOW).toBe(1);
+      expect(await rows.first().textContent()).toContain("soon key");
+      expect(await seriousViolations(page)).toEqual([]);
+
+      await page.goto(`/#/apis/${api.apiId}/keys/${leaky.keyId}`);
+      await page.getByRole("heading", { name: /leaky key/ }).waitFor();
+      expect(await page.getByRole("heading", { level: 1 }).locator(".badge").allTextContents()).toEqual([
+        "leaked",
+      ]);
+      await page.getByLabel("Allowed addresses").fill("203.0.113.0/24\n2001:db8::/32");
+      await page.getByRole("button", { name: "Save allow-list" }).click();
+      await expect
+        .poll(async () => (await post("keys.getKey", { keyId: leaky.keyId })).body.data.ipAllowList, SLOW)
+        .toEqual(["203.0.113.0/24", "2001:db8::/32"]);
+      const outside = await post("keys.verifyKey", { key: leaky.key, ipAddress: "198.51.100.1" });
+      expect(outside.body.data).toMatchObject({ valid: false, code: "FORBIDDEN_IP" });
+      // A bad entry is the API's 400, shown as written.
+      await page.getByLabel("Allowed addresses").fill("not-an-address");
+      await page.getByRole("button", { name: "Save allow-list" }).click();
+      const alert = page.getByRole("alert");
+      await alert.waitFor();
+      expect(await alert.textContent()).toContain("not-an-address");
+      expect(calm.keyId).toMatch(/^key_/);
+      expect(soon.keyId).toMatch(/^key_/);
+    } finally {
+      await context.close();
+    }
+  });
+
   it("shows the API's 403 message as written when the root key lacks a permission", async () => {
     const { stdout } = await run(
       join(root, "node_modules/.bin/tsx"),

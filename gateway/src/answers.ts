@@ -84,6 +84,18 @@ export const KeyData = Closed({
   identity: Type.Optional(Identity),
   ratelimits: Type.Optional(Type.Array(RatelimitConfig)),
   plaintext: Type.Optional(Type.String({ description: "Only with `decrypt` on a recoverable key." })),
+  ipAllowList: Type.Optional(
+    Type.Array(Type.String({ examples: ["203.0.113.0/24"] }), {
+      description: "Latchkey's addition: CIDRs the key may be verified from; absent: any.",
+    }),
+  ),
+  leakedAt: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      examples: [1_767_225_600_000],
+      description: "Latchkey's addition: when a leak report first named the key; absent: never.",
+    }),
+  ),
 });
 
 /** A key's new plaintext, shown this once, and its id. */

@@ -35,6 +35,12 @@ describe("compare", () => {
     authorization: "Bearer k",
     accept: undefined,
     forwardedFor: undefined,
+    host: "t",
+    cookie: undefined,
+    origin: undefined,
+    secFetchSite: undefined,
+    forwardedProto: undefined,
+    forwardedHost: undefined,
     body: "{}",
     ...over,
   });

@@ -579,7 +579,8 @@ function fieldsOf(text: string): Map<string, string> {
     const name = line.slice(0, colon).toLowerCase();
     const value = trim(line.slice(colon + 1));
     const before = fields.get(name);
-    fields.set(name, before === undefined ? value : `${before}, ${value}`);
+    // As node:http: Cookie fields joined with "; ", the others with ", ".
+    fields.set(name, before === undefined ? value : `${before}${name === "cookie" ? "; " : ", "}${value}`);
   }
   return fields;
 }

@@ -11,6 +11,7 @@ import {
   type VerifyKeyRequest,
   type VerifyKeyResponse,
 } from "@latchkey/proto/keys/v1/keys_pb";
+import { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
 import {
   type LimitBatchItem,
   type LimitRequest,
@@ -38,9 +39,11 @@ import { FORWARD_AUTH_PATH } from "./forward-auth/request.ts";
 import { StoredPolicies } from "./forward-auth/stored-policies.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
+import { PortalWeb, sessionCookie } from "./portal-web.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
 import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
+import { type OpenEndpoint, openEndpoints } from "./routes/leaks/index.ts";
 import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
@@ -54,6 +57,16 @@ export interface GatewayDeps {
   analytics: Transport;
   /** WebhookService: webhooks and their deliveries. */
   webhooks: Transport;
+  /** PortalService: portals and their sessions. */
+  portal: Transport;
+  /**
+   * Where the deployment is reached from outside (PUBLIC_URL): the base of the portal's URLs and
+   * the origin its state-changing calls must come from. Unset: env PUBLIC_URL; neither: each
+   * request's own origin (docs/portal.md).
+   */
+  publicUrl?: string;
+  /** Each client's budget of portal.exchangeCode attempts (portal-web.ts); tests that send many raise it. */
+  exchangeBudget?: { burst: number; perMinute: number };
   /** Where the cause of a 5xx is written, once, with its requestId. */
   log: Logger;
   /** Time for the root-key cache. */
@@ -114,8 +127,9 @@ export interface Exchange extends RequestOrigin {
   readonly authorization: string | undefined;
   readonly accept: string | undefined;
   /**
-   * A request field by its lower-case name, repeated ones joined with ", "; read by forward-auth
-   * only. The edge's head holds latin1 text, as node:http's does.
+   * A request field by its lower-case name, repeated ones joined with ", " (Cookie's with "; "); read
+   * by forward-auth and the portal's routes (portal-web.ts) only. The edge's head holds latin1 text,
+   * as node:http's does.
    */
   header?(name: string): string | undefined;
   /** Set by the gateway on an operation's request: what latchkey_http_request_duration_seconds times. */
@@ -178,6 +192,12 @@ interface Served {
   freeJson: boolean;
   /** Whether it changes state: its caller then carries the request id, for the change's audit record. */
   changes: boolean;
+  /** Who calls it (Route.auth): a root key, a portal session, or anyone. */
+  auth: "rootKey" | "portalSession" | "none";
+  /** Whether its handler reads the request's side (RouteContext.web): the portal's routes. */
+  web: boolean;
+  /** An operation anyone may call, with no root key (routes/leaks); undefined for the route table's. */
+  open: OpenEndpoint | undefined;
 }
 
 const JSON_TYPE = "application/json";
@@ -210,6 +230,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // A bad TRUSTED_PROXIES stops the start, naming it.
   const trustedProxies = TrustedProxies.parse(deps.trustedProxies ?? env.string("TRUSTED_PROXIES"));
   const auth = new RootKeyAuth(keys, deps.clock, { ttlMs, trustedProxies }, deps.bus);
+  // A bad PUBLIC_URL stops the start, naming it.
+  const portalWeb = new PortalWeb(
+    deps.publicUrl ?? env.string("PUBLIC_URL"),
+    trustedProxies,
+    deps.clock,
+    deps.exchangeBudget,
+  );
   const maxBody = deps.maxBodyBytes ?? 1024 * 1024;
   const batching = { maxInFlight: deps.batchesInFlight ?? 2 };
   const services: Services = {
@@ -218,11 +245,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
     identity: createClient(IdentityService, deps.identity),
     analytics: createClient(AnalyticsService, deps.analytics),
     webhooks: createClient(WebhookService, deps.webhooks),
+    portal: createClient(PortalService, deps.portal),
     audit: {
       keys: createClient(AuditService, deps.keys),
       identity: createClient(AuditService, deps.identity),
       ratelimit: createClient(AuditService, deps.ratelimit),
       webhooks: createClient(AuditService, deps.webhooks),
+      portal: createClient(AuditService, deps.portal),
     },
     // Requests and their items are messages written as literals, handed over as they are in process.
     verifyKey: batchedByCaller<VerifyKeyRequest, VerifyKeyResponse, VerifyKeyBatchItem>(
@@ -265,12 +294,31 @@ export function createGateway(deps: GatewayDeps): Gateway {
       validate: compile(route.schema, route.refused),
       freeJson: holdsFreeJson(route.schema),
       changes: route.audited === true,
+      auth: route.auth ?? "rootKey",
+      web: operation.startsWith("portal"),
+      open: undefined,
     });
   }
+  for (const [path, open] of openEndpoints()) {
+    table.set(path, {
+      // Its path names it in metrics as an operation's does, though it is not in the route table.
+      operation: path.slice("/v2/".length) as Operation,
+      permissions: undefined,
+      handle: () => Promise.reject(new Error("an open endpoint is served by serveOpen")),
+      validate: (body) => ({ ok: true, value: body }),
+      freeJson: false,
+      changes: false,
+      auth: "none",
+      web: false,
+      open,
+    });
+  }
+  const clientOf = (origin: RequestOrigin) => trustedProxies.clientOf(origin);
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
+    if (served.open !== undefined) return serveOpen(served, served.open, x, requestId, raw);
     const body = parseJson(raw, served.freeJson);
     if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
     const input = served.validate(body);
@@ -281,6 +329,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       );
       return fail(served, x, requestId, undefined, p);
     }
+    if (served.auth !== "rootKey") return serveWithoutRootKey(served, x, requestId, input.value);
     // A cached root key needs no promise hop before the route runs.
     const header = x.authorization;
     let caller = auth.cached(header);
@@ -288,10 +337,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     try {
       replied =
         caller !== undefined
-          ? run(served, input.value, caller, requestId)
+          ? run(served, input.value, caller, requestId, x)
           : auth.authenticate(header, x).then((c) => {
               caller = c;
-              return run(served, input.value, c, requestId);
+              return run(served, input.value, c, requestId, x);
             });
     } catch (err) {
       return fail(served, x, requestId, caller, err);
@@ -309,11 +358,71 @@ export function createGateway(deps: GatewayDeps): Gateway {
     );
   }
 
-  function run(served: Served, input: unknown, caller: Caller, requestId: string): Promise<Reply> {
+  /** An open endpoint: no root key; its body is handed over as it came (GitHub signs the bytes). */
+  function serveOpen(served: Served, open: OpenEndpoint, x: Exchange, requestId: string, raw: Buffer) {
+    let replied: Promise<OpenReplyOf>;
+    try {
+      replied = open.handle(raw, x, { requestId, services, clientOf, clock: deps.clock });
+    } catch (err) {
+      return fail(served, x, requestId, undefined, err);
+    }
+    replied.then(
+      (reply) =>
+        reply.bare !== undefined
+          ? send(x, 200, JSON_TYPE, reply.bare)
+          : answer(x, requestId, { data: reply.data }),
+      (err: unknown) => fail(served, x, requestId, undefined, err),
+    );
+  }
+
+  function run(
+    served: Served,
+    input: unknown,
+    caller: Caller,
+    requestId: string,
+    x: Exchange,
+  ): Promise<Reply> {
     if (served.permissions) requirePermissions(caller, served.permissions(input));
     // The cached caller is shared: a management call gets a copy that carries its request id.
     const c = served.changes ? { ...caller, requestId } : caller;
+    if (served.web)
+      return served.handle(input, { caller: c, requestId, services, web: portalWeb.request(x, undefined) });
     return served.handle(input, { caller: c, requestId, services });
+  }
+
+  /**
+   * A portal session's call (its token in the portal_session cookie, checked by the portal service)
+   * or portal.exchangeCode (the code is the credential). A state-changing session call must be
+   * same-origin (portal-web.ts), so no other site's page can make it with the user's cookie.
+   */
+  function serveWithoutRootKey(served: Served, x: Exchange, requestId: string, input: unknown) {
+    let replied: Promise<Reply>;
+    try {
+      let token: string | undefined;
+      if (served.auth === "portalSession") {
+        token = sessionCookie(x.header?.("cookie"));
+        if (token === undefined) throw problems.noPortalSession();
+        if (served.changes && !portalWeb.sameOrigin(x)) throw problems.crossOrigin();
+      }
+      replied = served.handle(input, {
+        caller: NO_CALLER,
+        requestId,
+        services,
+        web: portalWeb.request(x, token),
+      });
+    } catch (err) {
+      return fail(served, x, requestId, undefined, err);
+    }
+    replied.then(
+      (reply) => {
+        try {
+          answer(x, requestId, reply);
+        } catch (err) {
+          fail(served, x, requestId, undefined, err);
+        }
+      },
+      (err: unknown) => fail(served, x, requestId, undefined, err),
+    );
   }
 
   function fail(served: Served, x: Exchange, requestId: string, caller: Caller | undefined, err: unknown) {
@@ -417,6 +526,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
   };
 }
 
+/** The caller of a route that no root key authenticates: no workspace, no permissions. */
+const NO_CALLER: Caller = {
+  $typeName: "common.v1.Caller",
+  workspaceId: "",
+  rootKeyId: "",
+  permissions: [],
+  requestId: "",
+};
+type OpenReplyOf = Awaited<ReturnType<OpenEndpoint["handle"]>>;
+
 const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };
 // The rest of a body that was not read cannot be told from the next request: the connection ends.
@@ -429,7 +548,7 @@ function answer(x: Exchange, requestId: string, reply: Reply) {
   if (reply.json !== undefined) out += `,"data":${reply.json}`;
   else out += `,"data":${JSON.stringify(reply.data) ?? "{}"}`;
   if (reply.pagination !== undefined) out += `,"pagination":${JSON.stringify(reply.pagination)}`;
-  send(x, 200, JSON_TYPE, `${out}}`);
+  send(x, 200, JSON_TYPE, `${out}}`, reply.headers);
 }
 
 /**

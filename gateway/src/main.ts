@@ -17,6 +17,7 @@ import { TrustedProxies } from "./client-address.ts";
 import { createGateway } from "./gateway.ts";
 import { listen } from "./listen.ts";
 import { metricsPortOf, serveMetrics } from "./metrics-server.ts";
+import { parsePublicUrl } from "./portal-web.ts";
 import { gatewayStarting, rootKeyCacheTtlMsFromEnv } from "./starting.ts";
 
 // The gateway as its own process: configuration from env, the services over the internal transport
@@ -43,6 +44,9 @@ await runProcess({
     metricsPortOf(metrics.value);
     const trustedProxies = env.string("TRUSTED_PROXIES") ?? "";
     TrustedProxies.parse(trustedProxies);
+    // The portal's base URL and origin (docs/portal.md); a bad one stops the start, naming it.
+    const publicUrl = env.string("PUBLIC_URL") ?? "";
+    if (publicUrl.trim() !== "") parsePublicUrl(publicUrl);
     return {
       port: env.int("PORT", 7070),
       host: "0.0.0.0",
@@ -57,6 +61,7 @@ await runProcess({
       urls: contextUrls(),
       rootKeyCacheTtlMs: rootKeyCacheTtlMsFromEnv(),
       trustedProxies,
+      publicUrl,
       metrics,
     };
   },
@@ -100,6 +105,7 @@ await runProcess({
       bus,
       rootKeyCacheTtlMs: s.rootKeyCacheTtlMs,
       trustedProxies: s.trustedProxies,
+      publicUrl: s.publicUrl,
       // The web console at / when it was built (deploy/build.ts builds it into the image); CONSOLE=false: none.
       pages: consolePages(),
     });

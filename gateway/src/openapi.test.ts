@@ -42,7 +42,14 @@ describe("docs/openapi.json", () => {
     for (const operation of OPERATIONS) {
       const op = doc.paths[`/v2/${operation}`].post;
       expect(op["x-root-key-permissions"]).toEqual(routes[operation].rootKey.needs);
-      expect(op.description).toContain(routes[operation].rootKey.needs[0]);
+      if (routes[operation].auth === undefined) {
+        expect(op.description).toContain(routes[operation].rootKey.needs[0]);
+      } else {
+        // A portal session's call (its cookie) or the code exchange (no credential but the code).
+        expect(op.security).toEqual(
+          routes[operation].auth === "portalSession" ? [{ portalSession: [] }] : [],
+        );
+      }
       const statuses = Object.keys(op.responses).map(Number);
       expect(statuses).toEqual(
         [200, 400, 401, 403, 413, 500, 503, ...(routes[operation].errors ?? [])].sort((a, b) => a - b),

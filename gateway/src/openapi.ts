@@ -19,14 +19,14 @@ const COMMON_ERRORS = [400, 401, 403, 413, 500, 503] as const;
 
 const DESCRIPTIONS: Record<number, string> = {
   400: "The body is not JSON, does not fit the schema, or goes past a limit; `errors` lists each violation.",
-  401: "No Authorization header, a malformed one, or an unknown or revoked root key.",
-  403: "The root key lacks a permission; the detail names it.",
+  401: "No Authorization header, a malformed one, or an unknown or revoked root key; on the portal's session calls, no live portal session; on portal.exchangeCode, a code used, expired or unknown.",
+  403: "The root key lacks a permission (the detail names it); on the portal's session calls, a scope not granted or a cross-origin change.",
   404: "The resource does not exist, or the root key may not see it (the two answer alike).",
   409: "A name or external id that must be unique is taken.",
   412: "A precondition failed (see the detail).",
   413: "The body is over 1 MiB; the connection is closed.",
   422: "The analytics query went past its time, row, byte or memory limit.",
-  429: "The workspace runs more analytics queries at once than allowed.",
+  429: "Too many at once: the workspace's analytics queries, or one client's portal.exchangeCode attempts.",
   500: "Something went wrong on Latchkey's side; quote the requestId.",
   503: "A service behind the gateway is unavailable or did not answer in time; retry.",
 };
@@ -147,12 +147,20 @@ function describe(operation: Operation, route: Route): string {
     );
   }
   if (route.description) parts.push(route.description);
-  const { needs, also, masked } = route.rootKey;
-  let access = `**Root key:** ${needs.map(code).join(" and ")}`;
-  if (also) access += `; ${also}`;
-  access += ".";
-  if (masked) access += ` ${masked}`;
-  parts.push(access);
+  if (route.auth === "portalSession") {
+    parts.push(
+      "**Portal session:** the `portal_session` cookie that `portal.exchangeCode` sets (as a browser and Unkey's SDK send it), no root key. A state-changing call from a browser must be same-origin (docs/portal.md).",
+    );
+  } else if (route.auth === "none") {
+    parts.push("**No root key:** the request's own credential authenticates it.");
+  } else {
+    const { needs, also, masked } = route.rootKey;
+    let access = `**Root key:** ${needs.map(code).join(" and ")}`;
+    if (also) access += `; ${also}`;
+    access += ".";
+    if (masked) access += ` ${masked}`;
+    parts.push(access);
+  }
   return parts.join("\n\n");
 }
 
@@ -182,6 +190,11 @@ function operationObject(operation: Operation): Json {
     description: describe(operation, route),
     ...(alias === undefined ? {} : { "x-alias-of": alias }),
     "x-root-key-permissions": route.rootKey.needs,
+    ...(route.auth === "portalSession"
+      ? { security: [{ portalSession: [] }] }
+      : route.auth === "none"
+        ? { security: [] }
+        : {}),
     requestBody: {
       required: true,
       content: { "application/json": { schema: plain(route.schema), example: route.example } },
@@ -199,6 +212,11 @@ const TAGS = [
   ["permissions", "Permissions and roles."],
   ["analytics", "Verification analytics."],
   ["webhooks", "Webhooks: events of a workspace sent to URLs it registered, signed, with a delivery log."],
+  [
+    "portals",
+    "Portals: the end-user portal in front of an API, managed with a root key (Latchkey's addition).",
+  ],
+  ["portal", "The end-user portal's sessions: minted with a root key, then used with the session's cookie."],
 ] as const;
 
 /** The OpenAPI 3.1 document of the gateway's API. */
@@ -305,6 +323,13 @@ export function openApiDocument(): Json {
           scheme: "bearer",
           description:
             "A root key of one workspace (`lk_root_…`), holding permissions `<resource>.<id>.<action>` such as `api.*.create_key` or `api.<apiId>.verify_key`; `*` alone holds everything. Latchkey also takes `apis.` as an alias of `api.` in a permission.",
+        },
+        portalSession: {
+          type: "apiKey",
+          in: "cookie",
+          name: "portal_session",
+          description:
+            "A portal session's access token, set by `portal.exchangeCode` (docs/portal.md): the `portal.*` session calls only.",
         },
       },
       schemas: {

@@ -6,6 +6,7 @@ import { CONTENT_SECURITY_POLICY, consolePages, type Pages, pagesFrom } from "@l
 import { AnalyticsService } from "@latchkey/proto/analytics/v1/analytics_pb";
 import { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
+import { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
 import { RatelimitService } from "@latchkey/proto/ratelimit/v1/ratelimit_pb";
 import { WebhookService } from "@latchkey/proto/webhooks/v1/webhooks_pb";
 import { createLogger, systemClock } from "@latchkey/runtime";
@@ -41,6 +42,7 @@ beforeAll(async () => {
     identity: none(IdentityService),
     analytics: none(AnalyticsService),
     webhooks: none(WebhookService),
+    portal: none(PortalService),
     log: createLogger("console-test", "silent"),
     clock: systemClock,
     pages,

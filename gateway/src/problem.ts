@@ -78,6 +78,9 @@ export const problemKinds = {
   ),
   [ErrorReason.WEBHOOK_NOT_FOUND]: NOT_FOUND("webhook"),
   [ErrorReason.WEBHOOK_DELIVERY_NOT_FOUND]: NOT_FOUND("webhook_delivery"),
+  [ErrorReason.PORTAL_NOT_FOUND]: NOT_FOUND("portal"),
+  [ErrorReason.PORTAL_SESSION_NOT_FOUND]: NOT_FOUND("portal_session"),
+  [ErrorReason.PORTAL_ALREADY_EXISTS]: CONFLICT("portal"),
 } satisfies Record<ErrorReason, Kind>;
 
 const make = (k: Kind, detail: string, errors?: Violation[]) =>
@@ -120,6 +123,24 @@ export const problems = {
     make(UNAVAILABLE, "Too many unknown root keys are being checked for this client; retry shortly."),
   /** A service did not answer within the call's deadline (RPC_TIMEOUT_MS): 503, as Unkey's clients expect, not 504. */
   timedOut: () => make(UNAVAILABLE, "A service behind the gateway did not answer in time; retry shortly."),
+  /** No portal_session cookie, or one naming no live session (docs/portal.md). */
+  noPortalSession: () =>
+    make(
+      problemKinds[ErrorReason.UNAUTHENTICATED],
+      "This call needs a portal session: send the portal_session cookie that portal.exchangeCode set.",
+    ),
+  /** A state-changing portal call from another origin (docs/portal.md, CSRF). */
+  crossOrigin: () =>
+    make(
+      kind(403, "Forbidden", "unkey/authorization/forbidden"),
+      "A state-changing portal call must come from the portal's own origin: its Origin (or Sec-Fetch-Site: same-origin) must name this deployment's public URL.",
+    ),
+  /** One client's portal.exchangeCode attempts beyond its budget (portal-web.ts). */
+  tooManyExchanges: (retryAfterSeconds: number) =>
+    make(
+      kind(429, "Too Many Requests", "unkey/application/too_many_requests"),
+      `Too many portal.exchangeCode attempts from this client; retry in ${retryAfterSeconds} s.`,
+    ),
   unexpected: () =>
     make(UNEXPECTED, "Something went wrong on our side. Quote the requestId when reporting it."),
 };

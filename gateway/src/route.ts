@@ -4,6 +4,7 @@ import type { AuditService } from "@latchkey/proto/audit/v1/audit_pb";
 import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import type { IdentityService } from "@latchkey/proto/identity/v1/identity_pb";
 import type { KeysService, VerifyKeyRequest, VerifyKeyResponse } from "@latchkey/proto/keys/v1/keys_pb";
+import type { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
 import type {
   LimitRequest,
   LimitResponse,
@@ -15,7 +16,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 
 /** The services a route may call, built once per gateway. */
 /** The contexts that keep audit records, each serving audit.v1.AuditService over its own table. */
-export const AUDIT_CONTEXTS = ["keys", "identity", "ratelimit", "webhooks"] as const;
+export const AUDIT_CONTEXTS = ["keys", "identity", "ratelimit", "webhooks", "portal"] as const;
 export type AuditContext = (typeof AUDIT_CONTEXTS)[number];
 
 export interface Services {
@@ -24,6 +25,7 @@ export interface Services {
   identity: Client<typeof IdentityService>;
   analytics: Client<typeof AnalyticsService>;
   webhooks: Client<typeof WebhookService>;
+  portal: Client<typeof PortalService>;
   /** Each context's audit records, served by keys, identity, ratelimit and webhooks over their own transports. */
   audit: Record<AuditContext, Client<typeof AuditService>>;
   /** ratelimits.limit through a batcher: concurrent limits share one LimitBatch call. */
@@ -33,9 +35,29 @@ export interface Services {
 }
 
 export interface RouteContext {
+  /** The root key's caller; for a route whose `auth` is not the root key's, one with no workspace. */
   caller: Caller;
   requestId: string;
   services: Services;
+  /**
+   * The request's own side for the routes that need it (the portal's): its session token, its
+   * client and the deployment's public origin (gateway/src/portal-web.ts). Undefined elsewhere.
+   */
+  web?: WebRequest;
+}
+
+/** What a portal route reads of the HTTP request beyond its body. */
+export interface WebRequest {
+  /** The portal_session cookie's value (a portal session route only). */
+  sessionToken: string | undefined;
+  /** Where the deployment is reached: PUBLIC_URL, or the request's own origin (portal URLs). */
+  publicOrigin(): string;
+  /** Set-Cookie for a session token until `expiresAt` (unix ms), Secure when the public origin is https. */
+  sessionCookie(token: string, expiresAt: number): string;
+  /** Set-Cookie that removes the session cookie. */
+  clearedCookie(): string;
+  /** Takes one portal.exchangeCode attempt from the client's budget; throws 429 once it is spent. */
+  spendExchange(): void;
 }
 
 /**
@@ -44,8 +66,14 @@ export interface RouteContext {
  * serialiser (keys.verifyKey, ratelimits.limit), `json`: the data already written as JSON.
  */
 export type Reply =
-  | { data: unknown; json?: undefined; pagination?: { cursor?: string; hasMore: boolean } }
-  | { json: string; data?: undefined; pagination?: undefined };
+  | {
+      data: unknown;
+      json?: undefined;
+      pagination?: { cursor?: string; hasMore: boolean };
+      /** Response headers beyond the defaults (the portal's Set-Cookie and Cache-Control). */
+      headers?: Readonly<Record<string, string>>;
+    }
+  | { json: string; data?: undefined; pagination?: undefined; headers?: undefined };
 
 /**
  * One public operation. Every route has the same shape: the gateway
@@ -76,6 +104,12 @@ export interface Route<S extends TSchema = TSchema> {
    * stay as they are.
    */
   audited?: true;
+  /**
+   * Who calls it: a root key (unset, every operation but the portal's session calls); a portal
+   * session, its token in the portal_session cookie (`portalSession`, docs/portal.md); or anyone
+   * (`none`: portal.exchangeCode, where the code is the credential).
+   */
+  auth?: "portalSession" | "none";
   /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
   description?: string;
   /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */

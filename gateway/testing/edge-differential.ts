@@ -27,6 +27,13 @@ export interface Seen {
   accept: string | undefined;
   /** X-Forwarded-For, repeated fields joined: auth.ts names the client of a root-key lookup by it. */
   forwardedFor: string | undefined;
+  /** What the portal's routes read (portal-web.ts): Host, Cookie, Origin, Sec-Fetch-Site, X-Forwarded-Proto and -Host. */
+  host: string | undefined;
+  cookie: string | undefined;
+  origin: string | undefined;
+  secFetchSite: string | undefined;
+  forwardedProto: string | undefined;
+  forwardedHost: string | undefined;
   /** latin1, or TOO_LARGE when the server handed it over as longer than maxBodyBytes. */
   body: string;
 }
@@ -72,6 +79,12 @@ class Recorder implements Gateway {
       authorization: x.authorization,
       accept: x.accept,
       forwardedFor: x.forwardedFor,
+      host: x.header?.("host"),
+      cookie: x.header?.("cookie"),
+      origin: x.header?.("origin"),
+      secFetchSite: x.header?.("sec-fetch-site"),
+      forwardedProto: x.header?.("x-forwarded-proto"),
+      forwardedHost: x.header?.("x-forwarded-host"),
       body: body === "too large" ? TOO_LARGE : body.toString("latin1"),
     };
     this.record(seen, undefined);
@@ -94,6 +107,12 @@ class Recorder implements Gateway {
         accept: req.headers.accept,
         // As the gateway's NodeExchange reads it.
         forwardedFor: joined(req.headers["x-forwarded-for"]),
+        host: req.headers.host,
+        cookie: req.headers.cookie,
+        origin: joined(req.headers.origin),
+        secFetchSite: joined(req.headers["sec-fetch-site"]),
+        forwardedProto: joined(req.headers["x-forwarded-proto"]),
+        forwardedHost: joined(req.headers["x-forwarded-host"]),
         body: INCOMPLETE,
       },
       { version: req.httpVersion, rawHeaders: req.rawHeaders },
@@ -213,6 +232,12 @@ function same(a: Seen | undefined, b: Seen | undefined): boolean {
     a.authorization === b.authorization &&
     a.accept === b.accept &&
     a.forwardedFor === b.forwardedFor &&
+    a.host === b.host &&
+    a.cookie === b.cookie &&
+    a.origin === b.origin &&
+    a.secFetchSite === b.secFetchSite &&
+    a.forwardedProto === b.forwardedProto &&
+    a.forwardedHost === b.forwardedHost &&
     a.body === b.body
   );
 }
@@ -441,6 +466,14 @@ function requestArbitrary(oneIn: number) {
       ["", "10.0.0.1"],
       ["a,,b", "c"],
     ),
+    cookie: mostly([] as string[], ["portal_session=pat_1"], ["a=1", "portal_session=pat_2"], [" a=1; b=2 "]),
+    origin: mostly(
+      [] as string[],
+      ["https://keys.example.com"],
+      ["null"],
+      ["https://a.example", "https://b.example"],
+    ),
+    secFetchSite: mostly([] as string[], ["same-origin"], [" cross-site\t"], ["same-origin", "cross-site"]),
     contentType: mostly(["application/json"], [], ["a", "b"]),
     connection: mostly(
       [] as string[],
@@ -647,6 +680,9 @@ function build(r: Request): string {
   for (const v of s.authorization) field("Authorization", v);
   for (const v of s.accept) field("Accept", v);
   for (const v of s.forwardedFor) field("X-Forwarded-For", v);
+  for (const v of s.cookie) field("Cookie", v);
+  for (const v of s.origin) field("Origin", v);
+  for (const v of s.secFetchSite) field("Sec-Fetch-Site", v);
   for (const v of s.contentType) field("Content-Type", v);
   for (const v of s.connection) field("Connection", v);
   if (s.upgrade) field("Upgrade", "websocket");

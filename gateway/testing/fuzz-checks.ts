@@ -53,7 +53,12 @@ export function shapeProblem(status: number, body: any): string | undefined {
 
 /** The statuses an operation documents (docs/openapi.json): 400, and the route's own errors. */
 export const documented = (operation: Operation) =>
-  new Set<number>([400, ...(routes[operation].errors ?? [])]);
+  new Set<number>([
+    400,
+    // A call no root key authenticates: the session or the code it carries may be refused.
+    ...(routes[operation].auth !== undefined ? [401] : []),
+    ...(routes[operation].errors ?? []),
+  ]);
 
 export interface Sent {
   label: string;
@@ -79,7 +84,11 @@ export function refusalProblem(body: FuzzBody, sent: Sent): string | undefined {
 }
 
 /** Serves `gateway` on a free port for the enclosing describe; sends a body to an operation with `rootKey`. */
-export function over(gateway: Gateway, rootKey: string) {
+/**
+ * Sends each body over a real socket with the root key, and a portal session's cookie (`session`),
+ * which only the portal's session calls read.
+ */
+export function over(gateway: Gateway, rootKey: string, session = "pat_fuzz_session") {
   let server: Awaited<ReturnType<typeof listen>>;
   beforeAll(async () => {
     server = await listen(gateway, 0, "127.0.0.1");
@@ -88,7 +97,11 @@ export function over(gateway: Gateway, rootKey: string) {
   return async (operation: Operation, body: FuzzBody): Promise<Sent> => {
     const res = await fetch(`http://127.0.0.1:${server.port}/v2/${operation}`, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+      headers: {
+        "content-type": "application/json",
+        authorization: `Bearer ${rootKey}`,
+        cookie: `portal_session=${session}`,
+      },
       body: body.raw,
     });
     const text = await res.text();

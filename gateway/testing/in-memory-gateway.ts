@@ -12,6 +12,7 @@ import {
   type VerifyKeyResponse,
   VerifyKeyResponseSchema,
 } from "@latchkey/proto/keys/v1/keys_pb";
+import { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
 import {
   type LimitBatchRequest,
   type LimitBatchResult,
@@ -49,6 +50,11 @@ export interface HarnessOptions {
   identity?: Partial<ServiceImpl<typeof IdentityService>>;
   analytics?: Partial<ServiceImpl<typeof AnalyticsService>>;
   webhooks?: Partial<ServiceImpl<typeof WebhookService>>;
+  portal?: Partial<ServiceImpl<typeof PortalService>>;
+  /** The gateway's exchangeBudget (portal.exchangeCode attempts per client). */
+  exchangeBudget?: { burst: number; perMinute: number };
+  /** PUBLIC_URL for the gateway (portal-web.ts); none by default: each request's own origin. */
+  publicUrl?: string;
   /** Each context's AuditService, by context; unfaked, each answers no records. */
   audit?: Partial<Record<AuditContext, Partial<ServiceImpl<typeof AuditService>>>>;
   bus?: Bus;
@@ -60,6 +66,9 @@ export interface HarnessOptions {
   /** Forward-auth's policies (forward-auth/); none by default. */
   forwardAuthPolicies?: GatewayDeps["forwardAuthPolicies"];
 }
+
+/** The portal session token every request carries unless told otherwise (post's `cookie`). */
+export const HARNESS_SESSION = "pat_harness_session";
 
 /** The workspace every test root key belongs to. */
 export const WORKSPACE = "ws_test";
@@ -133,6 +142,10 @@ export function harness(options: HarnessOptions = {}) {
     router.service(AuditService, options.audit?.webhooks ?? noLogs);
     router.service(WebhookService, options.webhooks ?? {});
   });
+  const portal = createRouterTransport((router) => {
+    router.service(AuditService, options.audit?.portal ?? noLogs);
+    router.service(PortalService, options.portal ?? {});
+  });
   const gateway: Gateway = createGateway({
     // As main.ts: VerifyKeyBatch crosses with the hand-written codec, so every route test exercises it.
     keys: throughCodecs(keys, verifyKeyBatchCodecs),
@@ -140,6 +153,9 @@ export function harness(options: HarnessOptions = {}) {
     identity,
     analytics,
     webhooks,
+    portal,
+    publicUrl: options.publicUrl ?? "",
+    ...(options.exchangeBudget ? { exchangeBudget: options.exchangeBudget } : {}),
     log: options.log ?? createLogger("gateway-test", "silent"),
     clock,
     bus: options.bus,
@@ -206,10 +222,19 @@ export function harness(options: HarnessOptions = {}) {
     post(
       operation: string,
       body: unknown,
-      opts: { key?: string; authorization?: string | null; raw?: string | Buffer; accept?: string } = {},
+      opts: {
+        key?: string;
+        authorization?: string | null;
+        raw?: string | Buffer;
+        accept?: string;
+        /** The Cookie field; by default a portal session's, which only the portal's session calls read. */
+        cookie?: string | null;
+        headers?: Record<string, string>;
+      } = {},
     ): Promise<Answer> {
-      const headers: Record<string, string> = { "content-type": "application/json" };
+      const headers: Record<string, string> = { "content-type": "application/json", ...opts.headers };
       if (opts.accept) headers["accept"] = opts.accept;
+      if (opts.cookie !== null) headers["cookie"] = opts.cookie ?? `portal_session=${HARNESS_SESSION}`;
       if (opts.authorization !== null) {
         headers["authorization"] = opts.authorization ?? `Bearer ${opts.key ?? all}`;
       }
@@ -314,6 +339,27 @@ function answeringAll(service: DescService, guard: Guard, except: string[] = [])
 }
 
 /**
+ * PortalService's fakes: a root key's RPCs as every other service's; a session's (and the code
+ * exchange), which carry no caller, show the guard a caller of no workspace holding the request id
+ * they carry, so the request-id test sees it.
+ */
+function answeringPortal(guard: Guard) {
+  return Object.fromEntries(
+    PortalService.methods.map((m) => [
+      m.localName,
+      (req: { caller?: Caller; auth?: { requestId: string }; requestId?: string }) => {
+        const caller = m.input.fields.some((f) => f.localName === "caller")
+          ? req.caller
+          : create(CallerSchema, { requestId: req.auth?.requestId ?? req.requestId ?? "" });
+        guard(caller, m.localName);
+        storeLikePostgres(req, m.localName);
+        return filledMessage(m.output);
+      },
+    ]),
+  );
+}
+
+/**
  * Fakes of every RPC the gateway may call, each answering success with a filled message
  * (VerifyKeyBatch one per item; LimitBatch through the harness's own, from the faked Limit).
  * Root keys stay the harness's. `guard` sees each call's caller first (each item's, in a batch)
@@ -351,6 +397,7 @@ export function answeringEverything(guard: Guard = () => {}): HarnessOptions {
     identity: answeringAll(IdentityService, guard),
     analytics: answeringAll(AnalyticsService, guard),
     webhooks: answeringAll(WebhookService, guard),
+    portal: answeringPortal(guard),
     // No records (a filled record would not be one a service writes), after the guard.
     audit: Object.fromEntries(
       AUDIT_CONTEXTS.map((context) => [

@@ -108,6 +108,7 @@ function readRequest(r: WireReader, end: number): VerifyKeyRequest {
     else if (tag === T6_LEN) req.permissions = r.string(end);
     else if (tag === T7_LEN) req.migrationId = r.string(end);
     else if (tag === T8_LEN) req.requestId = r.string(end);
+    else if (tag === T9_LEN) req.clientIp = r.string(end);
     else r.unhandled();
   }
   r.close(end);
@@ -151,7 +152,11 @@ export function encodeVerifyKeyBatchRequest(req: VerifyKeyBatchRequest): Uint8Ar
             .optionalBigint64(4, l.duration)
             .join();
         }
-        w.optionalString(6, r.permissions).optionalString(7, r.migrationId).string(8, r.requestId).join();
+        w.optionalString(6, r.permissions)
+          .optionalString(7, r.migrationId)
+          .string(8, r.requestId)
+          .optionalString(9, r.clientIp)
+          .join();
       }
       w.join();
     }

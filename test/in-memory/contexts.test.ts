@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { IDENTITY_AUDIT_TABLE } from "@latchkey/identity";
 import { KEYS_AUDIT_TABLE } from "@latchkey/keys";
+import { PORTAL_AUDIT_TABLE } from "@latchkey/portal";
 import { RATELIMIT_AUDIT_TABLE } from "@latchkey/ratelimit";
 import { CONTEXT_NAMES, CONTEXTS, type ContextName, contextSettings, startOrder } from "@latchkey/runtime";
 import { WEBHOOKS_AUDIT_TABLE } from "@latchkey/webhooks";
@@ -20,6 +21,7 @@ describe("the list of contexts", () => {
       identity: IDENTITY_AUDIT_TABLE,
       analytics: undefined,
       webhooks: WEBHOOKS_AUDIT_TABLE,
+      portal: PORTAL_AUDIT_TABLE,
     };
     expect(Object.fromEntries(CONTEXT_NAMES.map((n) => [n, CONTEXTS[n].auditTable]))).toEqual(written);
   });

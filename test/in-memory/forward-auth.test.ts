@@ -102,6 +102,28 @@ policies:
     }
   });
 
+  it("checks a key's IP allow-list against the client the proxy reports, failing closed without one", async () => {
+    const listed = (await data("keys.createKey", { apiId, ipAllowList: ["203.0.113.0/24", "2001:db8::/32"] }))
+      .key as string;
+    const from = (forwardedFor: string | undefined) =>
+      ask(
+        "/forward-auth",
+        nginx("/main/x", {
+          authorization: `Bearer ${listed}`,
+          ...(forwardedFor === undefined ? {} : { "x-forwarded-for": forwardedFor }),
+        }),
+      );
+    expect((await from("203.0.113.9")).status).toBe(200);
+    expect((await from("2001:db8::7")).status).toBe(200);
+    const outside = await from("198.51.100.1");
+    expect(outside.status).toBe(403);
+    expect(outside.body.code).toBe("FORBIDDEN_IP");
+    // No client named: the proxy's own address (127.0.0.1) is checked, and is not on the list.
+    const unnamed = await from(undefined);
+    expect(unnamed.status).toBe(403);
+    expect(unnamed.body.code).toBe("FORBIDDEN_IP");
+  });
+
   it("answers a proxy without a root key, or with one that is unknown or lacks a permission, 500", async () => {
     const without = await ask("/forward-auth", {
       "x-original-uri": "/main/x",

@@ -23,7 +23,13 @@ describe("the gateway over the real keys and ratelimit services, through a real 
     const api = await post("apis.createApi", { name: "payments" });
     expect(api.status).toBe(200);
     const { apiId } = api.body.data;
-    expect((await post("apis.getApi", { apiId })).body.data).toEqual({ id: apiId, name: "payments" });
+    expect((await post("apis.getApi", { apiId })).body.data).toEqual({
+      id: apiId,
+      name: "payments",
+      keyFormat: "plain",
+      leakPolicy: "revoke",
+      expiringNoticeDays: 7,
+    });
 
     const created = await post("keys.createKey", {
       apiId,

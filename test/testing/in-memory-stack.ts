@@ -4,6 +4,7 @@ import { createGateway, type GatewayDeps } from "@latchkey/gateway";
 import { createMemoryIdentityDeps, identityRoutes } from "@latchkey/identity";
 import { keysRoutes } from "@latchkey/keys";
 import { createMemoryKeysDeps } from "@latchkey/keys/testing/keys-deps";
+import { createMemoryPortalDeps, type PortalSettings, portalRoutes } from "@latchkey/portal";
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { type ContextName, createLogger, hashKey, MemoryBus, TestClock } from "@latchkey/runtime";
 import { createMemoryWebhookDeps, webhookRoutes } from "@latchkey/webhooks";
@@ -18,6 +19,8 @@ export function inMemoryStack(
   name: string,
   options: {
     encryptionKey?: Buffer;
+    portal?: Partial<PortalSettings>;
+    publicUrl?: string;
     gateway?: Pick<GatewayDeps, "forwardAuthPolicies" | "trustedProxies">;
   } = {},
 ) {
@@ -35,23 +38,33 @@ export function inMemoryStack(
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
     log: createLogger("keys", "silent"),
   });
+  const keys = createRouterTransport(keysRoutes(keysDeps));
+  const analyticsDeps = createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") });
+  const analytics = createRouterTransport(analyticsRoutes(analyticsDeps));
+  const portalDeps = createMemoryPortalDeps({
+    keys,
+    analytics,
+    clock,
+    log: createLogger("portal", "silent"),
+    ...(options.portal ? { settings: options.portal } : {}),
+  });
   // One transport per context of packages/runtime/src/contexts.ts: a new one fails to compile here until it is composed.
   const transports: Record<ContextName, Transport> = {
-    keys: createRouterTransport(keysRoutes(keysDeps)),
+    keys,
     ratelimit,
     identity,
-    analytics: createRouterTransport(
-      analyticsRoutes(createMemoryAnalyticsDeps({ log: createLogger("analytics", "silent") })),
-    ),
+    analytics,
     webhooks: createRouterTransport(
       webhookRoutes(createMemoryWebhookDeps({ clock, log: createLogger("webhooks", "silent") })),
     ),
+    portal: createRouterTransport(portalRoutes(portalDeps)),
   };
   const gateway = createGateway({
     ...transports,
     log: createLogger("gateway", "silent"),
     clock,
     bus,
+    publicUrl: options.publicUrl ?? "",
     ...options.gateway,
   });
   // A root key holding every permission, in a workspace of its own.
@@ -63,5 +76,5 @@ export function inMemoryStack(
     revokedAt: null,
     hash: hashKey(rootKey),
   });
-  return { clock, bus, gateway, keysDeps, rootKey };
+  return { clock, bus, gateway, keysDeps, portalDeps, analyticsDeps, rootKey };
 }

@@ -129,6 +129,7 @@ export interface Stack {
   identity: Proc;
   analytics: Proc | undefined;
   webhooks: Proc | undefined;
+  portal: Proc | undefined;
   rootKey: string;
   /** POST /v2/<operation> with the bootstrap root key (or `rootKey`), answering status and parsed body. */
   call(operation: string, body: unknown, rootKey?: string | null): Promise<{ status: number; body: any }>;
@@ -152,6 +153,8 @@ export async function startStack(
      * JetStream under that durable name; without, it serves the RPCs and delivers only redeliveries.
      */
     webhooks?: { consumer?: string };
+    /** Runs the portal service too (its getVerifications needs `analytics`). */
+    portal?: boolean;
     /** Extra env per process. */
     env?: Partial<Record<ContextName | "gateway", Record<string, string>>>;
     /** Node flags for every service and the gateway, e.g. --cpu-prof for profiles. */
@@ -182,6 +185,7 @@ export async function startStack(
         ? { WEBHOOK_CONSUMER: options.webhooks.consumer }
         : { NATS_URL: "" }),
     },
+    portal: options.portal ? {} : undefined,
   };
   const flags = options.nodeArgs;
   const procs = new Map<ContextName, Proc[]>();
@@ -236,6 +240,7 @@ export async function startStack(
     identity: one("identity")!,
     analytics: one("analytics"),
     webhooks: one("webhooks"),
+    portal: one("portal"),
     rootKey,
     async call(operation, body, key = rootKey) {
       const res = await fetch(`${gateway.url}/v2/${operation}`, {

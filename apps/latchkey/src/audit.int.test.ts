@@ -16,6 +16,7 @@ import {
   keysRoutes,
   revokeRootKey,
 } from "@latchkey/keys";
+import { createPortalDeps, portalMigrations, portalRoutes } from "@latchkey/portal";
 import type { DomainEvent } from "@latchkey/proto/common/v1/common_pb";
 import {
   createRatelimitDeps,
@@ -97,6 +98,7 @@ beforeAll(async () => {
   await migrate(db.sql, "identity", identityMigrations);
   await migrate(db.sql, "ratelimit", ratelimitMigrations);
   await migrate(db.sql, "webhooks", webhookMigrations);
+  await migrate(db.sql, "portal", portalMigrations);
   const bus = new MemoryBus();
   const identity = localTransport(
     identityRoutes(createIdentityDeps({ sql: db.sql, bus, events, log: silent("identity") })),
@@ -107,13 +109,18 @@ beforeAll(async () => {
   const keysDeps = createKeysDeps({ sql: db.sql, bus, events, log: silent("keys"), identity, ratelimit });
   closeKeys = () => keysDeps.close();
   webhooks = createWebhookDeps({ sql: db.sql, encryptionKey: randomBytes(32), log: silent("webhooks") });
+  const keysTransport = localTransport(keysRoutes(keysDeps));
+  const analytics = localTransport(analyticsRoutes(createMemoryAnalyticsDeps({ log: silent("analytics") })));
   const gateway = createGateway({
-    keys: localTransport(keysRoutes(keysDeps)),
+    keys: keysTransport,
     identity,
     ratelimit,
-    analytics: localTransport(analyticsRoutes(createMemoryAnalyticsDeps({ log: silent("analytics") }))),
+    analytics,
     // No delivery worker: the deliveries redelivered here are put in by intake, and never sent.
     webhooks: localTransport(webhookRoutes(webhooks)),
+    portal: localTransport(
+      portalRoutes(createPortalDeps({ sql: db.sql, keys: keysTransport, analytics, log: silent("portal") })),
+    ),
     log: silent("gateway"),
     clock: systemClock,
     bus,

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { identityMigrations } from "@latchkey/identity";
 import { keysMigrations } from "@latchkey/keys";
+import { portalMigrations } from "@latchkey/portal";
 import { ratelimitMigrations } from "@latchkey/ratelimit";
 import {
   CONTEXTS,
@@ -26,6 +27,7 @@ const migrations: Record<ContextName, readonly Migration[]> = {
   identity: identityMigrations,
   analytics: [],
   webhooks: webhookMigrations,
+  portal: portalMigrations,
 };
 
 /** Every context's migrations, applied in one place for the all-in-one process and the CLI. */

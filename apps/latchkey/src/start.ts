@@ -13,6 +13,7 @@ import {
 } from "@latchkey/analytics";
 import { builtConsolePages } from "@latchkey/console/build";
 import { createGateway, listen, metricsPortOf, serveMetrics } from "@latchkey/gateway";
+import { parsePublicUrl } from "@latchkey/gateway/portal-web";
 import { gatewayStarting, rootKeyCacheTtlMsFromEnv } from "@latchkey/gateway/starting";
 import { createIdentityDeps, identityRoutes } from "@latchkey/identity";
 import {
@@ -24,8 +25,11 @@ import {
   KEY_CACHE_MAX_BYTES,
   keysRoutes,
   MIN_CACHE_BYTES,
+  scanningKeysFromEnv,
+  startExpiringNotices,
   startRefills,
 } from "@latchkey/keys";
+import { createPortalDeps, portalRoutes, portalSettingsFromEnv } from "@latchkey/portal";
 import {
   createRatelimitDeps,
   ratelimitRoutes,
@@ -92,6 +96,7 @@ function readSettings() {
     cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
     cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", KEY_CACHE_MAX_BYTES, MIN_CACHE_BYTES),
     creditsLowFraction: creditsLowFractionFromEnv(),
+    secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
     port: env.int("PORT", 7070),
     host: env.string("HOST", "0.0.0.0")!,
     rootKeyCacheTtlMs: rootKeyCacheTtlMsFromEnv(),
@@ -101,9 +106,20 @@ function readSettings() {
     counterBounds: counterBoundsFromEnv(),
     ratelimitStore: storeFromEnv(),
     webhooks: webhookSettingsFromEnv(),
+    portal: portalSettingsFromEnv(),
+    // The portal's URLs and its same-origin check (docs/portal.md); unset, each request's own origin.
+    publicUrl: publicUrlFromEnv(),
     // Audit records older than this many days go, from each context's table (packages/runtime/src/audit.ts).
     auditRetentionDays: env.int("AUDIT_RETENTION_DAYS", 365, 1),
   };
+}
+
+/** PUBLIC_URL, checked with the settings: a bad one stops the start before anything connects, naming it. */
+function publicUrlFromEnv(): string | undefined {
+  const value = env.string("PUBLIC_URL");
+  if (value === undefined || value.trim() === "") return undefined;
+  parsePublicUrl(value);
+  return value;
 }
 
 type Settings = ReturnType<typeof readSettings>;
@@ -250,16 +266,28 @@ async function start(settings: Settings, boot: Starting) {
     cacheSize: settings.cacheSize,
     cacheMaxBytes: settings.cacheMaxBytes,
     creditsLowFraction: settings.creditsLowFraction,
+    ...(settings.secretScanningKeys ? { secretScanningKeys: settings.secretScanningKeys } : {}),
     log: log.child({ service: "keys" }),
     ...called,
   });
   onStop(() => keys.close());
   onStop(startRefills(db.sql, { clock: keys.clock, log }));
+  onStop(startExpiringNotices(db.sql, { clock: keys.clock, log, events: keys.events }));
+  const keysTransport = localTransport(keysRoutes(keys));
+  const analyticsTransport = localTransport(analyticsRoutes(analytics));
+  const portal = createPortalDeps({
+    sql: db.sql,
+    keys: keysTransport,
+    analytics: analyticsTransport,
+    settings: settings.portal,
+    log: log.child({ service: "portal" }),
+  });
   const transports: Record<ContextName, Transport> = {
     ...called,
-    keys: localTransport(keysRoutes(keys)),
-    analytics: localTransport(analyticsRoutes(analytics)),
+    keys: keysTransport,
+    analytics: analyticsTransport,
     webhooks: webhooks.transport,
+    portal: localTransport(portalRoutes(portal)),
   };
   const gateway = createGateway({
     ...transports,
@@ -267,6 +295,7 @@ async function start(settings: Settings, boot: Starting) {
     clock: systemClock,
     bus,
     rootKeyCacheTtlMs: settings.rootKeyCacheTtlMs,
+    ...(settings.publicUrl ? { publicUrl: settings.publicUrl } : {}),
     // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
     // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
     batchesInFlight: 8,

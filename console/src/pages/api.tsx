@@ -48,6 +48,8 @@ function Keys({ apiId }: { apiId: string }) {
   const [search, setSearch] = useState("");
   const [enabled, setEnabled] = useState<Tri>("any");
   const [expired, setExpired] = useState<Tri>("any");
+  const [leaked, setLeaked] = useState<Tri>("any");
+  const [expiring, setExpiring] = useState<Tri>("any");
   const list = usePages(
     (cursor) =>
       call<Key[]>("apis.listKeys", {
@@ -66,6 +68,8 @@ function Keys({ apiId }: { apiId: string }) {
     if (enabled !== "any" && k.enabled !== (enabled === "yes")) return false;
     const isExpired = k.expires !== undefined && k.expires <= now;
     if (expired !== "any" && isExpired !== (expired === "yes")) return false;
+    if (leaked !== "any" && (k.leakedAt !== undefined) !== (leaked === "yes")) return false;
+    if (expiring !== "any" && isExpiring(k, now) !== (expiring === "yes")) return false;
     if (!needle) return true;
     return [k.name, k.start, k.keyId].some((v) => v?.toLowerCase().includes(needle));
   });
@@ -100,6 +104,20 @@ function Keys({ apiId }: { apiId: string }) {
             <option value="no">not expired</option>
           </select>
         </Field>
+        <Field label="Leaked">
+          <select value={leaked} onChange={(e) => setLeaked(e.currentTarget.value as Tri)}>
+            <option value="any">any</option>
+            <option value="yes">reported leaked</option>
+            <option value="no">not reported</option>
+          </select>
+        </Field>
+        <Field label="Expiring">
+          <select value={expiring} onChange={(e) => setExpiring(e.currentTarget.value as Tri)}>
+            <option value="any">any</option>
+            <option value="yes">within {EXPIRING_DAYS} days</option>
+            <option value="no">not soon</option>
+          </select>
+        </Field>
         <button type="submit">Search</button>
       </form>
       <p class="muted small">
@@ -131,7 +149,9 @@ function Keys({ apiId }: { apiId: string }) {
                 <code>{k.start ?? ""}</code>
               </td>
               <td>{k.identity?.externalId ?? "—"}</td>
-              <td>{state(k, now)}</td>
+              <td>
+                {state(k, now)} <KeyBadges k={k} now={now} />
+              </td>
               <td>{k.credits ? (k.credits.remaining ?? "unlimited") : "unlimited"}</td>
               <td>{when(k.createdAt)}</td>
             </tr>
@@ -149,6 +169,31 @@ function Keys({ apiId }: { apiId: string }) {
         </button>
       )}
     </section>
+  );
+}
+
+/** What the console calls expiring soon: the default notice period of key.expiring. */
+export const EXPIRING_DAYS = 7;
+
+function isExpiring(k: Key, now: number): boolean {
+  return k.expires !== undefined && k.expires > now && k.expires - now <= EXPIRING_DAYS * 86_400_000;
+}
+
+/** A leaked key's and an expiring key's badges, on the API's list and the key's page. */
+export function KeyBadges({ k, now }: { k: Key; now: number }) {
+  return (
+    <>
+      {k.leakedAt !== undefined && (
+        <span class="badge danger" title={`A leak report named this key ${when(k.leakedAt)}`}>
+          leaked
+        </span>
+      )}
+      {isExpiring(k, now) && (
+        <span class="badge warn" title={`It expires ${when(k.expires)}`}>
+          expiring
+        </span>
+      )}
+    </>
   );
 }
 

@@ -20,6 +20,7 @@ import {
   useLoad,
   when,
 } from "../ui.tsx";
+import { KeyBadges } from "./api.tsx";
 
 export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
   const key = useLoad(async () => (await call<Key>("keys.getKey", { keyId })).data, [keyId]);
@@ -29,7 +30,9 @@ export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
       <p class="crumbs">
         <a href={href("apis")}>APIs</a> / <a href={href("apis", apiId)}>{apiId}</a> /
       </p>
-      <h1>{k?.name ?? keyId}</h1>
+      <h1>
+        {k?.name ?? keyId} {k && <KeyBadges k={k} now={Date.now()} />}
+      </h1>
       {key.loading && !k ? <Loading what="the key" /> : null}
       <ErrorBox error={key.error} />
       {k && (
@@ -41,6 +44,7 @@ export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
           <ExpiryCard k={k} onChanged={key.reload} />
           <FieldsCard k={k} onChanged={key.reload} />
           <LimitsCard k={k} onChanged={key.reload} />
+          <AllowListCard k={k} onChanged={key.reload} />
           <RolesCard k={k} onChanged={key.reload} />
           <RerollCard apiId={apiId} k={k} />
           <RecoverCard k={k} />
@@ -221,6 +225,36 @@ function ExpiryCard({ k, onChanged }: Props) {
       </form>
       <ErrorBox error={act.error} />
     </section>
+  );
+}
+
+/** The key's IP allow-list, one CIDR or address a line; an empty list lets every address verify it. */
+function AllowListCard({ k, onChanged }: Props) {
+  const [text, setText] = useState((k.ipAllowList ?? []).join("\n"));
+  const act = useAction();
+  const save = async (e: Event) => {
+    e.preventDefault();
+    const ipAllowList = text
+      .split(/[\s,]+/)
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    if (await act.run(() => call("keys.updateKey", { keyId: k.keyId, ipAllowList }))) onChanged();
+  };
+  return (
+    <form class="card" onSubmit={save} aria-labelledby="allow-list-title">
+      <h2 id="allow-list-title">IP allow-list</h2>
+      <p class="muted small">
+        Addresses and CIDRs (IPv4, IPv6), one a line. When a verification gives the client's address, one
+        outside this list (and the API's) is refused with FORBIDDEN_IP. Empty: any address.
+      </p>
+      <Field label="Allowed addresses">
+        <textarea rows={3} class="mono" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      </Field>
+      <button type="submit" disabled={act.busy}>
+        Save allow-list
+      </button>
+      <ErrorBox error={act.error} />
+    </form>
   );
 }
 

@@ -20,6 +20,7 @@ const CODE_NAMES: Record<VerifyCode, string> = {
   [VerifyCode.RATE_LIMITED]: "RATE_LIMITED",
   [VerifyCode.DISABLED]: "DISABLED",
   [VerifyCode.EXPIRED]: "EXPIRED",
+  [VerifyCode.FORBIDDEN_IP]: "FORBIDDEN_IP",
 };
 
 /**
@@ -37,6 +38,7 @@ const STATUS: Record<VerifyCode, number> = {
   [VerifyCode.RATE_LIMITED]: 429,
   [VerifyCode.DISABLED]: 403,
   [VerifyCode.EXPIRED]: 403,
+  [VerifyCode.FORBIDDEN_IP]: 403,
 };
 
 const MESSAGES: Record<string, string> = {
@@ -48,6 +50,7 @@ const MESSAGES: Record<string, string> = {
   USAGE_EXCEEDED: "The API key has no credits left.",
   RATE_LIMITED: "Too many requests: the API key's rate limit is reached.",
   DISABLED: "The API key is disabled.",
+  FORBIDDEN_IP: "The API key may not be used from this address.",
   EXPIRED: "The API key has expired.",
   NO_POLICY: "No policy covers this request.",
 };

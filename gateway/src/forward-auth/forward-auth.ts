@@ -182,7 +182,8 @@ function nginxAsks(x: Exchange): boolean {
 
 /**
  * keys.verifyKey's request for a policy, as the public operation writes it. `clientAddress` is the
- * client's address for the request's client-address field (see the caller); not sent yet.
+ * client's address as the proxy reports it: the key's and its API's IP allow-lists are checked
+ * against it.
  */
 function verifyRequest(
   policy: Policy,
@@ -190,7 +191,6 @@ function verifyRequest(
   requestId: string,
   clientAddress: string | undefined,
 ): VerifyKeyRequest {
-  void clientAddress;
   return {
     $typeName: "keys.v1.VerifyKeyRequest",
     caller: undefined,
@@ -210,5 +210,6 @@ function verifyRequest(
     permissions: policy.permissions,
     migrationId: undefined,
     requestId,
+    clientIp: clientAddress,
   };
 }

@@ -25,14 +25,14 @@ describe("the client's address as the proxy reports it", () => {
     );
   });
 
-  it("knows no client behind a proxy it does not trust, nor behind one that names none", () => {
-    expect(
-      clientAddressOf(exchange("192.0.2.1", { "x-forwarded-for": "203.0.113.7" }), trusted),
-    ).toBeUndefined();
-    expect(clientAddressOf(exchange("10.0.0.2", {}), trusted)).toBeUndefined();
+  it("takes the proxy's own address when it is not trusted or names no client, so allow-lists fail closed", () => {
+    expect(clientAddressOf(exchange("192.0.2.1", { "x-forwarded-for": "203.0.113.7" }), trusted)).toBe(
+      "192.0.2.1",
+    );
+    expect(clientAddressOf(exchange("10.0.0.2", {}), trusted)).toBe("10.0.0.2");
     expect(
       clientAddressOf(exchange("10.0.0.2", { "x-forwarded-for": "203.0.113.7" }), TrustedProxies.none),
-    ).toBeUndefined();
+    ).toBe("10.0.0.2");
   });
 
   it("writes an IPv6 client in its short form", () => {

@@ -84,13 +84,12 @@ export function normalizedPath(raw: string): string {
 /**
  * The client's address as the proxy reports it: the proxy is believed only when TRUSTED_PROXIES
  * names it, and then its X-Forwarded-For is walked as for the root-key budgets
- * (client-address.ts), X-Real-IP standing in for a proxy that sends only that. Undefined when the
- * proxy is not trusted: its own address is not the client's.
+ * (client-address.ts), X-Real-IP standing in for a proxy that sends only that. A proxy that is not
+ * trusted, or reports nothing, gives its own address: a key with an IP allow-list is then refused
+ * (the proxy is not its client), never let through unchecked.
  */
 export function clientAddressOf(x: Exchange, trusted: TrustedProxies): string | undefined {
-  if (!trusted.trustsPeer(x.peer)) return undefined;
   const forwardedFor = x.forwardedFor ?? x.header!("x-real-ip");
-  if (forwardedFor === undefined) return undefined;
   return trusted.addressOf({ peer: x.peer, forwardedFor });
 }
 

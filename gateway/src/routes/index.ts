@@ -6,6 +6,8 @@ import { forwardAuthRoutes } from "./forwardAuth/index.ts";
 import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
+import { portalRoutes } from "./portal/index.ts";
+import { portalsRoutes } from "./portals/index.ts";
 import { ratelimitRoutes } from "./ratelimit/index.ts";
 import { webhooksRoutes } from "./webhooks/index.ts";
 
@@ -23,6 +25,8 @@ export const routes = {
   ...analyticsRoutes,
   ...webhooksRoutes,
   ...auditRoutes,
+  ...portalsRoutes,
+  ...portalRoutes,
   ...forwardAuthRoutes,
 } satisfies Record<string, Route>;
 

@@ -16,9 +16,10 @@ import { type LoopProgress, loopProgress } from "./progress.ts";
 
 /**
  * Who made a change: a root key through the gateway, the CLI, or Latchkey itself ("system": a
- * change no request asked for, e.g. the webhooks worker disabling a webhook whose receiver keeps failing).
+ * change no request asked for, e.g. the webhooks worker disabling a webhook whose receiver keeps failing), or
+ * an end user's portal session (its id; services/portal).
  */
-export type AuditActorType = "root_key" | "cli" | "system";
+export type AuditActorType = "root_key" | "cli" | "system" | "portal_session";
 export type AuditOutcome = "success" | "failure";
 
 export interface AuditResource {

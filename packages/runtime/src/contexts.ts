@@ -29,7 +29,7 @@ export interface Context {
   readonly entry: string;
 }
 
-export type ContextName = "keys" | "ratelimit" | "identity" | "analytics" | "webhooks";
+export type ContextName = "keys" | "ratelimit" | "identity" | "analytics" | "webhooks" | "portal";
 
 const context = (name: ContextName, c: Omit<Context, "name" | "entry">): Context => ({
   name,
@@ -78,6 +78,14 @@ export const CONTEXTS: { readonly [K in ContextName]: Context } = {
     postgres: true,
     nats: "optional",
     auditTable: "webhooks_audit_log",
+  }),
+  portal: context("portal", {
+    port: 7076,
+    urlSetting: "PORTAL_URL",
+    calls: ["keys", "analytics"],
+    postgres: true,
+    nats: "optional",
+    auditTable: "portal_audit_log",
   }),
 };
 

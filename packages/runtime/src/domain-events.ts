@@ -27,6 +27,23 @@ export interface DomainEventData {
   /** The old key keeps working until `expiresAt` (unix ms; null: it stopped at once). */
   "key.rerolled": { keyId: string; apiId: string; newKeyId: string; expiresAt: number | null };
   /**
+   * A key expires within its API's `expiringNoticeDays` (default 7): once per key and expiry (a
+   * changed expiry is announced again). `expiresAt`: unix ms.
+   */
+  "key.expiring": { keyId: string; apiId: string; expiresAt: number; days: number };
+  /**
+   * A key was reported leaked (`source`: "github", a secret-scanning report, or "report",
+   * keys.reportLeak) and, as its API's leakPolicy says, "revoked" (disabled) or "flagged" (still
+   * working). `url`: where it was found, as the report said ("" when it said nothing). Once per key.
+   */
+  "key.leaked": {
+    keyId: string;
+    apiId: string;
+    source: "github" | "report";
+    action: "revoked" | "flagged";
+    url: string;
+  };
+  /**
    * A key's balance fell below the configured fraction of its refill amount (or, without a refill,
    * of the balance it was last given): at most once per key and refill period.
    */
@@ -54,6 +71,8 @@ export const DOMAIN_EVENT_TYPES = [
   "key.updated",
   "key.deleted",
   "key.rerolled",
+  "key.leaked",
+  "key.expiring",
   "credits.low",
   "credits.exhausted",
   "ratelimit.exceeded",

@@ -33,6 +33,9 @@ const grpcCodeOf = {
   [ErrorReason.TOO_MANY_ANALYTICS_QUERIES]: Code.ResourceExhausted,
   [ErrorReason.WEBHOOK_NOT_FOUND]: Code.NotFound,
   [ErrorReason.WEBHOOK_DELIVERY_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.PORTAL_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.PORTAL_SESSION_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.PORTAL_ALREADY_EXISTS]: Code.AlreadyExists,
   [ErrorReason.FORWARD_AUTH_POLICY_NOT_FOUND]: Code.NotFound,
   [ErrorReason.FORWARD_AUTH_POLICY_ALREADY_EXISTS]: Code.AlreadyExists,
 } satisfies Record<ErrorReason, Code>;

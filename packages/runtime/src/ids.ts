@@ -31,6 +31,8 @@ export const ID_PREFIXES: Readonly<Record<string, string>> = {
   workspace: "ws",
   webhook: "wh",
   delivery: "dlv",
+  portal: "portal",
+  portal_session: "ps",
   forward_auth_policy: "fap",
 };
 

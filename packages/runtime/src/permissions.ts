@@ -124,6 +124,15 @@ export const ROOT_KEY_ACTIONS = {
   ],
   identity: ["create_identity", "read_identity", "update_identity", "delete_identity"],
   webhook: ["create", "read", "update", "delete"],
+  /** The end-user portal (docs/portal.md); create_portal_session as Unkey's portal.createSession names it. */
+  portal: [
+    "create_portal",
+    "read_portal",
+    "update_portal",
+    "delete_portal",
+    "create_portal_session",
+    "revoke_portal_session",
+  ],
   /** auditLogs.list: the workspace's record of management changes (packages/runtime/src/audit.ts). */
   audit: ["read"],
   /**

@@ -15,6 +15,8 @@ import { CreditEvents, DEFAULT_LOW_FRACTION } from "./credit-events.ts";
 import { DeletedGrants } from "./deleted-grants.ts";
 import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { LastUsed } from "./last-used.ts";
+import { type ScanningKeySource, ScanningKeys } from "./leaks/github-keys.ts";
+import { LeakQueue } from "./leaks/leak-queue.ts";
 import type { PolicyStore } from "./store/forward-auth-policy-store.ts";
 import type { CachedKey, KeysStore } from "./store/keys-store.ts";
 import { PostgresPolicyStore } from "./store/postgres-forward-auth-policy-store.ts";
@@ -63,6 +65,10 @@ export interface KeysDeps {
   verification: VerificationMemos;
   /** Each key's last verification, noted in memory and written once a second. */
   lastUsed: LastUsed;
+  /** keys.reportLeak's work, done after its answer (leaks/leak-queue.ts). */
+  leakReports: LeakQueue;
+  /** GitHub's secret-scanning public keys (SECRET_SCANNING_KEYS); absent: GitHub's reports are refused. */
+  githubKeys: ScanningKeys | undefined;
   /** Stops listening to the bus and finishes work under way. The bus and the database belong to the caller. */
   close(): Promise<void>;
 }
@@ -104,6 +110,8 @@ export interface KeysDepsOptions {
   ratelimitFailOpen?: boolean;
   /** CREDITS_LOW_FRACTION: credits.low below this share of a key's refill amount or given balance; 0: off. Default 0.1. */
   creditsLowFraction?: number;
+  /** SECRET_SCANNING_KEYS: where GitHub's secret-scanning public keys are (leaks/github-keys.ts). */
+  secretScanningKeys?: ScanningKeySource;
 }
 
 /** The least KEY_CACHE_MAX_BYTES accepts: less would hold next to nothing. */
@@ -143,6 +151,7 @@ export function assembleKeysDeps(
     /** Spend statements out at once (SpendQueue's depth); default 1. */
     spendDepth?: number;
     creditsLowFraction?: number;
+    secretScanningKeys?: ScanningKeySource;
     /** The store of forward-auth policies, beside `store`. */
     policyStore: PolicyStore;
   },
@@ -175,6 +184,7 @@ export function assembleKeysDeps(
     options.spendDepth,
     options.creditsLowFraction ?? DEFAULT_LOW_FRACTION,
   );
+  const leakReports = new LeakQueue(log);
   return {
     store,
     policies: options.policyStore,
@@ -193,7 +203,10 @@ export function assembleKeysDeps(
     ratelimitFailOpen: options.ratelimitFailOpen ?? true,
     verification: new VerificationMemos(keyCache),
     lastUsed,
+    leakReports,
+    githubKeys: options.secretScanningKeys ? new ScanningKeys(options.secretScanningKeys, clock) : undefined,
     async close() {
+      await leakReports.settled();
       unsubscribe();
       identityCache.close();
       await deletedGrants.close();

@@ -8,7 +8,9 @@ export {
   MIN_CACHE_BYTES,
 } from "./deps.ts";
 export { KEY_CHANGED } from "./events.ts";
+export { scanningKeysFromEnv } from "./leaks/github-keys.ts";
 export { keysMigrations } from "./migrations.ts";
+export { startExpiringNotices } from "./notices/expiring.ts";
 export { applyDueRefills, latestRefillAt, startRefills } from "./refills.ts";
 export { keysRoutes } from "./routes.ts";
 export { KEYS_AUDIT_TABLE } from "./store/postgres-keys-store.ts";

@@ -4,7 +4,9 @@ import { env, runService } from "@latchkey/runtime";
 import { ensureRootKey } from "./admin.ts";
 import { creditsLowFractionFromEnv } from "./credit-events.ts";
 import { createKeysDeps, creditSpendsSql, MIN_CACHE_BYTES } from "./deps.ts";
+import { scanningKeysFromEnv } from "./leaks/github-keys.ts";
 import { keysMigrations } from "./migrations.ts";
+import { startExpiringNotices } from "./notices/expiring.ts";
 import { startRefills } from "./refills.ts";
 import { keysRoutes } from "./routes.ts";
 
@@ -42,6 +44,10 @@ await runService("keys", {
       cacheSize: env.int("KEY_CACHE_SIZE", 100_000, 1),
       // A literal default (160 MiB, KEY_CACHE_MAX_BYTES), so that deploy/README.md's table can be checked against it.
       cacheMaxBytes: env.int("KEY_CACHE_MAX_BYTES", 167_772_160, MIN_CACHE_BYTES),
+      // GitHub's secret-scanning public keys (a URL or a file); unset: GitHub's reports are refused (412).
+      secretScanningKeys: scanningKeysFromEnv(env.string("SECRET_SCANNING_KEYS")),
+      // How often key.expiring looks for keys coming due (each run goes until none is left).
+      expiringNoticeMs: env.int("EXPIRING_NOTICE_INTERVAL_MS", 60_000, 1_000),
     };
   },
   async start(s, ctx) {
@@ -69,6 +75,7 @@ await runService("keys", {
       lastUsedFlushMs: s.lastUsedFlushMs,
       cacheSize: s.cacheSize,
       cacheMaxBytes: s.cacheMaxBytes,
+      ...(s.secretScanningKeys ? { secretScanningKeys: s.secretScanningKeys } : {}),
       ...(events ? { events } : {}),
       ...(s.encryptionKey ? { encryptionKey: s.encryptionKey } : {}),
       spendSql,
@@ -76,6 +83,10 @@ await runService("keys", {
     ctx.onStop(() => deps.close());
     // Due refills every minute, applied by one instance at a time (advisory lock).
     ctx.onStop(startRefills(sql, { clock: deps.clock, log }));
+    // key.expiring every minute, on every replica: key_notices lets one announce each expiry.
+    ctx.onStop(
+      startExpiringNotices(sql, { clock: deps.clock, log, events: deps.events, everyMs: s.expiringNoticeMs }),
+    );
     return {
       routes: keysRoutes(deps),
       // VerifyKeyBatch's request decoded by hand (its answer is pre-encoded by the service: verify/batch-wire.ts).

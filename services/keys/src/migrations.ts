@@ -223,5 +223,40 @@ UPDATE keys SET credits_given = remaining, credits_given_at = COALESCE(updated_a
   WHERE remaining IS NOT NULL;
 `,
   },
+  {
+    version: 10,
+    name: "checksummed key format, leak policy, leaked keys, IP allow-lists, expiry notices",
+    sql: `
+-- An API's key format (leaks/key-format.ts) and what a leak report does to its
+-- keys; a key's leak, once detected (the conditional update that sets it is what
+-- makes a detection happen once across replicas). Leak detections are made by
+-- Latchkey itself, so the audit table takes the "system" actor too.
+ALTER TABLE apis ADD COLUMN key_format text NOT NULL DEFAULT 'plain' CHECK (key_format IN ('plain', 'checksum')),
+  ADD COLUMN leak_policy text NOT NULL DEFAULT 'revoke' CHECK (leak_policy IN ('revoke', 'flag'));
+ALTER TABLE keys ADD COLUMN leaked_at bigint;
+-- IP allow-lists (allow-list.ts): an API's applies to each of its keys, a key's narrows it.
+ALTER TABLE apis ADD COLUMN ip_allow_list text[] NOT NULL DEFAULT '{}';
+ALTER TABLE keys ADD COLUMN ip_allow_list text[] NOT NULL DEFAULT '{}';
+-- key.expiring (notices/expiring.ts): days before a key's expiry its API announces it (0: never),
+-- and each notice sent, one row per key, kind and period (for expiring: the expiry it announced),
+-- whose insert is what makes a notice go out once across replicas.
+ALTER TABLE apis ADD COLUMN expiring_notice_days int NOT NULL DEFAULT 7
+  CHECK (expiring_notice_days BETWEEN 0 AND 365);
+CREATE TABLE key_notices (
+  key_id text NOT NULL,
+  kind text NOT NULL,
+  period bigint NOT NULL,
+  workspace_id text NOT NULL,
+  api_id text NOT NULL,
+  sent_at bigint NOT NULL,
+  PRIMARY KEY (key_id, kind, period)
+);
+CREATE INDEX keys_expires ON keys (expires) WHERE expires IS NOT NULL AND deleted_at IS NULL;
+CREATE INDEX keys_hash ON keys (hash) WHERE deleted_at IS NULL;
+ALTER TABLE keys_audit_log DROP CONSTRAINT keys_audit_log_actor_type_check;
+ALTER TABLE keys_audit_log ADD CONSTRAINT keys_audit_log_actor_type_check
+  CHECK (actor_type IN ('root_key', 'cli', 'system'));
+`,
+  },
   forwardAuthPoliciesMigration,
 ];

@@ -19,8 +19,10 @@ import { listForwardAuthPolicies } from "./rpc/listForwardAuthPolicies.ts";
 import { listKeys } from "./rpc/listKeys.ts";
 import { loadForwardAuthPolicies } from "./rpc/loadForwardAuthPolicies.ts";
 import { migrateKeys } from "./rpc/migrateKeys.ts";
+import { receiveGithubLeaks } from "./rpc/receiveGithubLeaks.ts";
 import { removePermissions } from "./rpc/removePermissions.ts";
 import { removeRoles } from "./rpc/removeRoles.ts";
+import { reportLeak } from "./rpc/reportLeak.ts";
 import { rerollKey } from "./rpc/rerollKey.ts";
 import { setPermissions } from "./rpc/setPermissions.ts";
 import { setRoles } from "./rpc/setRoles.ts";
@@ -90,6 +92,9 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
       removeRoles(deps),
     ),
     setRoles: audited(deps, "keys.setRoles", (req) => resourcesOf(["key", req.keyId]), setRoles(deps)),
+    // No caller: each detection writes its own record, as the system, in the key's workspace.
+    reportLeak: reportLeak(deps),
+    receiveGithubLeaks: receiveGithubLeaks(deps),
     createForwardAuthPolicy: audited(
       deps,
       "forwardAuth.createPolicy",

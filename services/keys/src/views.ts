@@ -46,6 +46,8 @@ export function keyView(
     })),
     ...(identity !== undefined && { identity: identityView(identity) }),
     ...(plaintext !== undefined && { plaintext }),
+    ipAllowList: key.ipAllowList ?? [],
+    ...(key.leakedAt != null && { leakedAt: BigInt(key.leakedAt) }),
   };
 }
 

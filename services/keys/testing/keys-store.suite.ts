@@ -74,6 +74,11 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         name: "payments",
         createdAt: 1_000,
         deletedAt: null,
+        // Latchkey's additions, at their defaults when not given.
+        keyFormat: "plain",
+        leakPolicy: "revoke",
+        ipAllowList: [],
+        expiringNoticeDays: 7,
       });
       expect(await store.findApi("api_unknown")).toBeUndefined();
     });

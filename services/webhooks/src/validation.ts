@@ -31,7 +31,7 @@ export function urlOf(value: string, deps: WebhookDeps, location = "/url"): stri
   return value;
 }
 
-/** 1 to 9 distinct event types of DOMAIN_EVENT_TYPES, in the order given. */
+/** 1 to DOMAIN_EVENT_TYPES.length distinct event types of DOMAIN_EVENT_TYPES, in the order given. */
 export function eventsOf(values: readonly string[], location = "/events"): string[] {
   if (values.length === 0) throw invalidInput(location, "events must name at least one event type");
   const known: readonly string[] = DOMAIN_EVENT_TYPES;

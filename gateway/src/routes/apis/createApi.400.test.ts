@@ -14,6 +14,19 @@ describe("POST /v2/apis.createApi answering 400", () => {
     ]);
   });
 
+  it("names a keyFormat or leakPolicy that is not one of Latchkey's", async () => {
+    const res = await h.post("apis.createApi", {
+      name: "payments",
+      keyFormat: "crc32",
+      leakPolicy: "delete",
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.errors.map((e: { location: string }) => e.location)).toEqual([
+      "/body/keyFormat",
+      "/body/leakPolicy",
+    ]);
+  });
+
   it("names a missing name", async () => {
     const res = await h.post("apis.createApi", {});
     expect(res.status).toBe(400);

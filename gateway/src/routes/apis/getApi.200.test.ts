@@ -8,10 +8,16 @@ describe("POST /v2/apis.getApi answering 200", () => {
     },
   });
 
-  it("answers the API's id and name", async () => {
+  it("answers the API's id and name, and Latchkey's key format and leak policy (their defaults when unset)", async () => {
     const res = await h.post("apis.getApi", { apiId: "api_7Hq2" });
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ id: "api_7Hq2", name: "payments" });
+    expect(res.body.data).toEqual({
+      id: "api_7Hq2",
+      name: "payments",
+      keyFormat: "plain",
+      leakPolicy: "revoke",
+      expiringNoticeDays: 0,
+    });
   });
 
   it("lets a root key scoped to that API read it", async () => {

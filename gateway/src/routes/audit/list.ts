@@ -11,7 +11,7 @@ export const AuditLogEntry = Closed({
   auditLogId: Type.String({ examples: ["audit_2cGKbMxRjIzhCxo1IdjH3a"] }),
   time: Millis,
   actor: Closed({
-    type: Enum(["root_key", "cli", "system"] as const),
+    type: Enum(["root_key", "cli", "system", "portal_session"] as const),
     id: Type.String({ examples: ["rk_2cGKbMxRjIzhCxo1IdjH3a"] }),
   }),
   operation: Type.String({ examples: ["keys.createKey"] }),

@@ -43,6 +43,8 @@ export const createKeySchema = Closed({
   ),
   enabled: Type.Optional(Type.Boolean()),
   recoverable: Type.Optional(Type.Boolean()),
+  // Latchkey's addition: CIDRs (IPv4, IPv6) the key may be verified from (docs/api.md, IP allow-lists).
+  ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
 });
 
 export const createKey = route({
@@ -102,6 +104,7 @@ export const createKey = route({
       ),
       enabled: input.enabled,
       recoverable: input.recoverable ?? false,
+      ipAllowList: input.ipAllowList ?? [],
     });
     return { data: { keyId: res.keyId, key: res.key } };
   },

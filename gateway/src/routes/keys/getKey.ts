@@ -40,5 +40,7 @@ export function keyResponseData(k: Key) {
     identity: k.identity ? identity(k.identity) : undefined,
     ratelimits: k.ratelimits.length > 0 ? k.ratelimits.map(ratelimitConfig) : undefined,
     plaintext: k.plaintext,
+    ipAllowList: k.ipAllowList.length > 0 ? k.ipAllowList : undefined,
+    leakedAt: optNum(k.leakedAt),
   });
 }

@@ -47,6 +47,8 @@ export const updateKeySchema = Closed({
   enabled: Type.Optional(Type.Boolean()),
   roles: Type.Optional(Type.Array(Str(1, 100), { maxItems: 100 })),
   permissions: Type.Optional(Type.Array(Str(1, 100, SLUG_PATTERN), { maxItems: 1000 })),
+  // Latchkey's addition: the whole new IP allow-list; [] clears it (docs/api.md, IP allow-lists).
+  ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
 });
 
 export const updateKey = route({
@@ -94,6 +96,7 @@ export const updateKey = route({
       ratelimits: input.ratelimits && { ratelimits: input.ratelimits.map(ratelimitConfigOf) },
       roles: input.roles && { values: input.roles },
       permissions: input.permissions && { values: input.permissions },
+      ipAllowList: input.ipAllowList && { values: input.ipAllowList },
       cleared,
     });
     return { data: {} };

@@ -29,6 +29,8 @@ export const verifyKeySchema = Closed({
     ),
   ),
   migrationId: Type.Optional(Str(0, 256)),
+  // Latchkey's addition: the client's address, checked against IP allow-lists (docs/api.md).
+  ipAddress: Type.Optional(Str(2, 45)),
 });
 
 const CODE_NAMES = [
@@ -40,6 +42,7 @@ const CODE_NAMES = [
   "RATE_LIMITED",
   "DISABLED",
   "EXPIRED",
+  "FORBIDDEN_IP",
 ] as const;
 
 /** What verificationJson writes: a found key carries its fields, NOT_FOUND only valid and code. */
@@ -81,11 +84,12 @@ const CODES = {
   [VerifyCode.RATE_LIMITED]: "RATE_LIMITED",
   [VerifyCode.DISABLED]: "DISABLED",
   [VerifyCode.EXPIRED]: "EXPIRED",
+  [VerifyCode.FORBIDDEN_IP]: "FORBIDDEN_IP",
 } as const satisfies Record<VerifyCode, (typeof CODE_NAMES)[number]>;
 
 export const verifyKey = route({
   description:
-    "Beyond Unkey: a permission query passes on a wildcard grant (a key holding `documents.*` passes `documents.read`); credits are spent exactly under any concurrency, across instances; a change to a key applies to the next verification on every instance. `CREDITS_ASYNC_COMMIT=true` (off by default) trades durability for speed: credit spends commit without waiting for PostgreSQL's disk flush, still exact, but a crash of PostgreSQL forgets its last ~0.6 s of spends.",
+    "Beyond Unkey: a permission query passes on a wildcard grant (a key holding `documents.*` passes `documents.read`); credits are spent exactly under any concurrency, across instances; a change to a key applies to the next verification on every instance. `ipAddress` (Latchkey's addition): the client's address; a key whose API or own IP allow-list does not hold it answers `valid: false`, `code: FORBIDDEN_IP`; without it, allow-lists are not checked. `CREDITS_ASYNC_COMMIT=true` (off by default) trades durability for speed: credit spends commit without waiting for PostgreSQL's disk flush, still exact, but a crash of PostgreSQL forgets its last ~0.6 s of spends.",
   answer: Verification,
   example: { key: "sk_123" },
   rootKey: {
@@ -113,6 +117,7 @@ export const verifyKey = route({
       permissions: input.permissions,
       migrationId: input.migrationId,
       requestId,
+      clientIp: input.ipAddress,
     };
     return { json: verificationJson(await services.verifyKey(caller, request)) };
   },

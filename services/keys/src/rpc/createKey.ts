@@ -2,9 +2,11 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateKeyRequest, CreateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded } from "@latchkey/runtime";
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
+import { validAllowList } from "../allow-list.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { generateKey } from "../key-material.ts";
+import { CHECKSUM_MARKER, prefixClaimsChecksum } from "../leaks/key-format.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
@@ -32,7 +34,14 @@ export function createKey(deps: KeysDeps) {
     // As Unkey: the key's permission slugs exist from now on, created with no rbac permission asked.
     await ensureInlinePermissions(deps, caller, input.permissions);
     const identity = input.externalId === null ? null : await ensureIdentity(deps, caller, input.externalId);
-    const material = generateKey(input.prefix, input.byteLength);
+    if (api.keyFormat !== "checksum" && input.prefix !== undefined && prefixClaimsChecksum(input.prefix)) {
+      throw invalidInput(
+        "/prefix",
+        `a prefix ending in '${CHECKSUM_MARKER}' is kept for checksummed keys`,
+        "Choose another prefix, or create the key under an API whose keyFormat is checksum.",
+      );
+    }
+    const material = generateKey(input.prefix, input.byteLength, api.keyFormat);
     const keyId = newId("key");
     await deps.store.createKey(
       {
@@ -54,6 +63,7 @@ export function createKey(deps: KeysDeps) {
         createdAt: deps.clock.now(),
         ratelimits: input.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
         byteLength: input.byteLength,
+        ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
       },
       vault?.seal(keyId, caller.workspaceId, material.key),
       succeeded(
@@ -91,6 +101,7 @@ function createKeyFields(req: CreateKeyRequest): string[] {
     ["ratelimits", req.ratelimits.length > 0],
     ["enabled", req.enabled !== undefined],
     ["recoverable", req.recoverable],
+    ["ipAllowList", req.ipAllowList.length > 0],
   ];
   return given.filter(([, set]) => set).map(([name]) => name);
 }

@@ -10,6 +10,16 @@ export function getApi(deps: KeysDeps) {
     // Checked before the lookup, so a refusal says nothing about whether the API exists.
     requirePermissions(caller, [need("api", req.apiId, "read_api")]);
     const api = await visibleApi(deps, caller, req.apiId);
-    return { api: { id: api.id, name: api.name, createdAt: BigInt(api.createdAt) } };
+    return {
+      api: {
+        id: api.id,
+        name: api.name,
+        createdAt: BigInt(api.createdAt),
+        keyFormat: api.keyFormat ?? "plain",
+        leakPolicy: api.leakPolicy ?? "revoke",
+        ipAllowList: api.ipAllowList ?? [],
+        expiringNoticeDays: api.expiringNoticeDays ?? 7,
+      },
+    };
   };
 }

@@ -6,6 +6,7 @@ import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { generateKey } from "../key-material.ts";
+import { withoutMarker } from "../leaks/key-format.ts";
 import { existingRoles } from "../rbac.ts";
 import { adding, grantChangePermissions } from "../rbac-changes.ts";
 import { requireVault } from "../recovery.ts";
@@ -49,7 +50,9 @@ export function rerollKey(deps: KeysDeps) {
     // The roles that still exist: one deleted since is not carried over.
     const roles = (await existingRoles(deps, caller, original.roles)).map((r) => r.name);
     const byteLength = original.byteLength ?? 16;
-    const material = generateKey(prefixOf(original.start), byteLength);
+    // The new key takes its API's format; a checksummed original's start holds the marker, not the prefix.
+    const format = (await deps.store.findApi(original.apiId))?.keyFormat ?? "plain";
+    const material = generateKey(withoutMarker(prefixOf(original.start)), byteLength, format);
     const keyId = newId("key");
     const now = deps.clock.now();
     const stopsAt = expiration === 0 ? now - 1 : now + expiration;
@@ -74,6 +77,7 @@ export function rerollKey(deps: KeysDeps) {
         refill: original.refill,
         createdAt: now,
         ratelimits: original.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
+        ipAllowList: original.ipAllowList ?? [],
         byteLength,
       },
       vault?.seal(keyId, original.workspaceId, material.key),

@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { UpdateKeyRequest, UpdateKeyResponseSchema } from "@latchkey/proto/keys/v1/keys_pb";
 import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded } from "@latchkey/runtime";
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
+import { validAllowList } from "../allow-list.ts";
 import { apiResource, keyResource } from "../audit.ts";
 import type { KeysDeps } from "../deps.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
@@ -79,6 +80,7 @@ export function patchFields(patch: KeyPatch): string[] {
     ["ratelimits", "ratelimits"],
     ["roles", "roles"],
     ["permissions", "permissions"],
+    ["ipAllowList", "ipAllowList"],
   ];
   return names.filter(([field]) => patch[field] !== undefined).map(([, name]) => name);
 }
@@ -175,6 +177,7 @@ export function validUpdateKey(req: UpdateKeyRequest, key: VerifiableKey, now: n
 
   if (req.ratelimits)
     patch.ratelimits = replaceRatelimits(key.ratelimits, validRatelimits(req.ratelimits.ratelimits, ""));
+  if (req.ipAllowList) patch.ipAllowList = validAllowList(req.ipAllowList.values, "/ipAllowList");
   if (req.roles) patch.roles = [...new Set(req.roles.values)];
   if (req.permissions) patch.permissions = validPermissions(req.permissions.values, "");
   return patch;

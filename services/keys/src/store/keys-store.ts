@@ -1,4 +1,6 @@
 import type { AuditLogStore, AuditRecord } from "@latchkey/runtime";
+import type { AllowList } from "../allow-list.ts";
+import type { KeyFormat } from "../leaks/key-format.ts";
 
 /**
  * Storage of the keys context. Times are unix milliseconds; every value fits in
@@ -11,6 +13,28 @@ export interface ApiRecord {
   name: string;
   createdAt: number;
   deletedAt: number | null;
+  /** What its new keys look like (leaks/key-format.ts); absent: "plain". */
+  keyFormat?: KeyFormat;
+  /** What a leak report does to its keys (leaks/leak-reports.ts); absent: "revoke". */
+  leakPolicy?: LeakPolicy;
+  /** CIDRs its keys may be verified from (allow-list.ts); absent or empty: any. */
+  ipAllowList?: string[];
+  /** Days before a key's expiry key.expiring announces it (notices/expiring.ts); absent: 7; 0: never. */
+  expiringNoticeDays?: number;
+}
+
+/** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */
+export type LeakPolicy = "revoke" | "flag";
+
+/** A live key a leak report names, in any workspace, with what its API says to do. */
+export interface LeakTarget {
+  id: string;
+  workspaceId: string;
+  apiId: string;
+  hash: string;
+  leakPolicy: LeakPolicy;
+  /** When a leak of it was first detected; null when never. */
+  leakedAt: number | null;
 }
 
 export type RefillInterval = "daily" | "monthly";
@@ -62,6 +86,10 @@ export interface KeyRecord {
   byteLength: number | null;
   /** Its plaintext is kept encrypted (see EncryptedKeyRecord). */
   recoverable: boolean;
+  /** CIDRs it may be verified from (allow-list.ts); absent or empty: any. */
+  ipAllowList?: string[];
+  /** When a leak report first named it (leaks/leak-reports.ts); absent or null: never. */
+  leakedAt?: number | null;
 }
 
 /** A key as verification needs it: the record plus whether its API is deleted. */
@@ -92,7 +120,10 @@ export type CachedKey = Pick<
   | "deletedAt"
   | "ratelimits"
   | "apiDeleted"
->;
+> & {
+  /** Its API's and its own IP allow-lists, parsed once with the record; null or absent: none. */
+  allowList?: AllowList | null;
+};
 
 export interface RootKeyRecord {
   id: string;
@@ -136,6 +167,8 @@ export interface KeyPatch {
   roles?: string[];
   /** The whole new set; ids are given by the caller (a name that stays keeps its id). */
   ratelimits?: KeyRatelimitRecord[];
+  /** The whole new IP allow-list; empty clears it. */
+  ipAllowList?: string[];
   updatedAt: number;
 }
 
@@ -349,4 +382,14 @@ export interface KeysStore extends AuditLogStore {
    */
   applyDueRefills(at: number, limit?: number): Promise<number>;
   findRootKeyByHash(hash: string): Promise<RootKeyRecord | undefined>;
+  /**
+   * The live keys (not deleted, under a live API) with this hash in every workspace: a leaked key
+   * string may belong to any of them (leaks/leak-reports.ts).
+   */
+  findLeakTargets(hash: string): Promise<LeakTarget[]>;
+  /**
+   * Records the key's leak at `at`, disabling it when `revoke`, only if no leak of it was recorded
+   * before (one statement, so one replica wins); `audit` is written with it. false: already recorded, or gone.
+   */
+  markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean>;
 }

@@ -1,4 +1,5 @@
 import { type AuditQuery, type AuditRecord, MemoryAuditLog } from "@latchkey/runtime";
+import { AllowList } from "../allow-list.ts";
 import { dueRefill } from "../refills.ts";
 import type {
   ApiRecord,
@@ -15,6 +16,7 @@ import type {
   KeyRecord,
   KeysStore,
   KeyUse,
+  LeakTarget,
   NewKey,
   RootKeyRecord,
   Spend,
@@ -37,6 +39,8 @@ export class MemoryKeysStore implements KeysStore {
   private readonly appliedDeletions = new Set<string>();
   /** The balance each key was last given and when (GroupSpend.baseline and period), as PostgreSQL's credits_given. */
   private readonly given = new Map<string, { amount: number | null; at: number }>();
+  /** When each key's leak was recorded (PostgreSQL's leaked_at). */
+  private readonly leaked = new Map<string, number>();
   /** The audit records each mutation writes with its change (tests read them here). */
   readonly audit = new MemoryAuditLog();
 
@@ -49,7 +53,14 @@ export class MemoryKeysStore implements KeysStore {
   }
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
-    this.apis.set(api.id, { ...api, deletedAt: null });
+    this.apis.set(api.id, {
+      keyFormat: "plain",
+      leakPolicy: "revoke",
+      ipAllowList: [],
+      expiringNoticeDays: 7,
+      ...api,
+      deletedAt: null,
+    });
     this.audit.add(audit);
   }
 
@@ -67,7 +78,14 @@ export class MemoryKeysStore implements KeysStore {
           (ids === undefined || ids.includes(a.id)),
       )
       .sort((a, b) => (a.id < b.id ? -1 : 1));
-    const apis = all.slice(0, options.limit).map((a) => ({ ...a }));
+    // The fields PostgreSQL's list reads: a list needs none of Latchkey's additions.
+    const apis = all.slice(0, options.limit).map((a) => ({
+      id: a.id,
+      workspaceId: a.workspaceId,
+      name: a.name,
+      createdAt: a.createdAt,
+      deletedAt: a.deletedAt,
+    }));
     return { apis, next: all.length > options.limit ? (apis.at(-1)?.id ?? null) : null };
   }
 
@@ -258,11 +276,15 @@ export class MemoryKeysStore implements KeysStore {
   }
 
   async findKeysByHash(lookups: readonly KeyLookup[]): Promise<CachedKey[]> {
-    const found: VerifiableKey[] = [];
+    const found: CachedKey[] = [];
     for (const id of new Set(lookups.map(byHash))) {
       const [workspaceId, hash] = id.split("\n") as [string, string];
       const key = await this.findKeyByHash(workspaceId, hash);
-      if (key) found.push(key);
+      if (key)
+        found.push({
+          ...key,
+          allowList: AllowList.of(this.apis.get(key.apiId)?.ipAllowList, key.ipAllowList),
+        });
     }
     return found;
   }
@@ -331,6 +353,30 @@ export class MemoryKeysStore implements KeysStore {
         };
     }
     return undefined;
+  }
+
+  async findLeakTargets(hash: string): Promise<LeakTarget[]> {
+    return [...this.keys.values()]
+      .filter((k) => k.hash === hash && k.deletedAt === null && this.apis.get(k.apiId)?.deletedAt === null)
+      .map((k) => ({
+        id: k.id,
+        workspaceId: k.workspaceId,
+        apiId: k.apiId,
+        hash: k.hash,
+        leakPolicy: this.apis.get(k.apiId)?.leakPolicy ?? "revoke",
+        leakedAt: this.leaked.get(k.id) ?? null,
+      }));
+  }
+
+  async markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean> {
+    const key = this.keys.get(keyId);
+    if (!key || key.deletedAt !== null || this.leaked.has(keyId)) return false;
+    this.leaked.set(keyId, at);
+    key.leakedAt = at;
+    key.updatedAt = at;
+    if (revoke) key.enabled = false;
+    this.audit.add(audit);
+    return true;
   }
 
   // Seeding and mutation for tests.

@@ -5,6 +5,8 @@ import {
   type Sql,
   type TransactionSql,
 } from "@latchkey/runtime";
+import { AllowList } from "../allow-list.ts";
+import type { KeyFormat } from "../leaks/key-format.ts";
 import type {
   ApiRecord,
   CachedKey,
@@ -21,6 +23,8 @@ import type {
   KeyRecord,
   KeysStore,
   KeyUse,
+  LeakPolicy,
+  LeakTarget,
   NewKey,
   RefillInterval,
   RootKeyRecord,
@@ -55,6 +59,8 @@ interface KeyRow {
   ratelimits: KeyRatelimitRecord[];
   byte_length: number | null;
   recoverable: boolean;
+  ip_allow_list: string[];
+  leaked_at: number | null;
 }
 
 type CachedKeyRow = Pick<
@@ -74,7 +80,8 @@ type CachedKeyRow = Pick<
   | "remaining"
   | "deleted_at"
   | "ratelimits"
-> & { api_deleted: boolean };
+  | "ip_allow_list"
+> & { api_deleted: boolean; api_ip_allow_list: string[] };
 
 interface CreditsRow {
   remaining: number | null;
@@ -93,8 +100,11 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
 
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
     await this.audited(audit, async (tx) => {
-      await tx`INSERT INTO apis (id, workspace_id, name, created_at)
-        VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt})`;
+      await tx`INSERT INTO apis (id, workspace_id, name, created_at, key_format, leak_policy, ip_allow_list,
+          expiring_notice_days)
+        VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt},
+          ${api.keyFormat ?? "plain"}, ${api.leakPolicy ?? "revoke"}, ${api.ipAllowList ?? []}::text[],
+          ${api.expiringNoticeDays ?? 7})`;
     });
   }
 
@@ -120,8 +130,19 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
 
   async findApi(id: string): Promise<ApiRecord | undefined> {
     const [row] = await this.sql<
-      { id: string; workspace_id: string; name: string; created_at: number; deleted_at: number | null }[]
-    >`SELECT id, workspace_id, name, created_at, deleted_at FROM apis WHERE id = ${id}`;
+      {
+        id: string;
+        workspace_id: string;
+        name: string;
+        created_at: number;
+        deleted_at: number | null;
+        key_format: KeyFormat;
+        leak_policy: LeakPolicy;
+        ip_allow_list: string[];
+        expiring_notice_days: number;
+      }[]
+    >`SELECT id, workspace_id, name, created_at, deleted_at, key_format, leak_policy, ip_allow_list,
+        expiring_notice_days FROM apis WHERE id = ${id}`;
     return (
       row && {
         id: row.id,
@@ -129,7 +150,47 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         name: row.name,
         createdAt: row.created_at,
         deletedAt: row.deleted_at,
+        keyFormat: row.key_format,
+        leakPolicy: row.leak_policy,
+        ipAllowList: row.ip_allow_list,
+        expiringNoticeDays: row.expiring_notice_days,
       }
+    );
+  }
+
+  async findLeakTargets(hash: string): Promise<LeakTarget[]> {
+    const rows = await this.sql<
+      {
+        id: string;
+        workspace_id: string;
+        api_id: string;
+        hash: string;
+        leak_policy: LeakPolicy;
+        leaked_at: number | null;
+      }[]
+    >`SELECT k.id, k.workspace_id, k.api_id, k.hash, a.leak_policy, k.leaked_at
+      FROM keys k JOIN apis a ON a.id = k.api_id
+      WHERE k.hash = ${hash} AND k.deleted_at IS NULL AND a.deleted_at IS NULL`;
+    return rows.map((r) => ({
+      id: r.id,
+      workspaceId: r.workspace_id,
+      apiId: r.api_id,
+      hash: r.hash,
+      leakPolicy: r.leak_policy,
+      leakedAt: r.leaked_at,
+    }));
+  }
+
+  async markLeaked(keyId: string, at: number, revoke: boolean, audit?: AuditRecord): Promise<boolean> {
+    return this.audited(
+      audit,
+      async (tx) =>
+        (
+          await tx`UPDATE keys SET leaked_at = ${at}, updated_at = ${at},
+            enabled = CASE WHEN ${revoke}::boolean THEN false ELSE enabled END
+            WHERE id = ${keyId} AND leaked_at IS NULL AND deleted_at IS NULL RETURNING id`
+        ).length > 0,
+      (marked) => marked,
     );
   }
 
@@ -188,7 +249,8 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
           identity_id = ${k.identityId}, expires = ${k.expires}, enabled = ${k.enabled}, remaining = ${k.remaining},
           refill_interval = ${k.refill?.interval ?? null}, refill_amount = ${k.refill?.amount ?? null},
           refill_day = ${k.refill?.day ?? null}, last_refill_at = ${k.lastRefillAt},
-          permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt}
+          permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt},
+          ip_allow_list = ${k.ipAllowList ?? []}::text[]
           ${patch.remaining === undefined ? tx`` : tx`, credits_given = ${k.remaining}, credits_given_at = ${patch.updatedAt}`}
         WHERE id = ${id}`;
         if (patch.ratelimits) {
@@ -394,6 +456,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
       SELECT k.id, k.workspace_id, k.api_id, k.hash, k.name,
         k.meta::text AS meta_json, k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled,
         k.remaining, k.deleted_at, (a.deleted_at IS NOT NULL) AS api_deleted,
+        k.ip_allow_list, a.ip_allow_list AS api_ip_allow_list,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
           FROM key_ratelimits r WHERE r.key_id = k.id), '[]'::json) AS ratelimits
@@ -418,6 +481,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         deletedAt: row.deleted_at,
         ratelimits: row.ratelimits,
         apiDeleted: row.api_deleted,
+        allowList: AllowList.of(row.api_ip_allow_list, row.ip_allow_list),
       }),
     );
   }
@@ -578,6 +642,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled, k.remaining,
         k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, l.at AS last_used_at, k.deleted_at,
         k.byte_length, EXISTS (SELECT 1 FROM encrypted_keys e WHERE e.key_id = k.id) AS recoverable,
+        k.ip_allow_list, k.leaked_at,
         (a.deleted_at IS NOT NULL) AS api_deleted,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
@@ -611,6 +676,8 @@ function keyOf(row: KeyRow): KeyRecord {
     ratelimits: row.ratelimits,
     byteLength: row.byte_length,
     recoverable: row.recoverable,
+    ipAllowList: row.ip_allow_list,
+    leakedAt: row.leaked_at,
   };
 }
 
@@ -631,12 +698,12 @@ async function insertKey(
   const rows =
     await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
       permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, last_refill_at,
-      byte_length, created_at, credits_given, credits_given_at)
+      byte_length, created_at, credits_given, credits_given_at, ip_allow_list)
     VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
       ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
       ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
       ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.lastRefillAt ?? null}, ${key.byteLength},
-      ${key.createdAt}, ${given.amount}, ${given.at})
+      ${key.createdAt}, ${given.amount}, ${given.at}, ${key.ipAllowList ?? []}::text[])
     ${onDuplicate === "skip" ? tx`ON CONFLICT (workspace_id, hash) DO NOTHING` : tx``} RETURNING id`;
   if (rows.length === 0) return false;
   await insertRatelimits(tx, key.id, key.ratelimits);

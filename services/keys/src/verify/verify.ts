@@ -8,8 +8,10 @@ import {
 import type { PermissionQuery } from "@latchkey/runtime";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { keyIsVisible } from "../access.ts";
+import { clientAddress } from "../allow-list.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
+import { failsChecksum } from "../leaks/key-format.ts";
 import type { CachedKey, Spend } from "../store/keys-store.ts";
 import type { Grants, ResolvedIdentity } from "./identity-cache.ts";
 import type { VerificationMemos } from "./memos.ts";
@@ -140,6 +142,9 @@ async function judge(
   input: VerifyKeyInput,
   steps: VerifySteps,
 ): Promise<Judgement> {
+  // A key claiming the checksummed format with a wrong check cannot exist: answered before it costs
+  // the key cache (no unknown-key entry) or PostgreSQL anything, as a missing key is.
+  if (failsChecksum(input.key)) return { result: notFound(), key: null, spent: 0, facts: undefined };
   const hash = hashKey(input.key);
   // Only the caller's workspace's key: a hash is unique per workspace, not across them.
   const cached = deps.keyCache.peek(caller.workspaceId, hash);
@@ -158,6 +163,12 @@ async function judge(
   const grants = pendingGrants instanceof Promise ? await pendingGrants : pendingGrants;
   const identity = pendingIdentity instanceof Promise ? await pendingIdentity : pendingIdentity;
   const facts: Facts = { key, grants, identity, limits: [], verdict: undefined, memos: deps.verification };
+  // Checked only when the verifier gives an address (as a permission query only when it gives one):
+  // Unkey's SDKs send none, and a key verified through them keeps working (docs/api.md, IP allow-lists).
+  const allowList = key.allowList;
+  if (allowList != null && input.clientIp !== undefined && !allowList.allows(input.clientIp)) {
+    return outcome(facts, VerifyCode.FORBIDDEN_IP);
+  }
   if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
   if (key.expires !== null && deps.clock.now() > key.expires) return outcome(facts, VerifyCode.EXPIRED);
   if (input.query !== undefined && !deps.verification.granted(key, input.query, grants)) {
@@ -244,6 +255,8 @@ function limitResults({ limits, verdict }: Facts): VerifyRatelimitResult[] {
 
 interface VerifyKeyInput {
   key: string;
+  /** The client's address, when the verifier gave one. */
+  clientIp: ReturnType<typeof clientAddress>;
   cost: number;
   query: PermissionQuery | undefined;
   ratelimits: RequestedLimit[];
@@ -251,7 +264,16 @@ interface VerifyKeyInput {
 
 function validVerifyKey(memos: VerificationMemos, req: VerifyKeyRequest): VerifyKeyInput {
   if (req.key === "") throw invalidInput("/key", "key is required");
+  const clientIp = req.clientIp === undefined ? undefined : clientAddress(req.clientIp);
+  if (req.clientIp !== undefined && clientIp === undefined) {
+    throw invalidInput(
+      "/ipAddress",
+      "ipAddress must be an IPv4 or IPv6 address",
+      "Give the client's address, e.g. 203.0.113.7.",
+    );
+  }
   return {
+    clientIp,
     key: req.key,
     cost: req.cost === undefined ? 1 : integer(req.cost, "/credits/cost", 0, MAX_COST),
     query: req.permissions === undefined ? undefined : memos.queries.parse(req.permissions),

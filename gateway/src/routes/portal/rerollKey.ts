@@ -1,0 +1,24 @@
+import { NewKey } from "../../answers.ts";
+import { route } from "../../route.ts";
+import { Closed, ID_PATTERN, Int, Str } from "../../schema.ts";
+import { NO_STORE, sessionAuth } from "./session.ts";
+
+export const rerollKey = route({
+  auth: "portalSession",
+  audited: true,
+  description:
+    "`keys.rerollKey` for the session's end user: only a key of its externalId's identity in the portal's API; any other answers 404 exactly as a missing one. Needs the scope `keys:reroll`; same-origin only from a browser.",
+  answer: NewKey,
+  example: { keyId: "key_123", expiration: 0 },
+  rootKey: { needs: [] },
+  errors: [404, 412],
+  schema: Closed({ keyId: Str(3, 255, ID_PATTERN), expiration: Int({ maximum: 4102444800000 }) }),
+  async handle(input, ctx) {
+    const res = await ctx.services.portal.rerollKey({
+      auth: sessionAuth(ctx, true),
+      keyId: input.keyId,
+      expiration: BigInt(input.expiration),
+    });
+    return { data: { keyId: res.keyId, key: res.key }, headers: NO_STORE };
+  },
+});

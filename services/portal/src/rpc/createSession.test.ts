@@ -1,0 +1,103 @@
+import { ErrorReason } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
+import { expectReason, harness, root } from "../../testing/in-memory-portal.ts";
+import { hashOf } from "../tokens.ts";
+
+describe("CreateSession", () => {
+  it("mints a session by id or slug, keeping only the code's hash, valid 60 s", async () => {
+    const { client, deps, portal, clock } = await harness();
+    const caller = root("*");
+    const res = await client.createSession({
+      caller,
+      portal: "acme",
+      externalId: "u",
+      scopes: ["keys:read"],
+    });
+    expect(res.code).toMatch(/^pst_[A-Za-z0-9_-]{43}$/);
+    expect(res.codeExpiresAt).toBe(BigInt(clock.now() + 60_000));
+    const stored = deps.store.sessions.get(res.sessionId)!;
+    expect(stored).toMatchObject({
+      portalId: portal.id,
+      externalId: "u",
+      codeHash: hashOf(res.code),
+      tokenHash: null,
+    });
+    expect(JSON.stringify([...deps.store.sessions.values()])).not.toContain(res.code);
+    const byId = await client.createSession({
+      caller,
+      portal: portal.id,
+      externalId: "u",
+      scopes: ["keys:read"],
+    });
+    expect(deps.store.sessions.get(byId.sessionId)?.portalId).toBe(portal.id);
+  });
+
+  it("answers a portal the root key may not mint for as a missing one, and a scope it cannot grant 403", async () => {
+    const { client, portal } = await harness();
+    const body = { portal: portal.id, externalId: "u", scopes: ["keys:read"] };
+    const message = `The portal '${portal.id}' does not exist.`;
+    await expectReason(
+      client.createSession({ ...body, caller: root("api.*.read_key") }),
+      ErrorReason.PORTAL_NOT_FOUND,
+      {
+        message,
+      },
+    );
+    await expectReason(
+      client.createSession({
+        ...body,
+        caller: root("portal.portal_other.create_portal_session", "api.*.read_key"),
+      }),
+      ErrorReason.PORTAL_NOT_FOUND,
+      { message },
+    );
+    await expectReason(
+      client.createSession({
+        ...body,
+        caller: root(`portal.${portal.id}.create_portal_session`, "api.api_1.read_key"),
+      }),
+      ErrorReason.INSUFFICIENT_PERMISSIONS,
+      { message: "The root key lacks the permission 'api.api_1.read_api'." },
+    );
+    await expectReason(
+      client.createSession({
+        ...body,
+        scopes: ["analytics:read"],
+        caller: root("portal.*.create_portal_session", "api.api_2.read_analytics"),
+      }),
+      ErrorReason.INSUFFICIENT_PERMISSIONS,
+    );
+    const ok = await client.createSession({
+      ...body,
+      scopes: ["analytics:read", "keys:create"],
+      caller: root("portal.*.create_portal_session", "api.*.read_analytics", "api.api_1.create_key"),
+    });
+    expect(ok.sessionId).toMatch(/^ps_/);
+  });
+
+  it("refuses bad input naming the field", async () => {
+    const { client, portal } = await harness();
+    const caller = root("*");
+    const body = { caller, portal: portal.id, externalId: "u", scopes: ["keys:read"] };
+    await expectReason(
+      client.createSession({ ...body, scopes: ["keys:delete"] }),
+      ErrorReason.INVALID_INPUT,
+      {
+        location: "/scopes/0",
+      },
+    );
+    await expectReason(client.createSession({ ...body, scopes: [] }), ErrorReason.INVALID_INPUT, {
+      location: "/scopes",
+    });
+    await expectReason(client.createSession({ ...body, externalId: "" }), ErrorReason.INVALID_INPUT, {
+      location: "/externalId",
+    });
+    await expectReason(
+      client.createSession({ ...body, returnUrl: "javascript:alert(1)" }),
+      ErrorReason.INVALID_INPUT,
+      {
+        location: "/returnUrl",
+      },
+    );
+  });
+});

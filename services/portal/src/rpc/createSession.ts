@@ -1,0 +1,104 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { CreateSessionRequest, CreateSessionResponseSchema } from "@latchkey/proto/portal/v1/portal_pb";
+import {
+  authenticatedCaller,
+  domainError,
+  ErrorReason,
+  holds,
+  need,
+  requirePermissions,
+  succeeded,
+} from "@latchkey/runtime";
+import type { PortalDeps } from "../deps.ts";
+import { newSessionId } from "../session.ts";
+import type { PortalRecord } from "../store/portal-store.ts";
+import { hashOf, newCode } from "../tokens.ts";
+import { externalIdOf, portalNotFound, returnUrlOf, type Scope, scopesOf } from "../validation.ts";
+
+/** What each scope needs of the minting root key on the portal's API, as Unkey's createSession says. */
+const SCOPE_NEEDS: Record<Scope, string[]> = {
+  "keys:read": ["read_key", "read_api"],
+  "keys:create": ["create_key"],
+  "keys:reroll": ["create_key"],
+  "analytics:read": ["read_analytics"],
+};
+
+/**
+ * portal.createSession. Without `portal.<id>.create_portal_session` the portal answers 404, as a
+ * missing one; a scope the root key could not use itself answers 403 for the whole request, so a
+ * session never carries more than its minter holds. The code is answered once and kept hashed.
+ */
+export function createSession(deps: PortalDeps) {
+  return async (req: CreateSessionRequest): Promise<MessageInitShape<typeof CreateSessionResponseSchema>> => {
+    const caller = authenticatedCaller(req);
+    const portal = await portalOf(deps, caller.workspaceId, req.portal);
+    if (!portal || !holds(caller.permissions, `portal.${portal.id}.create_portal_session`)) {
+      throw portalNotFound(req.portal);
+    }
+    const externalId = externalIdOf(req.externalId);
+    const scopes = scopesOf(req.scopes);
+    const returnUrl = returnUrlOf(req.returnUrl);
+    requirePermissions(caller, [
+      ...new Set(scopes.flatMap((s) => SCOPE_NEEDS[s].map((a) => need("api", portal.apiId, a)))),
+    ]);
+    const id = newSessionId();
+    const code = newCode();
+    const now = deps.clock.now();
+    const codeExpiresAt = now + deps.settings.codeTtlMs;
+    const max = deps.settings.maxLiveSessionsPerWorkspace;
+    const created = await deps.store.createSession(
+      {
+        id,
+        workspaceId: caller.workspaceId,
+        portalId: portal.id,
+        externalId,
+        scopes,
+        preview: req.preview,
+        returnUrl,
+        codeHash: hashOf(code),
+        codeExpiresAt,
+        tokenHash: null,
+        expiresAt: null,
+        revokedAt: null,
+        createdAt: now,
+      },
+      max,
+      now,
+      succeeded(
+        deps,
+        caller,
+        "portal.createSession",
+        [
+          { type: "portal", id: portal.id },
+          { type: "portal_session", id },
+        ],
+        [
+          "externalId",
+          "scopes",
+          ...(req.preview ? ["preview"] : []),
+          ...(returnUrl !== null ? ["returnUrl"] : []),
+        ],
+      ),
+    );
+    if (!created) {
+      throw domainError(
+        ErrorReason.PRECONDITION_FAILED,
+        `The workspace already has ${max} live portal sessions, the most it may have; revoke some, or wait for them to expire.`,
+      );
+    }
+    return { sessionId: id, code, codeExpiresAt: BigInt(codeExpiresAt) };
+  };
+}
+
+/** A portal by id, else by slug: `portal` may be either. */
+async function portalOf(
+  deps: PortalDeps,
+  workspaceId: string,
+  portal: string,
+): Promise<PortalRecord | undefined> {
+  if (portal.length < 3 || portal.length > 255) return undefined;
+  return (
+    (await deps.store.findPortal(workspaceId, portal)) ??
+    (await deps.store.findPortalBySlug(workspaceId, portal))
+  );
+}

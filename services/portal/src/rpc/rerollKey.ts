@@ -1,0 +1,40 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/portal/v1/portal_pb";
+import { invalidInput } from "@latchkey/runtime";
+import type { PortalDeps } from "../deps.ts";
+import { liveSession, requireNotPreview, requireScope, sessionAudit, sessionCaller } from "../session.ts";
+import { ownedKey } from "./owned.ts";
+
+/** The furthest the original may be kept working, as keys.rerollKey takes it (unix ms 4102444800000). */
+const MAX_EXPIRATION = 4_102_444_800_000n;
+
+/** portal.rerollKey: keys.rerollKey of one of the end user's own keys (else 404). */
+export function rerollKey(deps: PortalDeps) {
+  return async (req: RerollKeyRequest): Promise<MessageInitShape<typeof RerollKeyResponseSchema>> => {
+    const s = await liveSession(deps, req.auth);
+    requireScope(s, "keys:reroll");
+    requireNotPreview(s);
+    if (req.expiration < 0n || req.expiration > MAX_EXPIRATION) {
+      throw invalidInput("/expiration", "expiration must be 0 to 4102444800000 ms.");
+    }
+    const key = await ownedKey(deps, s, req.keyId);
+    const res = await deps.keys.rerollKey({
+      caller: sessionCaller(s, ["create_key", "read_key"]),
+      keyId: key.keyId,
+      expiration: req.expiration,
+    });
+    await deps.store.recordAudit(
+      sessionAudit(
+        deps,
+        s.session,
+        "portal.rerollKey",
+        [
+          { type: "key", id: key.keyId },
+          { type: "key", id: res.keyId },
+        ],
+        s.requestId,
+      ),
+    );
+    return { keyId: res.keyId, key: res.key };
+  };
+}
