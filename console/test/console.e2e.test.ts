@@ -466,6 +466,7 @@ describe("the console", { timeout: 180_000 }, () => {
         ["#/ratelimits", "Rate limits"],
         ["#/ratelimits/api.requests", "api.requests"],
         ["#/analytics", "Analytics"],
+        ["#/policies", "Forward-auth policies"],
       ];
       for (const [hash, heading] of pages) {
         await page.goto(`/${hash}`);
