@@ -168,6 +168,7 @@ it("starts every component that needs a store here, so none is left unproven", (
     "analytics",
     "identity",
     "keys",
+    "portal",
     "ratelimit",
     "webhooks",
   ]);
