@@ -180,7 +180,11 @@ export function assembleKeysDeps(
     bus: options.bus,
     events: options.events ?? noEvents,
     spends,
-    creditEvents: new CreditEvents(options.events ?? noEvents),
+    creditEvents: new CreditEvents(
+      options.events ?? noEvents,
+      undefined,
+      (options.creditsLowFraction ?? DEFAULT_LOW_FRACTION) * 100,
+    ),
     keyCache,
     clock,
     log,

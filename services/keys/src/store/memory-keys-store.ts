@@ -284,6 +284,7 @@ export class MemoryKeysStore implements KeysStore {
         found.push({
           ...key,
           allowList: AllowList.of(this.apis.get(key.apiId)?.ipAllowList, key.ipAllowList),
+          creditThresholds: key.creditThresholds ?? this.apis.get(key.apiId)?.creditThresholds ?? null,
         });
     }
     return found;
@@ -293,8 +294,9 @@ export class MemoryKeysStore implements KeysStore {
     const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
     if (group === undefined) return undefined;
     if (group.before === null) return { spent: true, remaining: null };
+    const { baseline, period } = group;
     return group.granted === 1
-      ? { spent: true, remaining: group.before - cost }
+      ? { spent: true, remaining: group.before - cost, baseline, period }
       : { spent: false, remaining: group.before };
   }
 
