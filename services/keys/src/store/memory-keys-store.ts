@@ -58,6 +58,7 @@ export class MemoryKeysStore implements KeysStore {
       leakPolicy: "revoke",
       ipAllowList: [],
       expiringNoticeDays: 7,
+      creditThresholds: null,
       ...api,
       deletedAt: null,
     });
@@ -294,9 +295,8 @@ export class MemoryKeysStore implements KeysStore {
     const [group] = await this.spendCreditsGroups([{ keyId, cost, count: 1 }], at);
     if (group === undefined) return undefined;
     if (group.before === null) return { spent: true, remaining: null };
-    const { baseline, period } = group;
     return group.granted === 1
-      ? { spent: true, remaining: group.before - cost, baseline, period }
+      ? { spent: true, remaining: group.before - cost }
       : { spent: false, remaining: group.before };
   }
 
