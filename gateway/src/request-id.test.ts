@@ -11,6 +11,9 @@ describe("the request id a management call carries for its audit record", () => 
       [
         "apis.createApi",
         "apis.deleteApi",
+        "forwardAuth.createPolicy",
+        "forwardAuth.deletePolicy",
+        "forwardAuth.updatePolicy",
         "identities.createIdentity",
         "identities.deleteIdentity",
         "identities.updateIdentity",
