@@ -48,7 +48,7 @@ async function post(operation: string, body: unknown) {
 }
 
 describe("console: credit thresholds", () => {
-  it("shows a key's thresholds, saves new ones, returns it to its API's, and shows a bad one's refusal", async () => {
+  it("shows a key's thresholds, saves new ones, returns it to its API's, shows a bad one's refusal, and gives them at creation", async () => {
     const { apiId } = (await post("apis.createApi", { name: "metered", creditThresholds: [30] })).body.data;
     const { keyId } = (
       await post("keys.createKey", {
@@ -99,6 +99,18 @@ describe("console: credit thresholds", () => {
         .toBeNull();
       await expect.poll(() => card.getByTestId("thresholds-now").textContent(), SLOW).toContain("its API's");
       expect(await seriousViolations(page)).toEqual([]);
+
+      // Given when the key is created, with its credits.
+      await page.goto(`/#/apis/${apiId}/new-key`);
+      await page.getByLabel("Name").fill("created with thresholds");
+      await page.getByLabel("Credits", { exact: true }).fill("200");
+      await page.getByLabel("Credit thresholds (percent)").fill("10, 60");
+      await page.getByRole("button", { name: "Create key" }).click();
+      await page.getByRole("heading", { name: "Key created" }).waitFor();
+      const created = (await post("apis.listKeys", { apiId })).body.data.find(
+        (k: { name?: string }) => k.name === "created with thresholds",
+      );
+      expect(created.creditThresholds).toEqual([60, 10]);
     } finally {
       await context.close();
     }
