@@ -27,7 +27,8 @@ import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store
  * one spend in the whole deployment does each (SpendQueue finds it in its
  * statement's result); should the balance rise and cross again in the same
  * period, the event has the same id (key and period), so it is delivered once,
- * and this process does not even publish it twice.
+ * and this process does not even publish it twice. A key with thresholds of
+ * its own or of its API announces those instead (credit-thresholds.ts).
  */
 
 export const DEFAULT_LOW_FRACTION = 0.1;
