@@ -137,7 +137,7 @@ describe("webhook events caused by real operations (separate processes, JetStrea
       ].sort(),
     );
     const one = (type: string) => bodies.find((x) => x.type === type)!.data;
-    expect(one("credits.low")).toEqual({ keyId, apiId, remaining: 1, threshold: 2 });
+    expect(one("credits.low")).toEqual({ keyId, apiId, remaining: 1, threshold: 2, percent: 10 });
     expect(one("credits.exhausted")).toEqual({ keyId, apiId, remaining: 0 });
     expect(one("ratelimit.exceeded")).toMatchObject({
       namespace: "events",

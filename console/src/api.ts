@@ -123,6 +123,8 @@ export interface Key {
   /** Latchkey's additions: CIDRs it may be verified from, and when a leak report first named it. */
   ipAllowList?: string[];
   leakedAt?: number;
+  /** Latchkey's addition: its own credits.low thresholds in percent; absent: its API's. */
+  creditThresholds?: number[];
 }
 
 export interface Identity {

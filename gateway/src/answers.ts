@@ -96,6 +96,12 @@ export const KeyData = Closed({
       description: "Latchkey's addition: when a leak report first named the key; absent: never.",
     }),
   ),
+  creditThresholds: Type.Optional(
+    Type.Array(Type.Integer({ minimum: 0, maximum: 100, examples: [50] }), {
+      description:
+        "Latchkey's addition: the key's own credits.low thresholds in percent, highest first; absent: its API's.",
+    }),
+  ),
 });
 
 /** A key's new plaintext, shown this once, and its id. */

@@ -13,6 +13,7 @@ import {
   RefillField,
   useAction,
 } from "../ui.tsx";
+import { parseThresholds } from "./credit-thresholds.tsx";
 
 export function CreateKeyPage({ apiId }: { apiId: string }) {
   const [prefix, setPrefix] = useState("");
@@ -24,6 +25,7 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
   const [refill, setRefill] = useState<Refill>("");
   const [refillAmount, setRefillAmount] = useState("");
   const [refillDay, setRefillDay] = useState("");
+  const [thresholds, setThresholds] = useState("");
   const [limits, setLimits] = useState<Ratelimit[]>([]);
   const [roles, setRoles] = useState("");
   const [permissions, setPermissions] = useState("");
@@ -56,6 +58,8 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
             : {}),
         };
       }
+      // A word that is no percentage goes as null, and the API's 400 says what to fix.
+      if (credits !== "" && thresholds.trim()) body["creditThresholds"] = parseThresholds(thresholds);
       if (limits.length > 0) body["ratelimits"] = limits.map(limitBody);
       if (list(roles).length > 0) body["roles"] = list(roles);
       if (list(permissions).length > 0) body["permissions"] = list(permissions);
@@ -146,6 +150,14 @@ export function CreateKeyPage({ apiId }: { apiId: string }) {
                 value={refillDay}
                 onValue={setRefillDay}
               />
+            )}
+            {credits !== "" && (
+              <Field
+                label="Credit thresholds (percent)"
+                hint="credits.low at each, e.g. 50, 20, 0; empty: the API's"
+              >
+                <input value={thresholds} onInput={(e) => setThresholds(e.currentTarget.value)} />
+              </Field>
             )}
           </div>
         </fieldset>

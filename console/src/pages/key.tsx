@@ -21,6 +21,7 @@ import {
   when,
 } from "../ui.tsx";
 import { KeyBadges } from "./api.tsx";
+import { CreditThresholdsCard } from "./credit-thresholds.tsx";
 
 export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
   const key = useLoad(async () => (await call<Key>("keys.getKey", { keyId })).data, [keyId]);
@@ -41,6 +42,7 @@ export function KeyPage({ apiId, keyId }: { apiId: string; keyId: string }) {
           <VerificationsChart title="Verifications of this key" filter={{ keyId: k.keyId }} />
           <EnabledCard k={k} onChanged={key.reload} />
           <CreditsCard k={k} onChanged={key.reload} />
+          <CreditThresholdsCard k={k} onChanged={key.reload} />
           <ExpiryCard k={k} onChanged={key.reload} />
           <FieldsCard k={k} onChanged={key.reload} />
           <LimitsCard k={k} onChanged={key.reload} />

@@ -45,9 +45,10 @@ export interface DomainEventData {
   };
   /**
    * A key's balance fell below the configured fraction of its refill amount (or, without a refill,
-   * of the balance it was last given): at most once per key and refill period.
+   * of the balance it was last given), or to one of the key's own thresholds or below: at most once
+   * per key, threshold and credit period. threshold: in credits; percent: of that baseline.
    */
-  "credits.low": { keyId: string; apiId: string; remaining: number; threshold: number };
+  "credits.low": { keyId: string; apiId: string; remaining: number; threshold: number; percent?: number };
   /** A key spent its last credit: at most once per key and refill period. */
   "credits.exhausted": { keyId: string; apiId: string; remaining: number };
   /** A limit denied a request: at most once per namespace, identifier and window. */

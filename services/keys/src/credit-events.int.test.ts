@@ -111,7 +111,7 @@ describe("credits.low and credits.exhausted on PostgreSQL", () => {
       {
         id: domainEventId("credits.low", "ws_default", keyId, START),
         type: "credits.low",
-        data: { keyId, apiId, remaining: 9, threshold: 10 },
+        data: { keyId, apiId, remaining: 9, threshold: 10, percent: 10 },
       },
     ]);
     expect(all.filter((e) => e.type === "credits.exhausted")).toEqual([

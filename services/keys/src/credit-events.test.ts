@@ -78,7 +78,7 @@ describe("credits.low and credits.exhausted", () => {
         type: "credits.low",
         workspaceId: "ws_1",
         occurredAt: START,
-        data: { keyId, apiId, remaining: 9, threshold: 10 },
+        data: { keyId, apiId, remaining: 9, threshold: 10, percent: 10 },
       },
     ]);
     await verify(key, 5);
@@ -100,7 +100,7 @@ describe("credits.low and credits.exhausted", () => {
       [
         "credits.low",
         domainEventId("credits.low", "ws_1", keyId, START),
-        { keyId, apiId, remaining: 0, threshold: 1 },
+        { keyId, apiId, remaining: 0, threshold: 1, percent: 10 },
       ],
       [
         "credits.exhausted",
@@ -135,7 +135,7 @@ describe("credits.low and credits.exhausted", () => {
     const { keyId, key } = await keyWith(client, { remaining: 50n });
     expect(await verify(key, 1, 50)).toEqual([VerifyCode.VALID]);
     expect(published().map((e) => [e.type, e.data])).toEqual([
-      ["credits.low", { keyId, apiId: expect.any(String), remaining: 0, threshold: 5 }],
+      ["credits.low", { keyId, apiId: expect.any(String), remaining: 0, threshold: 5, percent: 10 }],
       ["credits.exhausted", { keyId, apiId: expect.any(String), remaining: 0 }],
     ]);
   });

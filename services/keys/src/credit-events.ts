@@ -27,7 +27,8 @@ import type { CachedKey, CreditsCrossing, GroupSpend, SpendGroup } from "./store
  * one spend in the whole deployment does each (SpendQueue finds it in its
  * statement's result); should the balance rise and cross again in the same
  * period, the event has the same id (key and period), so it is delivered once,
- * and this process does not even publish it twice.
+ * and this process does not even publish it twice. A key with thresholds of
+ * its own or of its API announces those instead (credit-thresholds.ts).
  */
 
 export const DEFAULT_LOW_FRACTION = 0.1;
@@ -107,6 +108,8 @@ export class CreditEvents {
   constructor(
     private readonly sink: EventSink,
     max = MAX_ANNOUNCED_CREDITS,
+    /** CREDITS_LOW_FRACTION in percent, for credits.low's payload. */
+    private readonly lowPercent = DEFAULT_LOW_FRACTION * 100,
   ) {
     this.announced = new LRUCache({ max });
   }
@@ -125,6 +128,7 @@ export class CreditEvents {
         apiId: key.apiId,
         remaining,
         threshold: crossing.low,
+        percent: this.lowPercent,
       });
     }
     if (crossing.exhausted) {
@@ -136,19 +140,47 @@ export class CreditEvents {
     }
   }
 
+  /**
+   * A spend of `key` took its balance to `credits` (`percent` of its baseline) or
+   * below: credits.low for that threshold (credit-thresholds.ts), once per period.
+   */
+  thresholdCrossed(
+    key: Pick<CachedKey, "id" | "workspaceId" | "apiId">,
+    remaining: number,
+    percent: number,
+    credits: number,
+    period: number,
+    at: number,
+  ): void {
+    if (this.sink === noEvents) return;
+    this.publish(
+      "credits.low",
+      key,
+      period,
+      at,
+      { keyId: key.id, apiId: key.apiId, remaining, threshold: credits, percent },
+      `${percent}%`,
+    );
+  }
+
   private publish<T extends "credits.low" | "credits.exhausted">(
     type: T & DomainEventType,
     key: Pick<CachedKey, "id" | "workspaceId">,
     period: number,
     at: number,
     data: DomainEventData[T],
+    /** A key's own threshold ("50%"): one event per threshold; absent for CREDITS_LOW_FRACTION's, whose id stays. */
+    threshold?: string,
   ): void {
     // Remembered by a plain string: every verification refused for want of credits asks, and only
     // the first of a period pays for the event's id (a hash).
-    const seen = `${type}${SEP}${key.workspaceId}${SEP}${key.id}${SEP}${period}`;
+    const seen = `${type}${SEP}${key.workspaceId}${SEP}${key.id}${SEP}${period}${threshold === undefined ? "" : SEP + threshold}`;
     if (this.announced.has(seen)) return;
     this.announced.set(seen, true);
-    const id = domainEventId(type, key.workspaceId, key.id, period);
+    const id =
+      threshold === undefined
+        ? domainEventId(type, key.workspaceId, key.id, period)
+        : domainEventId(type, key.workspaceId, key.id, period, threshold);
     this.sink.publish(DOMAIN_EVENT, id, domainEvent(type, key.workspaceId, data, at, id));
   }
 }

@@ -108,7 +108,7 @@ export interface KeysDepsOptions {
    * with UNAVAILABLE (503), so no key outruns its limits during an outage.
    */
   ratelimitFailOpen?: boolean;
-  /** CREDITS_LOW_FRACTION: credits.low below this share of a key's refill amount or given balance; 0: off. Default 0.1. */
+  /** CREDITS_LOW_FRACTION: credits.low below this share of a key's refill amount or given balance, for keys without thresholds (credit-thresholds.ts); 0: off. Default 0.1. */
   creditsLowFraction?: number;
   /** SECRET_SCANNING_KEYS: where GitHub's secret-scanning public keys are (leaks/github-keys.ts). */
   secretScanningKeys?: ScanningKeySource;
@@ -191,7 +191,11 @@ export function assembleKeysDeps(
     bus: options.bus,
     events: options.events ?? noEvents,
     spends,
-    creditEvents: new CreditEvents(options.events ?? noEvents),
+    creditEvents: new CreditEvents(
+      options.events ?? noEvents,
+      undefined,
+      (options.creditsLowFraction ?? DEFAULT_LOW_FRACTION) * 100,
+    ),
     keyCache,
     clock,
     log,

@@ -259,4 +259,14 @@ ALTER TABLE keys_audit_log ADD CONSTRAINT keys_audit_log_actor_type_check
 `,
   },
   forwardAuthPoliciesMigration,
+  {
+    version: 13,
+    name: "credit thresholds per key and API",
+    sql: `
+-- A key's credits.low thresholds in percent of its baseline (credit-thresholds.ts),
+-- its API's as their default; NULL: CREDITS_LOW_FRACTION's one threshold.
+ALTER TABLE apis ADD COLUMN credit_thresholds smallint[];
+ALTER TABLE keys ADD COLUMN credit_thresholds smallint[];
+`,
+  },
 ];

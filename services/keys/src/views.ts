@@ -47,6 +47,7 @@ export function keyView(
     ...(identity !== undefined && { identity: identityView(identity) }),
     ...(plaintext !== undefined && { plaintext }),
     ipAllowList: key.ipAllowList ?? [],
+    creditThresholds: key.creditThresholds ?? [],
     ...(key.leakedAt != null && { leakedAt: BigInt(key.leakedAt) }),
   };
 }

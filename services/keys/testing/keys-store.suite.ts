@@ -79,6 +79,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
         leakPolicy: "revoke",
         ipAllowList: [],
         expiringNoticeDays: 7,
+        creditThresholds: null,
       });
       expect(await store.findApi("api_unknown")).toBeUndefined();
     });

@@ -16,6 +16,8 @@ export const createApi = route({
     ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
     // Days before a key's expiry that key.expiring announces it; 0: never (default 7).
     expiringNoticeDays: Type.Optional(Int({ maximum: 365 })),
+    // credits.low thresholds in percent its keys default to (docs/api.md, Credit thresholds).
+    creditThresholds: Type.Optional(Type.Array(Int({ maximum: 100 }), { maxItems: 10 })),
   }),
   description:
     "Latchkey's additions: `keyFormat` (`plain`, the default, or `checksum`: keys end in a CRC32 that scanners and verification check, docs/api.md) and `leakPolicy` (`revoke`, the default, disables a key reported leaked; `flag` keeps it working and announces the leak).",
@@ -28,6 +30,7 @@ export const createApi = route({
       ...(input.leakPolicy === undefined ? {} : { leakPolicy: input.leakPolicy }),
       ipAllowList: input.ipAllowList ?? [],
       expiringNoticeDays: input.expiringNoticeDays,
+      creditThresholds: input.creditThresholds ?? [],
     });
     return { data: { apiId: res.apiId } };
   },

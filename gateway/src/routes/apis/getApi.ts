@@ -11,6 +11,7 @@ export const getApi = route({
     leakPolicy: Type.Optional(Type.String({ enum: ["revoke", "flag"], examples: ["revoke"] })),
     ipAllowList: Type.Optional(Type.Array(Type.String({ examples: ["203.0.113.0/24"] }))),
     expiringNoticeDays: Type.Optional(Type.Integer({ minimum: 0, maximum: 365, examples: [7] })),
+    creditThresholds: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 100, examples: [50] }))),
   }),
   example: { apiId: "api_123" },
   rootKey: { needs: ["api.<apiId>.read_api"] },
@@ -28,6 +29,7 @@ export const getApi = route({
         leakPolicy: api.leakPolicy || "revoke",
         ...(api.ipAllowList.length > 0 && { ipAllowList: api.ipAllowList }),
         expiringNoticeDays: api.expiringNoticeDays,
+        ...(api.creditThresholds.length > 0 && { creditThresholds: api.creditThresholds }),
       },
     };
   },

@@ -45,6 +45,8 @@ export const createKeySchema = Closed({
   recoverable: Type.Optional(Type.Boolean()),
   // Latchkey's addition: CIDRs (IPv4, IPv6) the key may be verified from (docs/api.md, IP allow-lists).
   ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
+  // Latchkey's addition: credits.low thresholds in percent (docs/api.md, Credit thresholds).
+  creditThresholds: Type.Optional(Type.Array(Int({ maximum: 100 }), { maxItems: 10 })),
 });
 
 export const createKey = route({
@@ -105,6 +107,7 @@ export const createKey = route({
       enabled: input.enabled,
       recoverable: input.recoverable ?? false,
       ipAllowList: input.ipAllowList ?? [],
+      creditThresholds: input.creditThresholds ?? [],
     });
     return { data: { keyId: res.keyId, key: res.key } };
   },

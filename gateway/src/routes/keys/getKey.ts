@@ -42,5 +42,6 @@ export function keyResponseData(k: Key) {
     plaintext: k.plaintext,
     ipAllowList: k.ipAllowList.length > 0 ? k.ipAllowList : undefined,
     leakedAt: optNum(k.leakedAt),
+    creditThresholds: k.creditThresholds.length > 0 ? k.creditThresholds : undefined,
   });
 }

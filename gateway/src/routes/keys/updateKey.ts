@@ -49,6 +49,8 @@ export const updateKeySchema = Closed({
   permissions: Type.Optional(Type.Array(Str(1, 100, SLUG_PATTERN), { maxItems: 1000 })),
   // Latchkey's addition: the whole new IP allow-list; [] clears it (docs/api.md, IP allow-lists).
   ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
+  // Latchkey's addition: the whole new list of credits.low thresholds; [] returns to the API's (docs/api.md).
+  creditThresholds: Type.Optional(Type.Array(Int({ maximum: 100 }), { maxItems: 10 })),
 });
 
 export const updateKey = route({
@@ -97,6 +99,7 @@ export const updateKey = route({
       roles: input.roles && { values: input.roles },
       permissions: input.permissions && { values: input.permissions },
       ipAllowList: input.ipAllowList && { values: input.ipAllowList },
+      creditThresholds: input.creditThresholds && { values: input.creditThresholds },
       cleared,
     });
     return { data: {} };

@@ -4,6 +4,7 @@ import { invalidInput, newId, requirePermissions, succeeded } from "@latchkey/ru
 import { authenticatedCaller } from "../access.ts";
 import { validAllowList } from "../allow-list.ts";
 import { apiResource } from "../audit.ts";
+import { validThresholds } from "../credit-thresholds.ts";
 import type { KeysDeps } from "../deps.ts";
 import { KEY_FORMATS, type KeyFormat } from "../leaks/key-format.ts";
 import { DEFAULT_EXPIRING_DAYS } from "../notices/expiring.ts";
@@ -25,6 +26,7 @@ export function createApi(deps: KeysDeps) {
         leakPolicy: input.leakPolicy,
         ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
         expiringNoticeDays: validDays(req.expiringNoticeDays),
+        creditThresholds: validThresholds(req.creditThresholds, "/creditThresholds"),
       },
       succeeded(
         deps,
@@ -37,6 +39,7 @@ export function createApi(deps: KeysDeps) {
           ...(req.leakPolicy === undefined ? [] : ["leakPolicy"]),
           ...(req.ipAllowList.length === 0 ? [] : ["ipAllowList"]),
           ...(req.expiringNoticeDays === undefined ? [] : ["expiringNoticeDays"]),
+          ...(req.creditThresholds.length === 0 ? [] : ["creditThresholds"]),
         ],
       ),
     );

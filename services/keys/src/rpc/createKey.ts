@@ -4,6 +4,7 @@ import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded }
 import { apiNotFound, authenticatedCaller, requireOrMask, visibleApi } from "../access.ts";
 import { validAllowList } from "../allow-list.ts";
 import { apiResource, keyResource } from "../audit.ts";
+import { validThresholds } from "../credit-thresholds.ts";
 import type { KeysDeps } from "../deps.ts";
 import { generateKey } from "../key-material.ts";
 import { CHECKSUM_MARKER, prefixClaimsChecksum } from "../leaks/key-format.ts";
@@ -64,6 +65,7 @@ export function createKey(deps: KeysDeps) {
         ratelimits: input.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
         byteLength: input.byteLength,
         ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
+        creditThresholds: validThresholds(req.creditThresholds, "/creditThresholds"),
       },
       vault?.seal(keyId, caller.workspaceId, material.key),
       succeeded(
@@ -102,6 +104,7 @@ function createKeyFields(req: CreateKeyRequest): string[] {
     ["enabled", req.enabled !== undefined],
     ["recoverable", req.recoverable],
     ["ipAllowList", req.ipAllowList.length > 0],
+    ["creditThresholds", req.creditThresholds.length > 0],
   ];
   return given.filter(([, set]) => set).map(([name]) => name);
 }

@@ -19,6 +19,7 @@ export function getApi(deps: KeysDeps) {
         leakPolicy: api.leakPolicy ?? "revoke",
         ipAllowList: api.ipAllowList ?? [],
         expiringNoticeDays: api.expiringNoticeDays ?? 7,
+        creditThresholds: api.creditThresholds ?? [],
       },
     };
   };

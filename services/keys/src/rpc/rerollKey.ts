@@ -78,6 +78,7 @@ export function rerollKey(deps: KeysDeps) {
         createdAt: now,
         ratelimits: original.ratelimits.map((r) => ({ ...r, id: newId("rl") })),
         ipAllowList: original.ipAllowList ?? [],
+        creditThresholds: original.creditThresholds ?? null,
         byteLength,
       },
       vault?.seal(keyId, original.workspaceId, material.key),

@@ -4,6 +4,7 @@ import { invalidInput, need, newId, requirePermissions, resourcesOf, succeeded }
 import { authenticatedCaller, keyNotFound, visibleKey } from "../access.ts";
 import { validAllowList } from "../allow-list.ts";
 import { apiResource, keyResource } from "../audit.ts";
+import { validThresholds } from "../credit-thresholds.ts";
 import type { KeysDeps } from "../deps.ts";
 import { ensureIdentity, ensureInlinePermissions, requireRoles } from "../rbac.ts";
 import { grantChangePermissions, replacing } from "../rbac-changes.ts";
@@ -81,6 +82,7 @@ export function patchFields(patch: KeyPatch): string[] {
     ["roles", "roles"],
     ["permissions", "permissions"],
     ["ipAllowList", "ipAllowList"],
+    ["creditThresholds", "creditThresholds"],
   ];
   return names.filter(([field]) => patch[field] !== undefined).map(([, name]) => name);
 }
@@ -178,6 +180,8 @@ export function validUpdateKey(req: UpdateKeyRequest, key: VerifiableKey, now: n
   if (req.ratelimits)
     patch.ratelimits = replaceRatelimits(key.ratelimits, validRatelimits(req.ratelimits.ratelimits, ""));
   if (req.ipAllowList) patch.ipAllowList = validAllowList(req.ipAllowList.values, "/ipAllowList");
+  if (req.creditThresholds)
+    patch.creditThresholds = validThresholds(req.creditThresholds.values, "/creditThresholds");
   if (req.roles) patch.roles = [...new Set(req.roles.values)];
   if (req.permissions) patch.permissions = validPermissions(req.permissions.values, "");
   return patch;

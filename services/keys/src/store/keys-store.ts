@@ -21,6 +21,8 @@ export interface ApiRecord {
   ipAllowList?: string[];
   /** Days before a key's expiry key.expiring announces it (notices/expiring.ts); absent: 7; 0: never. */
   expiringNoticeDays?: number;
+  /** Its keys' default credits.low thresholds in percent (credit-thresholds.ts); absent or null: CREDITS_LOW_FRACTION. */
+  creditThresholds?: number[] | null;
 }
 
 /** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */
@@ -90,6 +92,8 @@ export interface KeyRecord {
   ipAllowList?: string[];
   /** When a leak report first named it (leaks/leak-reports.ts); absent or null: never. */
   leakedAt?: number | null;
+  /** Its credits.low thresholds in percent (credit-thresholds.ts); absent or null: its API's. */
+  creditThresholds?: number[] | null;
 }
 
 /** A key as verification needs it: the record plus whether its API is deleted. */
@@ -123,6 +127,8 @@ export type CachedKey = Pick<
 > & {
   /** Its API's and its own IP allow-lists, parsed once with the record; null or absent: none. */
   allowList?: AllowList | null;
+  /** Its own credits.low thresholds in percent, else its API's; null or absent: CREDITS_LOW_FRACTION. */
+  creditThresholds?: readonly number[] | null;
 };
 
 export interface RootKeyRecord {
@@ -169,6 +175,8 @@ export interface KeyPatch {
   ratelimits?: KeyRatelimitRecord[];
   /** The whole new IP allow-list; empty clears it. */
   ipAllowList?: string[];
+  /** The whole new list of credits.low thresholds; null: its API's again. */
+  creditThresholds?: number[] | null;
   updatedAt: number;
 }
 
@@ -245,6 +253,12 @@ export interface Spend {
   remaining: number | null;
   /** Only on the one spend of a period that took the balance below the low threshold or to 0. */
   crossed?: CreditsCrossing;
+  /**
+   * A spent balance's GroupSpend.baseline and period, for a key's own thresholds
+   * (credit-thresholds.ts); absent where the store does not say.
+   */
+  baseline?: number | null;
+  period?: number;
 }
 
 /** What a spend crossed in its key's credit period (credit-events.ts announces it). */

@@ -58,6 +58,7 @@ export class MemoryKeysStore implements KeysStore {
       leakPolicy: "revoke",
       ipAllowList: [],
       expiringNoticeDays: 7,
+      creditThresholds: null,
       ...api,
       deletedAt: null,
     });
@@ -284,6 +285,7 @@ export class MemoryKeysStore implements KeysStore {
         found.push({
           ...key,
           allowList: AllowList.of(this.apis.get(key.apiId)?.ipAllowList, key.ipAllowList),
+          creditThresholds: key.creditThresholds ?? this.apis.get(key.apiId)?.creditThresholds ?? null,
         });
     }
     return found;

@@ -61,6 +61,7 @@ interface KeyRow {
   recoverable: boolean;
   ip_allow_list: string[];
   leaked_at: number | null;
+  credit_thresholds: number[] | null;
 }
 
 type CachedKeyRow = Pick<
@@ -81,7 +82,7 @@ type CachedKeyRow = Pick<
   | "deleted_at"
   | "ratelimits"
   | "ip_allow_list"
-> & { api_deleted: boolean; api_ip_allow_list: string[] };
+> & { api_deleted: boolean; api_ip_allow_list: string[]; thresholds_in_effect: number[] | null };
 
 interface CreditsRow {
   remaining: number | null;
@@ -101,10 +102,10 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
   async createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void> {
     await this.audited(audit, async (tx) => {
       await tx`INSERT INTO apis (id, workspace_id, name, created_at, key_format, leak_policy, ip_allow_list,
-          expiring_notice_days)
+          expiring_notice_days, credit_thresholds)
         VALUES (${api.id}, ${api.workspaceId}, ${api.name}, ${api.createdAt},
           ${api.keyFormat ?? "plain"}, ${api.leakPolicy ?? "revoke"}, ${api.ipAllowList ?? []}::text[],
-          ${api.expiringNoticeDays ?? 7})`;
+          ${api.expiringNoticeDays ?? 7}, ${api.creditThresholds ?? null}::smallint[])`;
     });
   }
 
@@ -140,9 +141,10 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         leak_policy: LeakPolicy;
         ip_allow_list: string[];
         expiring_notice_days: number;
+        credit_thresholds: number[] | null;
       }[]
     >`SELECT id, workspace_id, name, created_at, deleted_at, key_format, leak_policy, ip_allow_list,
-        expiring_notice_days FROM apis WHERE id = ${id}`;
+        expiring_notice_days, credit_thresholds FROM apis WHERE id = ${id}`;
     return (
       row && {
         id: row.id,
@@ -154,6 +156,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         leakPolicy: row.leak_policy,
         ipAllowList: row.ip_allow_list,
         expiringNoticeDays: row.expiring_notice_days,
+        creditThresholds: row.credit_thresholds,
       }
     );
   }
@@ -250,7 +253,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
           refill_interval = ${k.refill?.interval ?? null}, refill_amount = ${k.refill?.amount ?? null},
           refill_day = ${k.refill?.day ?? null}, last_refill_at = ${k.lastRefillAt},
           permissions = ${k.permissions}::text[], roles = ${k.roles}::text[], updated_at = ${patch.updatedAt},
-          ip_allow_list = ${k.ipAllowList ?? []}::text[]
+          ip_allow_list = ${k.ipAllowList ?? []}::text[], credit_thresholds = ${k.creditThresholds ?? null}::smallint[]
           ${patch.remaining === undefined ? tx`` : tx`, credits_given = ${k.remaining}, credits_given_at = ${patch.updatedAt}`}
         WHERE id = ${id}`;
         if (patch.ratelimits) {
@@ -457,6 +460,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         k.meta::text AS meta_json, k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled,
         k.remaining, k.deleted_at, (a.deleted_at IS NOT NULL) AS api_deleted,
         k.ip_allow_list, a.ip_allow_list AS api_ip_allow_list,
+        COALESCE(k.credit_thresholds, a.credit_thresholds) AS thresholds_in_effect,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
           FROM key_ratelimits r WHERE r.key_id = k.id), '[]'::json) AS ratelimits
@@ -482,6 +486,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         ratelimits: row.ratelimits,
         apiDeleted: row.api_deleted,
         allowList: AllowList.of(row.api_ip_allow_list, row.ip_allow_list),
+        creditThresholds: row.thresholds_in_effect,
       }),
     );
   }
@@ -642,7 +647,7 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         k.external_id, k.identity_id, k.permissions, k.roles, k.expires, k.enabled, k.remaining,
         k.refill_interval, k.refill_amount, k.refill_day, k.last_refill_at, k.created_at, k.updated_at, l.at AS last_used_at, k.deleted_at,
         k.byte_length, EXISTS (SELECT 1 FROM encrypted_keys e WHERE e.key_id = k.id) AS recoverable,
-        k.ip_allow_list, k.leaked_at,
+        k.ip_allow_list, k.leaked_at, k.credit_thresholds,
         (a.deleted_at IS NOT NULL) AS api_deleted,
         COALESCE((SELECT json_agg(json_build_object('id', r.id, 'name', r.name, 'limit', r."limit",
             'duration', r.duration, 'autoApply', r.auto_apply) ORDER BY r.name)
@@ -678,6 +683,7 @@ function keyOf(row: KeyRow): KeyRecord {
     recoverable: row.recoverable,
     ipAllowList: row.ip_allow_list,
     leakedAt: row.leaked_at,
+    creditThresholds: row.credit_thresholds,
   };
 }
 
@@ -698,12 +704,13 @@ async function insertKey(
   const rows =
     await tx`INSERT INTO keys (id, workspace_id, api_id, hash, start, name, meta, external_id, identity_id,
       permissions, roles, expires, enabled, remaining, refill_interval, refill_amount, refill_day, last_refill_at,
-      byte_length, created_at, credits_given, credits_given_at, ip_allow_list)
+      byte_length, created_at, credits_given, credits_given_at, ip_allow_list, credit_thresholds)
     VALUES (${key.id}, ${key.workspaceId}, ${key.apiId}, ${key.hash}, ${key.start}, ${key.name},
       ${key.metaJson}::text::jsonb, ${key.externalId}, ${key.identityId}, ${key.permissions}::text[], ${key.roles}::text[],
       ${key.expires}, ${key.enabled}, ${key.remaining}, ${key.refill?.interval ?? null},
       ${key.refill?.amount ?? null}, ${key.refill?.day ?? null}, ${key.lastRefillAt ?? null}, ${key.byteLength},
-      ${key.createdAt}, ${given.amount}, ${given.at}, ${key.ipAllowList ?? []}::text[])
+      ${key.createdAt}, ${given.amount}, ${given.at}, ${key.ipAllowList ?? []}::text[],
+      ${key.creditThresholds ?? null}::smallint[])
     ${onDuplicate === "skip" ? tx`ON CONFLICT (workspace_id, hash) DO NOTHING` : tx``} RETURNING id`;
   if (rows.length === 0) return false;
   await insertRatelimits(tx, key.id, key.ratelimits);

@@ -59,14 +59,18 @@ describe("SpendQueue on PostgreSQL", () => {
         if (balance < cost && balance > 0) {
           return { spent: false, remaining: balance, crossed: { period, low: undefined, exhausted: true } };
         }
-        if (balance < cost) return { spent: cost === 0, remaining: balance };
+        // A spent balance carries its baseline and period (for a key's own thresholds).
+        if (balance < cost)
+          return cost === 0
+            ? { spent: true, remaining: balance, baseline: 100, period }
+            : { spent: false, remaining: balance };
         const before = balance;
         balance -= cost;
         const low = before >= 10 && balance < 10 ? 10 : undefined;
         const exhausted = cost > 0 && balance === 0;
         return low === undefined && !exhausted
-          ? { spent: true, remaining: balance }
-          : { spent: true, remaining: balance, crossed: { period, low, exhausted } };
+          ? { spent: true, remaining: balance, baseline: 100, period }
+          : { spent: true, remaining: balance, crossed: { period, low, exhausted }, baseline: 100, period };
       });
       expect(oneByOne.filter((a) => "crossed" in a)).toHaveLength(3);
       expect(answers).toEqual(oneByOne);

@@ -211,7 +211,13 @@ function settle(
       else if (j < result.granted) {
         const crossed = crossings === undefined ? undefined : crossingAt(crossings, j);
         const remaining = result.before - (j + 1) * cost;
-        s.resolve(crossed === undefined ? { spent: true, remaining } : { spent: true, remaining, crossed });
+        // baseline and period for a key's own thresholds (credit-thresholds.ts).
+        const { baseline, period } = result;
+        s.resolve(
+          crossed === undefined
+            ? { spent: true, remaining, baseline, period }
+            : { spent: true, remaining, crossed, baseline, period },
+        );
       } else {
         const remaining = result.before - result.granted * cost;
         // The run's first spend refused while credits are left (a cost that does not divide the balance

@@ -9,6 +9,7 @@ import type { PermissionQuery } from "@latchkey/runtime";
 import { hashKey, holds, invalidInput, verificationOutcomes } from "@latchkey/runtime";
 import { keyIsVisible } from "../access.ts";
 import { clientAddress } from "../allow-list.ts";
+import { announceThresholds } from "../credit-thresholds.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyVerified, noEvents } from "../events.ts";
 import { failsChecksum } from "../leaks/key-format.ts";
@@ -190,7 +191,13 @@ async function judge(
   if (spend.remaining === null) return outcome(facts, VerifyCode.VALID);
   // Only the one spend of a statement's run that crossed the low threshold, reached 0 or was the first
   // refused for want of credits (credit-events.ts).
-  if (spend.crossed !== undefined)
+  // A key with thresholds of its own (or its API's) announces those instead of CREDITS_LOW_FRACTION's.
+  const thresholds = key.creditThresholds;
+  if (thresholds != null) {
+    announceThresholds(deps.creditEvents, key, thresholds, spend, input.cost, deps.clock.now());
+    if (spend.crossed?.exhausted)
+      deps.creditEvents.crossed(key, spend.remaining, { ...spend.crossed, low: undefined }, deps.clock.now());
+  } else if (spend.crossed !== undefined)
     deps.creditEvents.crossed(key, spend.remaining, spend.crossed, deps.clock.now());
   if (!spend.spent) return outcome(facts, VerifyCode.USAGE_EXCEEDED, spend.remaining);
   return outcome(facts, VerifyCode.VALID, spend.remaining, input.cost);

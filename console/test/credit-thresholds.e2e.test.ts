@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
+import { ensureBuilt } from "../server/build.ts";
+import { launch, seriousViolations } from "./browser.ts";
+
+// A key's credit thresholds on its page: Debian's Chromium driving the console that `npm start` serves
+// (embedded storage), the test checking through the API what the page did.
+
+const dataDir = mkdtempSync(join(tmpdir(), "latchkey-thresholds-"));
+const SLOW = { timeout: 30_000, interval: 200 };
+let latchkey: Proc;
+let browser: Browser;
+let rootKey: string;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
+    DATA_DIR: dataDir,
+    DATABASE_URL: "",
+    NATS_URL: "",
+    METRICS_PORT: "0",
+  });
+  const deadline = Date.now() + 10_000;
+  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  browser = await launch();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await latchkey?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function post(operation: string, body: unknown) {
+  const res = await fetch(`${latchkey.url}/v2/${operation}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe("console: credit thresholds", () => {
+  it("shows a key's thresholds, saves new ones, returns it to its API's, shows a bad one's refusal, and gives them at creation", async () => {
+    const { apiId } = (await post("apis.createApi", { name: "metered", creditThresholds: [30] })).body.data;
+    const { keyId } = (
+      await post("keys.createKey", {
+        apiId,
+        name: "metered key",
+        credits: { remaining: 100 },
+        creditThresholds: [50, 0],
+      })
+    ).body.data;
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      baseURL: latchkey.url,
+    });
+    const page = await context.newPage();
+    try {
+      await page.goto("/");
+      await page.getByLabel("Root key").fill(rootKey);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("navigation", { name: "Sections" }).waitFor();
+      await page.goto(`/#/apis/${apiId}/keys/${keyId}`);
+      await page.getByRole("heading", { name: /metered key/ }).waitFor();
+      const card = page.getByRole("form", { name: "Credit thresholds" });
+      expect(await card.getByTestId("thresholds-now").textContent()).toContain("50 %, 0 %");
+      expect(await page.getByLabel("Thresholds (percent)").inputValue()).toBe("50, 0");
+
+      await page.getByLabel("Thresholds (percent)").fill("20, 75 %, 5");
+      await page.getByRole("button", { name: "Save thresholds" }).click();
+      await expect
+        .poll(async () => (await post("keys.getKey", { keyId })).body.data.creditThresholds, SLOW)
+        .toEqual([75, 20, 5]);
+      await expect
+        .poll(() => card.getByTestId("thresholds-now").textContent(), SLOW)
+        .toContain("75 %, 20 %, 5 %");
+
+      // Over 100 is the API's 400, shown as written; the key keeps its thresholds.
+      await page.getByLabel("Thresholds (percent)").fill("50, 120");
+      await page.getByRole("button", { name: "Save thresholds" }).click();
+      const alert = card.getByRole("alert");
+      await alert.waitFor();
+      expect(await alert.textContent()).toMatch(/100/);
+      expect((await post("keys.getKey", { keyId })).body.data.creditThresholds).toEqual([75, 20, 5]);
+
+      // Emptied: the key takes its API's again.
+      await page.getByLabel("Thresholds (percent)").fill("");
+      await page.getByRole("button", { name: "Save thresholds" }).click();
+      await expect
+        .poll(async () => (await post("keys.getKey", { keyId })).body.data.creditThresholds ?? null, SLOW)
+        .toBeNull();
+      await expect.poll(() => card.getByTestId("thresholds-now").textContent(), SLOW).toContain("its API's");
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // Given when the key is created, with its credits.
+      await page.goto(`/#/apis/${apiId}/new-key`);
+      await page.getByLabel("Name").fill("created with thresholds");
+      await page.getByLabel("Credits", { exact: true }).fill("200");
+      await page.getByLabel("Credit thresholds (percent)").fill("10, 60");
+      await page.getByRole("button", { name: "Create key" }).click();
+      await page.getByRole("heading", { name: "Key created" }).waitFor();
+      const created = (await post("apis.listKeys", { apiId })).body.data.find(
+        (k: { name?: string }) => k.name === "created with thresholds",
+      );
+      expect(created.creditThresholds).toEqual([60, 10]);
+    } finally {
+      await context.close();
+    }
+  });
+});
