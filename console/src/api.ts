@@ -130,6 +130,7 @@ export interface Identity {
   externalId: string;
   meta?: Record<string, unknown>;
   ratelimits?: Ratelimit[];
+  ipAllowList?: string[];
 }
 
 export interface Override {

@@ -10,7 +10,7 @@ export const updateApi = route({
   description:
     "Latchkey's addition (Unkey cannot change an API after creating it): each field given replaces the API's setting, each omitted stays; `ipAllowList: []` clears the list. A new `keyFormat` applies to keys created afterwards: existing keys keep verifying.",
   answer: ApiAnswer,
-  example: { apiId: "api_123", ipAllowList: ["203.0.113.0/24"] },
+  example: { apiId: "api_123", name: "billing", expiringNoticeDays: 14 },
   rootKey: { needs: ["api.<apiId>.update_api"] },
   errors: [404],
   schema: Closed({
