@@ -14,6 +14,7 @@ export default defineConfig({
             "{packages,services,gateway,apps}/**/src/**/*.test.ts",
             "deploy/**/*.test.ts",
             "test/in-memory/**/*.test.ts",
+            "console/src/**/*.test.ts",
           ],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
           // Test files share their workers' module cache: importing the generated protobuf code, connect and

@@ -157,6 +157,12 @@ describe("the console in the image", () => {
       200,
       "public, max-age=31536000, immutable",
     ]);
+    // The portal web app, built with it into dist/console/portal, at /portal/.
+    const portal = await fetch(`http://127.0.0.1:${port}/portal/?code=x`);
+    expect([portal.status, portal.headers.get("cache-control")]).toEqual([200, "no-cache"]);
+    expect(portal.headers.get("content-security-policy")).toContain("img-src 'self' data: https:;");
+    const portalScript = /src="\.\/(assets\/[^"]+\.js)"/.exec(await portal.text())![1]!;
+    expect((await fetch(`http://127.0.0.1:${port}/portal/${portalScript}`)).status).toBe(200);
     child.kill("SIGTERM");
     expect((await exited).code).toBe(0);
   }, 60_000);

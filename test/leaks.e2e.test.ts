@@ -43,6 +43,8 @@ beforeAll(async () => {
   stack = await startStack({
     natsUrl,
     webhooks: { consumer },
+    // auditLogs.list reads every context's records, the portal's too.
+    portal: true,
     env: {
       keys: { SECRET_SCANNING_KEYS: keysFile, EXPIRING_NOTICE_INTERVAL_MS: "1000" },
       // So that each test reports as a client of its own (X-Forwarded-For).

@@ -52,7 +52,7 @@ function bodyOf(operation: Operation): unknown {
   const body = structuredClone(routes[operation].example) as unknown;
   if (Array.isArray(body) || body === null || typeof body !== "object") return body;
   const out = body as Record<string, unknown>;
-  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "portalId", "sessionId"]) {
+  for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "portalId", "sessionId", "policyId"]) {
     if (field in out && made[field] !== undefined) out[field] = made[field];
   }
   return out;
@@ -83,6 +83,7 @@ describe("every operation with its example body, answers held to docs/openapi.js
       if (operation === "webhooks.create") made["webhookId"] = data.webhookId;
       if (operation === "portals.createPortal") made["portalId"] = data.portalId;
       if (operation === "portal.createSession") made["sessionId"] = data.id;
+      if (operation === "forwardAuth.createPolicy") made["policyId"] = data.policyId;
     }
     // keys.verifyKey masks as data: 200, valid false, NOT_FOUND (its rootKey.masked says so).
     expect(refused).toEqual(

@@ -16,6 +16,13 @@ describe("ensureBuilt", () => {
     const named = [...index.matchAll(/(?:src|href)="\/assets\/([^"]+)"/g)].map((m) => m[1]!).sort();
     expect(named.length).toBe(2);
     expect(readdirSync(join(into, "assets")).sort()).toEqual(named);
+    // The portal web app, built with it: its own script and style under portal/assets/, none of the console's.
+    const portal = readFileSync(join(into, "portal", "index.html"), "utf8");
+    const portalNamed = [...portal.matchAll(/(?:src|href)="\.\/assets\/([^"]+)"/g)].map((m) => m[1]!).sort();
+    expect(portalNamed.length).toBe(2);
+    expect(readdirSync(join(into, "portal", "assets")).sort()).toEqual(portalNamed);
+    expect(portalNamed.filter((f) => named.includes(f))).toEqual([]);
+    expect(portal).not.toMatch(/<script>|<style>| style="/);
     // No build directory of its own is left behind.
     expect(
       readdirSync(consoleRoot).filter((f) => f.startsWith(".dist-") && f !== `.dist-test-${process.pid}`),

@@ -1,7 +1,6 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { env } from "@latchkey/runtime";
-import { type Pages, pagesFrom } from "./pages.ts";
+import { type Pages, pagesFrom, servedApps } from "./pages.ts";
 
 /** console/, the Vite project. */
 export const consoleRoot = join(import.meta.dirname, "..");
@@ -9,7 +8,7 @@ export const consoleRoot = join(import.meta.dirname, "..");
 export const builtDir = join(consoleRoot, "dist");
 
 /** The console's sources: a build older than any of them is built again. */
-const SOURCES = ["src", "public", "index.html", "vite.config.ts", "package.json"];
+const SOURCES = ["src", "public", "index.html", "vite.config.ts", "vite.portal.config.ts", "package.json"];
 
 /**
  * Builds the console into console/dist when it is missing or older than its sources, so that
@@ -34,11 +33,18 @@ export async function ensureBuilt(into = builtDir): Promise<"built" | "current">
   return "built";
 }
 
-/** Builds the console into `outDir` (emptied first): console/dist, or dist/console for the image. */
+/**
+ * Builds the console into `outDir` (emptied first): console/dist, or dist/console for the image; and the
+ * portal web app into its portal/ folder, served at /portal/.
+ */
 export async function buildConsole(outDir: string): Promise<void> {
   // Imported here only: the gateway's bundle serves a build and never carries Vite.
   const { build } = await import("vite");
   await build({ configFile: join(consoleRoot, "vite.config.ts"), build: { outDir } });
+  await build({
+    configFile: join(consoleRoot, "vite.portal.config.ts"),
+    build: { outDir: join(outDir, "portal") },
+  });
 }
 
 function isCurrent(dir: string): boolean {
@@ -59,9 +65,13 @@ function newest(path: string): number {
   return latest;
 }
 
-/** `npm start`'s console: built first when needed (ensureBuilt), unless CONSOLE is false. */
+/**
+ * `npm start`'s console and portal web app: built first when needed (ensureBuilt), unless CONSOLE and
+ * PORTAL_APP are both false.
+ */
 export async function builtConsolePages(): Promise<Pages | undefined> {
-  if (!env.bool("CONSOLE", true)) return undefined;
+  const served = servedApps();
+  if (!served.console && !served.portal) return undefined;
   await ensureBuilt();
-  return pagesFrom(builtDir);
+  return pagesFrom(builtDir, served);
 }

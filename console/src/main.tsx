@@ -9,6 +9,8 @@ import { CreateKeyPage } from "./pages/create-key.tsx";
 import { IdentitiesPage, IdentityPage } from "./pages/identities.tsx";
 import { KeyPage } from "./pages/key.tsx";
 import { PermissionsPage } from "./pages/permissions.tsx";
+import { PoliciesPage } from "./pages/policies.tsx";
+import { PortalPage, PortalsPage } from "./pages/portals.tsx";
 import { NamespacePage, RatelimitsPage } from "./pages/ratelimits.tsx";
 import { WebhookPage, WebhooksPage } from "./pages/webhooks.tsx";
 import { href, routeParams, useRoute } from "./router.ts";
@@ -23,6 +25,8 @@ const NAV = [
   { id: "ratelimits", label: "Rate limits" },
   { id: "analytics", label: "Analytics" },
   { id: "webhooks", label: "Webhooks" },
+  { id: "portals", label: "Portals" },
+  { id: "policies", label: "Policies" },
   { id: "audit", label: "Audit log" },
 ] as const;
 
@@ -94,6 +98,10 @@ function Page({ route }: { route: string[] }) {
       return <AnalyticsPage />;
     case "webhooks":
       return id === undefined ? <WebhooksPage /> : <WebhookPage key={id} webhookId={id} />;
+    case "portals":
+      return id === undefined ? <PortalsPage /> : <PortalPage key={id} portalId={id} />;
+    case "policies":
+      return <PoliciesPage />;
     case "keys":
       return id === undefined ? <ApisPage /> : <KeyByIdPage key={id} keyId={id} />;
     case "audit":

@@ -5,7 +5,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
-import { allowListEntries, entryProblem } from "../src/allow-list-editor.tsx";
+import { allowListEntries, entryProblem } from "../src/allow-list.ts";
 import { launch, seriousViolations, watch } from "./browser.ts";
 
 // The API's and the identity's IP allow-lists edited on their pages (apis.updateApi,

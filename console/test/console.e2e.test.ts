@@ -137,7 +137,13 @@ describe("the console", { timeout: 180_000 }, () => {
       await page.getByRole("button", { name: "Create API" }).click();
       await page.getByRole("heading", { name: "payments", level: 1 }).waitFor();
       const apiId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!);
-      expect((await post("apis.getApi", { apiId })).body.data).toEqual({ id: apiId, name: "payments" });
+      expect((await post("apis.getApi", { apiId })).body.data).toEqual({
+        id: apiId,
+        name: "payments",
+        keyFormat: "plain",
+        leakPolicy: "revoke",
+        expiringNoticeDays: 7,
+      });
       await page.getByText("No keys in this API yet").waitFor();
       expect(await seriousViolations(page)).toEqual([]);
 
@@ -460,6 +466,7 @@ describe("the console", { timeout: 180_000 }, () => {
         ["#/ratelimits", "Rate limits"],
         ["#/ratelimits/api.requests", "api.requests"],
         ["#/analytics", "Analytics"],
+        ["#/policies", "Forward-auth policies"],
       ];
       for (const [hash, heading] of pages) {
         await page.goto(`/${hash}`);

@@ -36,6 +36,7 @@ import { type RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { policiesFromEnv } from "./forward-auth/file.ts";
 import { createForwardAuth, type PolicySource } from "./forward-auth/forward-auth.ts";
 import { FORWARD_AUTH_PATH } from "./forward-auth/request.ts";
+import { StoredPolicies } from "./forward-auth/stored-policies.ts";
 import { MAX_DEPTH, tooDeepAt } from "./limits.ts";
 import { readBody } from "./node-body.ts";
 import { PortalWeb, sessionCookie } from "./portal-web.ts";
@@ -267,10 +268,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ),
   };
 
+  // The file's policies, then the workspace's stored ones, loaded once and dropped on a change.
+  const storedPolicies = new StoredPolicies(
+    deps.forwardAuthPolicies ?? policiesFromEnv(),
+    async (caller) => (await keys.loadForwardAuthPolicies({ caller })).policies,
+    { clock: deps.clock, log: deps.log, ...(deps.bus ? { bus: deps.bus } : {}) },
+  );
   const forwardAuth = createForwardAuth({
     auth,
     verifyKey: services.verifyKey,
-    policies: deps.forwardAuthPolicies ?? policiesFromEnv(),
+    policies: storedPolicies,
     trustedProxies,
     clock: deps.clock,
     log: deps.log,
@@ -514,6 +521,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     maxBodyBytes: maxBody,
     async close() {
       auth.close();
+      storedPolicies.close();
     },
   };
 }

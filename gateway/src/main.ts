@@ -106,7 +106,8 @@ await runProcess({
       rootKeyCacheTtlMs: s.rootKeyCacheTtlMs,
       trustedProxies: s.trustedProxies,
       publicUrl: s.publicUrl,
-      // The web console at / when it was built (deploy/build.ts builds it into the image); CONSOLE=false: none.
+      // The web console at / and the portal web app at /portal/ when built (deploy/build.ts builds both into the
+      // image); CONSOLE=false and PORTAL_APP=false leave each out.
       pages: consolePages(),
     });
     const server = await listen(gateway, boot.port, s.host);

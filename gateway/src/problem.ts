@@ -52,6 +52,8 @@ export const problemKinds = {
   [ErrorReason.IDENTITY_ALREADY_EXISTS]: CONFLICT("identity"),
   [ErrorReason.PERMISSION_ALREADY_EXISTS]: CONFLICT("permission"),
   [ErrorReason.ROLE_ALREADY_EXISTS]: CONFLICT("role"),
+  [ErrorReason.FORWARD_AUTH_POLICY_NOT_FOUND]: NOT_FOUND("forward_auth_policy"),
+  [ErrorReason.FORWARD_AUTH_POLICY_ALREADY_EXISTS]: CONFLICT("forward_auth_policy"),
   [ErrorReason.PRECONDITION_FAILED]: kind(
     412,
     "Precondition Failed",

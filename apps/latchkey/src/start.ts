@@ -299,7 +299,7 @@ async function start(settings: Settings, boot: Starting) {
     // In process a batch is a function call, not an RPC: 8 out at once measured about +9 % for
     // the full verification (paired runs, PostgreSQL) and +6 % for ratelimits.limit over 2.
     batchesInFlight: 8,
-    // The web console at /, built on the first start of a checkout.
+    // The web console at / and the portal web app at /portal/, built on the first start of a checkout.
     pages: await builtConsolePages(),
   });
 

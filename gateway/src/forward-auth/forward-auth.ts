@@ -5,8 +5,16 @@ import type { RootKeyAuth } from "../auth.ts";
 import type { TrustedProxies } from "../client-address.ts";
 import { Problem, problemOf } from "../problem.ts";
 import { type Decision, decide, missingKey, noPolicy } from "./answer.ts";
-import type { Policy, PolicySource } from "./policy.ts";
-import { clientAddressOf, type Exchange, keyOf, originalRequest, ROOT_KEY_HEADER } from "./request.ts";
+import type { Policy } from "./policy.ts";
+import {
+  clientAddressOf,
+  type Exchange,
+  keyOf,
+  type OriginalRequest,
+  originalRequest,
+  ROOT_KEY_HEADER,
+} from "./request.ts";
+import type { PolicyMatcher } from "./stored-policies.ts";
 
 export type { PolicySource } from "./policy.ts";
 
@@ -14,7 +22,8 @@ export interface ForwardAuthDeps {
   auth: RootKeyAuth;
   /** keys.verifyKey through the gateway's batcher, as the public operation calls it. */
   verifyKey(caller: Caller, request: VerifyKeyRequest): Promise<VerifyKeyResponse>;
-  policies: PolicySource;
+  /** The file's and the workspace's stored policies (stored-policies.ts). */
+  policies: PolicyMatcher;
   trustedProxies: TrustedProxies;
   clock: Clock;
   log: Logger;
@@ -34,7 +43,9 @@ export function createForwardAuth(
   // Per root key and policy: the caller the verification runs as (the proxy's root key narrowed to
   // the policy's API, so a key of another API is unknown), or why the root key may not serve it.
   // Held by the cached caller's identity, so a changed root key starts afresh.
-  const narrowed = new WeakMap<Caller, Map<Policy, Caller | string>>();
+  // Held by policy name, so that policies compiled again after a change replace their entry
+  // rather than add to it.
+  const narrowed = new WeakMap<Caller, Map<string, { policy: Policy; as: Caller | string }>>();
 
   function callerFor(caller: Caller, policy: Policy): Caller | string {
     let perPolicy = narrowed.get(caller);
@@ -42,16 +53,16 @@ export function createForwardAuth(
       perPolicy = new Map();
       narrowed.set(caller, perPolicy);
     }
-    let c = perPolicy.get(policy);
-    if (c === undefined) {
-      const own = `forward_auth.${policy.name}.verify`;
-      const verify = `api.${policy.apiId}.verify_key`;
-      if (!holds(caller.permissions, own)) c = `The proxy's root key lacks '${own}'.`;
-      else if (!holds(caller.permissions, verify)) c = `The proxy's root key lacks '${verify}'.`;
-      else c = { ...caller, permissions: [verify] };
-      perPolicy.set(policy, c);
-    }
-    return c;
+    const held = perPolicy.get(policy.name);
+    if (held !== undefined && held.policy === policy) return held.as;
+    const own = `forward_auth.${policy.name}.verify`;
+    const verify = `api.${policy.apiId}.verify_key`;
+    let as: Caller | string;
+    if (!holds(caller.permissions, own)) as = `The proxy's root key lacks '${own}'.`;
+    else if (!holds(caller.permissions, verify)) as = `The proxy's root key lacks '${verify}'.`;
+    else as = { ...caller, permissions: [verify] };
+    perPolicy.set(policy.name, { policy, as });
+    return as;
   }
 
   function reply(x: Exchange, d: Decision, dry: boolean, bodyless: boolean) {
@@ -87,7 +98,32 @@ export function createForwardAuth(
   function verify(x: Exchange, url: string, requestId: string, caller: Caller) {
     const original = originalRequest(x, url);
     const bodyless = nginxAsks(x);
-    const policy = deps.policies.of(caller.workspaceId).match(original.method, original.host, original.path);
+    const found = deps.policies.match(caller, original.method, original.host, original.path);
+    // A workspace whose stored policies are not held yet waits for their one load.
+    if (found instanceof Promise) {
+      found.then(
+        (policy) => {
+          try {
+            enforce(x, requestId, caller, original, bodyless, policy);
+          } catch (err) {
+            failed(x, requestId, err);
+          }
+        },
+        (err: unknown) => failed(x, requestId, err),
+      );
+      return;
+    }
+    enforce(x, requestId, caller, original, bodyless, found);
+  }
+
+  function enforce(
+    x: Exchange,
+    requestId: string,
+    caller: Caller,
+    original: OriginalRequest,
+    bodyless: boolean,
+    policy: Policy | undefined,
+  ) {
     if (policy === undefined) return reply(x, noPolicy(requestId), false, bodyless);
     const as = callerFor(caller, policy);
     if (typeof as === "string") return misconfigured(x, requestId, as);

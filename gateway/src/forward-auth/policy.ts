@@ -1,3 +1,4 @@
+import { policyRuleViolation } from "@latchkey/runtime";
 import { type Static, Type } from "@sinclair/typebox";
 import { Closed, compile, Enum, ID_PATTERN, Int, Str } from "../schema.ts";
 
@@ -79,47 +80,44 @@ export class PolicySet {
   private constructor(
     readonly policies: readonly Policy[],
     readonly fallback: Policy | undefined,
+    /** What a cache counts it as: its definitions' JSON size, with room for what compiling adds. */
+    readonly bytes: number,
   ) {}
 
   /** Policies checked beyond the schema: names unique, each key location with the name it needs. */
-  static from(input: PolicySetInput): PolicySet {
+  static from(input: PolicySetInput, definitionBytes = 0): PolicySet {
     const names = new Set<string>();
     const all = input.default ? [...input.policies, { ...input.default }] : input.policies;
     for (const [i, p] of all.entries()) {
       const at = i < input.policies.length ? `/policies/${i}` : "/default";
       if (names.has(p.name)) throw new PolicyError(`${at}/name`, `the name '${p.name}' is used twice`);
       names.add(p.name);
-      const key = p.key;
-      if (key && key.from !== "bearer" && key.name === undefined) {
-        throw new PolicyError(`${at}/key/name`, `a key read from a ${key.from} needs the ${key.from}'s name`);
-      }
-      if (key && key.from === "bearer" && key.name !== undefined) {
-        throw new PolicyError(`${at}/key/name`, "a bearer key is read from Authorization: remove name");
-      }
-      if (p.stripKey && key && key.from !== "bearer" && key.from !== "header") {
-        throw new PolicyError(
-          `${at}/stripKey`,
-          `a key in a ${key.from} cannot be stripped by the proxy's configuration: move it to a header or remove stripKey`,
-        );
-      }
+      const broken = policyRuleViolation(p, at);
+      if (broken) throw new PolicyError(broken.location, broken.reason);
     }
     return new PolicySet(
       input.policies.map(compilePolicy),
       input.default ? compilePolicy(input.default) : undefined,
+      1024 + 4 * definitionBytes + 512 * all.length,
     );
   }
 
-  static readonly empty = new PolicySet([], undefined);
+  static readonly empty = new PolicySet([], undefined, 1024);
 
   /** The first policy covering the request, else the default, else none. */
   match(method: string, host: string, path: string): Policy | undefined {
+    return this.first(method, host, path) ?? this.fallback;
+  }
+
+  /** The first policy covering the request, the default left out. */
+  first(method: string, host: string, path: string): Policy | undefined {
     const h = hostOnly(host);
     for (const p of this.policies) {
       if (p.methodSet !== undefined && !p.methodSet.has(method)) continue;
       if (!p.matchHost(h) || !p.matchPath(path)) continue;
       return p;
     }
-    return this.fallback;
+    return undefined;
   }
 }
 

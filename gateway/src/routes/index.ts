@@ -2,6 +2,7 @@ import type { Route } from "../route.ts";
 import { analyticsRoutes } from "./analytics/index.ts";
 import { apisRoutes } from "./apis/index.ts";
 import { auditRoutes } from "./audit/index.ts";
+import { forwardAuthRoutes } from "./forwardAuth/index.ts";
 import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
@@ -26,6 +27,7 @@ export const routes = {
   ...auditRoutes,
   ...portalsRoutes,
   ...portalRoutes,
+  ...forwardAuthRoutes,
 } satisfies Record<string, Route>;
 
 export type Operation = keyof typeof routes;

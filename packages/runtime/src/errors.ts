@@ -36,6 +36,8 @@ const grpcCodeOf = {
   [ErrorReason.PORTAL_NOT_FOUND]: Code.NotFound,
   [ErrorReason.PORTAL_SESSION_NOT_FOUND]: Code.NotFound,
   [ErrorReason.PORTAL_ALREADY_EXISTS]: Code.AlreadyExists,
+  [ErrorReason.FORWARD_AUTH_POLICY_NOT_FOUND]: Code.NotFound,
+  [ErrorReason.FORWARD_AUTH_POLICY_ALREADY_EXISTS]: Code.AlreadyExists,
 } satisfies Record<ErrorReason, Code>;
 
 export interface Violation {

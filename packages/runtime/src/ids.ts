@@ -33,6 +33,7 @@ export const ID_PREFIXES: Readonly<Record<string, string>> = {
   delivery: "dlv",
   portal: "portal",
   portal_session: "ps",
+  forward_auth_policy: "fap",
 };
 
 const ID_BODY = new RegExp(`^[${ALPHABET}]{16}$`);

@@ -10,6 +10,7 @@ export * from "./domain-events.ts";
 export * from "./errors.ts";
 export * from "./event-sink.ts";
 export * from "./events.ts";
+export * from "./forward-auth-policy-rules.ts";
 export * from "./identity-changes.ts";
 export * from "./ids.ts";
 export * from "./internal-auth.ts";

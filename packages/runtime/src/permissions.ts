@@ -135,8 +135,11 @@ export const ROOT_KEY_ACTIONS = {
   ],
   /** auditLogs.list: the workspace's record of management changes (packages/runtime/src/audit.ts). */
   audit: ["read"],
-  /** A reverse proxy asking the gateway's forward-auth endpoint, per policy name (docs/edge.md). */
-  forward_auth: ["verify"],
+  /**
+   * A reverse proxy asking the gateway's forward-auth endpoint, per policy name (docs/edge.md); the
+   * policies' management (forwardAuth.*Policy) as forward_auth.*.<action>.
+   */
+  forward_auth: ["verify", "create_policy", "read_policy", "update_policy", "delete_policy"],
 } as const;
 
 /** Why a root-key permission string is not valid, or undefined when it is. */

@@ -17,7 +17,9 @@ import { invalidateOnKeyChanges, noEvents } from "./events.ts";
 import { LastUsed } from "./last-used.ts";
 import { type ScanningKeySource, ScanningKeys } from "./leaks/github-keys.ts";
 import { LeakQueue } from "./leaks/leak-queue.ts";
+import type { PolicyStore } from "./store/forward-auth-policy-store.ts";
 import type { CachedKey, KeysStore } from "./store/keys-store.ts";
+import { PostgresPolicyStore } from "./store/postgres-forward-auth-policy-store.ts";
 import { PostgresKeysStore } from "./store/postgres-keys-store.ts";
 import { KeyVault } from "./vault.ts";
 import { grantsBytes, IdentityCache } from "./verify/identity-cache.ts";
@@ -28,6 +30,8 @@ import { SpendQueue } from "./verify/spend-collector.ts";
 export interface KeysDeps {
   /** APIs, keys and root keys (PostgreSQL in production, memory in unit tests). */
   store: KeysStore;
+  /** The workspaces' forward-auth policies, in match order (PostgreSQL in production, memory in unit tests). */
+  policies: PolicyStore;
   /** Carries KeyChanged between instances so each drops what it cached (events.ts). */
   bus: Bus;
   /** Where each verification is recorded for analytics (KeyVerified); off the request path. */
@@ -119,7 +123,11 @@ export function createKeysDeps(options: KeysDepsOptions): KeysDeps {
   const spends = options.spendSql
     ? { spendStore: new PostgresKeysStore(options.spendSql), spendDepth: SPENDS_OUT }
     : {};
-  return assembleKeysDeps(store, { ...options, ...spends });
+  return assembleKeysDeps(store, {
+    ...options,
+    ...spends,
+    policyStore: new PostgresPolicyStore(options.sql),
+  });
 }
 
 /** The dependencies around a store, whichever it is (testing/keys-deps.ts assembles them around the in-memory one). */
@@ -144,6 +152,8 @@ export function assembleKeysDeps(
     spendDepth?: number;
     creditsLowFraction?: number;
     secretScanningKeys?: ScanningKeySource;
+    /** The store of forward-auth policies, beside `store`. */
+    policyStore: PolicyStore;
   },
 ): KeysDeps {
   const clock = options.clock ?? systemClock;
@@ -177,6 +187,7 @@ export function assembleKeysDeps(
   const leakReports = new LeakQueue(log);
   return {
     store,
+    policies: options.policyStore,
     bus: options.bus,
     events: options.events ?? noEvents,
     spends,

@@ -1,4 +1,5 @@
 import { auditTableSql, type Migration } from "@latchkey/runtime";
+import { forwardAuthPoliciesMigration } from "./store/forward-auth-policies-migration.ts";
 
 /**
  * The keys context's tables, applied with migrate(sql, "keys", keysMigrations).
@@ -257,4 +258,5 @@ ALTER TABLE keys_audit_log ADD CONSTRAINT keys_audit_log_actor_type_check
   CHECK (actor_type IN ('root_key', 'cli', 'system'));
 `,
   },
+  forwardAuthPoliciesMigration,
 ];

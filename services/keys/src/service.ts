@@ -6,13 +6,18 @@ import { addPermissions } from "./rpc/addPermissions.ts";
 import { addRoles } from "./rpc/addRoles.ts";
 import { authenticateRootKey } from "./rpc/authenticateRootKey.ts";
 import { createApi } from "./rpc/createApi.ts";
+import { createForwardAuthPolicy } from "./rpc/createForwardAuthPolicy.ts";
 import { createKey } from "./rpc/createKey.ts";
 import { deleteApi } from "./rpc/deleteApi.ts";
+import { deleteForwardAuthPolicy } from "./rpc/deleteForwardAuthPolicy.ts";
 import { deleteKey } from "./rpc/deleteKey.ts";
 import { getApi } from "./rpc/getApi.ts";
+import { getForwardAuthPolicy } from "./rpc/getForwardAuthPolicy.ts";
 import { getKey } from "./rpc/getKey.ts";
 import { listApis } from "./rpc/listApis.ts";
+import { listForwardAuthPolicies } from "./rpc/listForwardAuthPolicies.ts";
 import { listKeys } from "./rpc/listKeys.ts";
+import { loadForwardAuthPolicies } from "./rpc/loadForwardAuthPolicies.ts";
 import { migrateKeys } from "./rpc/migrateKeys.ts";
 import { receiveGithubLeaks } from "./rpc/receiveGithubLeaks.ts";
 import { removePermissions } from "./rpc/removePermissions.ts";
@@ -23,6 +28,7 @@ import { setPermissions } from "./rpc/setPermissions.ts";
 import { setRoles } from "./rpc/setRoles.ts";
 import { updateApi } from "./rpc/updateApi.ts";
 import { updateCredits } from "./rpc/updateCredits.ts";
+import { updateForwardAuthPolicy } from "./rpc/updateForwardAuthPolicy.ts";
 import { updateKey } from "./rpc/updateKey.ts";
 import { verifyKey } from "./rpc/verifyKey.ts";
 import { verifyKeyBatch } from "./rpc/verifyKeyBatch.ts";
@@ -91,5 +97,26 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
     // No caller: each detection writes its own record, as the system, in the key's workspace.
     reportLeak: reportLeak(deps),
     receiveGithubLeaks: receiveGithubLeaks(deps),
+    createForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.createPolicy",
+      () => [],
+      createForwardAuthPolicy(deps),
+    ),
+    getForwardAuthPolicy: getForwardAuthPolicy(deps),
+    listForwardAuthPolicies: listForwardAuthPolicies(deps),
+    updateForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.updatePolicy",
+      (req) => resourcesOf(["forward_auth_policy", req.policyId]),
+      updateForwardAuthPolicy(deps),
+    ),
+    deleteForwardAuthPolicy: audited(
+      deps,
+      "forwardAuth.deletePolicy",
+      (req) => resourcesOf(["forward_auth_policy", req.policyId]),
+      deleteForwardAuthPolicy(deps),
+    ),
+    loadForwardAuthPolicies: loadForwardAuthPolicies(deps),
   };
 }

@@ -3,6 +3,7 @@ import { createIdentityDeps, createMemoryIdentityDeps, identityRoutes } from "@l
 import { createMemoryRatelimitDeps, ratelimitRoutes } from "@latchkey/ratelimit";
 import { type Bus, type Clock, type EventSink, type Logger, MemoryBus, type Sql } from "@latchkey/runtime";
 import { assembleKeysDeps, createKeysDeps, type KeysDeps } from "../src/deps.ts";
+import { MemoryPolicyStore } from "../src/store/memory-forward-auth-policy-store.ts";
 import { MemoryKeysStore } from "../src/store/memory-keys-store.ts";
 
 /**
@@ -76,7 +77,8 @@ export function createMemoryKeysDeps(
       ),
     );
   const ratelimit = options.ratelimit ?? memoryRatelimit(options);
-  return { ...assembleKeysDeps(store, { ...options, bus, identity, ratelimit }), store };
+  const policyStore = new MemoryPolicyStore(store.audit);
+  return { ...assembleKeysDeps(store, { ...options, bus, identity, ratelimit, policyStore }), store };
 }
 
 function memoryRatelimit(options: { clock?: Clock; log?: Logger }): Transport {
