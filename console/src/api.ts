@@ -132,6 +132,7 @@ export interface Identity {
   externalId: string;
   meta?: Record<string, unknown>;
   ratelimits?: Ratelimit[];
+  ipAllowList?: string[];
 }
 
 export interface Override {

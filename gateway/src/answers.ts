@@ -31,6 +31,12 @@ export const Identity = Closed({
   externalId: Type.String({ examples: ["user_42"] }),
   meta: Type.Optional(MetaObject),
   ratelimits: Type.Optional(Type.Array(RatelimitConfig)),
+  ipAllowList: Type.Optional(
+    Type.Array(Type.String({ examples: ["203.0.113.0/24"] }), {
+      description:
+        "Latchkey's addition: CIDRs the identity's keys may be verified from (getIdentity, listIdentities, updateIdentity); absent: any.",
+    }),
+  ),
 });
 
 /** Credits: `remaining` null means unlimited. */

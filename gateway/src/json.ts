@@ -81,6 +81,7 @@ export const identityData = (i: Identity) =>
     externalId: i.externalId,
     meta: meta(i.metaJson),
     ratelimits: i.ratelimits.length > 0 ? i.ratelimits.map(ratelimitConfig) : undefined,
+    ipAllowList: i.ipAllowList.length > 0 ? i.ipAllowList : undefined,
   });
 
 /** Unkey's Permission: id, name, slug, and description only when set (identity's Permission or keys' KeyPermission). */

@@ -11,6 +11,7 @@ describe("the request id a management call carries for its audit record", () => 
       [
         "apis.createApi",
         "apis.deleteApi",
+        "apis.updateApi",
         "forwardAuth.createPolicy",
         "forwardAuth.deletePolicy",
         "forwardAuth.updatePolicy",

@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { AllowListEditor } from "../allow-list-editor.tsx";
 import { call, type Key } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
 import { href } from "../router.ts";
@@ -8,7 +9,9 @@ const PAGE = 50;
 
 export function ApiPage({ apiId }: { apiId: string }) {
   const api = useLoad(async () => {
-    const { data } = await call<{ id: string; name: string }>("apis.getApi", { apiId });
+    const { data } = await call<{ id: string; name: string; ipAllowList?: string[] }>("apis.getApi", {
+      apiId,
+    });
     return data;
   }, [apiId]);
   return (
@@ -32,6 +35,13 @@ export function ApiPage({ apiId }: { apiId: string }) {
               Analytics
             </a>
           </div>
+          <AllowListEditor
+            id="api-allow-list"
+            title="IP allow-list of the API"
+            about="Applies to every key of this API. When a verification gives the client's address, one outside this list is refused with FORBIDDEN_IP, whatever the key's own list says."
+            current={api.data.ipAllowList}
+            save={(ipAllowList) => call("apis.updateApi", { apiId, ipAllowList })}
+          />
           <Keys apiId={apiId} />
           <VerificationsChart title="Verifications of this API" filter={{ apiId }} />
         </>

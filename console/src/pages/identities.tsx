@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { AllowListEditor } from "../allow-list-editor.tsx";
 import { call, type Identity, type Key, type Pagination, type Ratelimit } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
 import { allApis } from "../known.ts";
@@ -146,6 +147,13 @@ export function IdentityPage({ identity }: { identity: string }) {
             Identity id <code>{i.id}</code>
           </p>
           <IdentityLimits i={i} onChanged={loaded.reload} />
+          <AllowListEditor
+            id="identity-allow-list"
+            title="IP allow-list of the identity"
+            about="Applies to every key of this identity, together with its API's and the key's own lists. When a verification gives the client's address, one outside it is refused with FORBIDDEN_IP."
+            current={i.ipAllowList}
+            save={(ipAllowList) => call("identities.updateIdentity", { identity: i.id, ipAllowList })}
+          />
           <IdentityKeys externalId={i.externalId} />
           <VerificationsChart title="Verifications of this identity's keys" filter={{ identity: i.id }} />
           <DeleteIdentity i={i} />

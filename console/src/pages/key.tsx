@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { AllowListEditor } from "../allow-list-editor.tsx";
 import { type Credits, call, type Key, type Ratelimit } from "../api.ts";
 import { VerificationsChart } from "../chart.tsx";
 import { LimitsEditor, limitBody } from "../limits-editor.tsx";
@@ -232,31 +233,18 @@ function ExpiryCard({ k, onChanged }: Props) {
 
 /** The key's IP allow-list, one CIDR or address a line; an empty list lets every address verify it. */
 function AllowListCard({ k, onChanged }: Props) {
-  const [text, setText] = useState((k.ipAllowList ?? []).join("\n"));
-  const act = useAction();
-  const save = async (e: Event) => {
-    e.preventDefault();
-    const ipAllowList = text
-      .split(/[\s,]+/)
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    if (await act.run(() => call("keys.updateKey", { keyId: k.keyId, ipAllowList }))) onChanged();
-  };
   return (
-    <form class="card" onSubmit={save} aria-labelledby="allow-list-title">
-      <h2 id="allow-list-title">IP allow-list</h2>
-      <p class="muted small">
-        Addresses and CIDRs (IPv4, IPv6), one a line. When a verification gives the client's address, one
-        outside this list (and the API's) is refused with FORBIDDEN_IP. Empty: any address.
-      </p>
-      <Field label="Allowed addresses">
-        <textarea rows={3} class="mono" value={text} onInput={(e) => setText(e.currentTarget.value)} />
-      </Field>
-      <button type="submit" disabled={act.busy}>
-        Save allow-list
-      </button>
-      <ErrorBox error={act.error} />
-    </form>
+    <AllowListEditor
+      id="allow-list-title"
+      title="IP allow-list"
+      about="Addresses and CIDRs (IPv4, IPv6), one a line. When a verification gives the client's address, one outside this list (and the API's and the identity's) is refused with FORBIDDEN_IP. Empty: any address."
+      current={k.ipAllowList}
+      save={async (ipAllowList) => {
+        await call("keys.updateKey", { keyId: k.keyId, ipAllowList });
+        onChanged();
+        return true;
+      }}
+    />
   );
 }
 

@@ -69,4 +69,10 @@ CREATE INDEX role_permissions_permission_id ON role_permissions (permission_id);
     // The audit records of the identity context's management changes (packages/runtime/src/audit.ts).
     sql: auditTableSql("identity_audit_log"),
   },
+  {
+    version: 3,
+    name: "identity_ip_allow_list",
+    // An identity's IP allow-list: the CIDRs its keys may be verified from (empty allows any).
+    sql: "ALTER TABLE identities ADD COLUMN ip_allow_list text[] NOT NULL DEFAULT '{}';",
+  },
 ];

@@ -16,6 +16,7 @@ export function identityView(i: IdentityRecord): MessageInitShape<typeof Identit
       duration: BigInt(r.duration),
       autoApply: r.autoApply,
     })),
+    ipAllowList: i.ipAllowList,
     createdAt: BigInt(i.createdAt),
     updatedAt: BigInt(i.updatedAt),
   };

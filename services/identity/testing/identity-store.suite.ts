@@ -35,6 +35,7 @@ export function identityStoreContract(name: string, makeStore: () => Promise<Ide
       externalId: `user_${randomUUID()}`,
       meta: null,
       ratelimits: [],
+      ipAllowList: [],
       createdAt: 1_000,
       updatedAt: 1_000,
       ...over,
@@ -167,6 +168,26 @@ export function identityStoreContract(name: string, makeStore: () => Promise<Ide
         const cleared = await store.updateIdentity(wsA, rec.id, { ratelimits: [], updatedAt: 3 });
         expect(cleared?.ratelimits).toEqual([]);
         expect(metaOf(cleared)).toEqual({ b: 2 });
+      });
+
+      it("stores the IP allow-list, keeps it when an update leaves it out, replaces and clears it", async () => {
+        const rec = identity({ ipAllowList: ["203.0.113.0/24", "2001:db8::/32"] });
+        await store.insertIdentity(rec);
+        expect((await store.findIdentity(wsA, rec.id))?.ipAllowList).toEqual([
+          "203.0.113.0/24",
+          "2001:db8::/32",
+        ]);
+        const metaOnly = await store.updateIdentity(wsA, rec.id, { meta: "{}", updatedAt: 2 });
+        expect(metaOnly?.ipAllowList).toEqual(["203.0.113.0/24", "2001:db8::/32"]);
+        const replaced = await store.updateIdentity(wsA, rec.id, { ipAllowList: ["10.0.0.1"], updatedAt: 3 });
+        expect(replaced?.ipAllowList).toEqual(["10.0.0.1"]);
+        expect((await store.findIdentitiesByIds(wsA, [rec.id]))[0]?.ipAllowList).toEqual(["10.0.0.1"]);
+        expect(await store.updateIdentity(wsB, rec.id, { ipAllowList: [], updatedAt: 4 })).toBeUndefined();
+        const cleared = await store.updateIdentity(wsA, rec.id, { ipAllowList: [], updatedAt: 5 });
+        expect(cleared?.ipAllowList).toEqual([]);
+        expect(
+          (await store.listIdentities(wsA, { limit: 10 })).find((i) => i.id === rec.id)?.ipAllowList,
+        ).toEqual([]);
       });
 
       it("deletes an identity for good, and its externalId can be used again", async () => {

@@ -26,6 +26,7 @@ import { reportLeak } from "./rpc/reportLeak.ts";
 import { rerollKey } from "./rpc/rerollKey.ts";
 import { setPermissions } from "./rpc/setPermissions.ts";
 import { setRoles } from "./rpc/setRoles.ts";
+import { updateApi } from "./rpc/updateApi.ts";
 import { updateCredits } from "./rpc/updateCredits.ts";
 import { updateForwardAuthPolicy } from "./rpc/updateForwardAuthPolicy.ts";
 import { updateKey } from "./rpc/updateKey.ts";
@@ -45,6 +46,7 @@ export function service(deps: KeysDeps): ServiceImpl<typeof KeysService> {
     listKeys: listKeys(deps),
     listApis: listApis(deps),
     deleteApi: audited(deps, "apis.deleteApi", (req) => resourcesOf(["api", req.apiId]), deleteApi(deps)),
+    updateApi: audited(deps, "apis.updateApi", (req) => resourcesOf(["api", req.apiId]), updateApi(deps)),
     createKey: audited(deps, "keys.createKey", (req) => resourcesOf(["api", req.apiId]), createKey(deps)),
     getKey: getKey(deps),
     updateKey: audited(deps, "keys.updateKey", (req) => resourcesOf(["key", req.keyId]), updateKey(deps)),

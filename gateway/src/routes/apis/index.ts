@@ -4,6 +4,7 @@ import { deleteApi } from "./deleteApi.ts";
 import { getApi } from "./getApi.ts";
 import { listApis } from "./listApis.ts";
 import { listKeys } from "./listKeys.ts";
+import { updateApi } from "./updateApi.ts";
 
 export const apisRoutes = {
   "apis.createApi": createApi,
@@ -11,4 +12,5 @@ export const apisRoutes = {
   "apis.listKeys": listKeys,
   "apis.listApis": listApis,
   "apis.deleteApi": deleteApi,
+  "apis.updateApi": updateApi,
 } satisfies Record<`apis.${string}`, Route>;

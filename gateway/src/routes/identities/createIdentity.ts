@@ -18,6 +18,8 @@ export const createIdentity = route({
     externalId: Str(1, 255, EXTERNAL_ID_PATTERN),
     meta: Type.Optional(Meta()),
     ratelimits: Type.Optional(Type.Array(RatelimitRequest(), { maxItems: 50 })),
+    // Latchkey's addition: CIDRs the identity's keys may be verified from (docs/api.md, IP allow-lists).
+    ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
   }),
   async handle(input, { caller, services }) {
     const res = await services.identity.createIdentity({
@@ -25,6 +27,7 @@ export const createIdentity = route({
       externalId: input.externalId,
       metaJson: input.meta === undefined ? undefined : JSON.stringify(input.meta),
       ratelimits: (input.ratelimits ?? []).map(ratelimitConfigOf),
+      ipAllowList: input.ipAllowList ?? [],
     });
     return { data: { identityId: res.identityId } };
   },

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file identity/v1/identity.proto.
  */
 export const file_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("ChppZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxILaWRlbnRpdHkudjEiqQEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhIKCmNyZWF0ZWRfYXQYBSABKAMSEgoKdXBkYXRlZF9hdBgGIAEoA0IMCgpfbWV0YV9qc29uInIKClBlcm1pc3Npb24SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESEgoKY3JlYXRlZF9hdBgFIAEoA0IOCgxfZGVzY3JpcHRpb24ijAEKBFJvbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEiwKC3Blcm1pc3Npb25zGAQgAygLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbhISCgpjcmVhdGVkX2F0GAUgASgDQg4KDF9kZXNjcmlwdGlvbiI+CgxSYXRlbGltaXRTZXQSLgoKcmF0ZWxpbWl0cxgBIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWcipQEKFUNyZWF0ZUlkZW50aXR5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnQgwKCl9tZXRhX2pzb24iLQoWQ3JlYXRlSWRlbnRpdHlSZXNwb25zZRITCgtpZGVudGl0eV9pZBgBIAEoCSJJChJHZXRJZGVudGl0eVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIQCghpZGVudGl0eRgCIAEoCSI+ChNHZXRJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkicAoVTGlzdElkZW50aXRpZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISJAoEcGFnZRgCIAEoCzIWLmNvbW1vbi52MS5QYWdlUmVxdWVzdBIOCgZzZWFyY2gYAyABKAkiagoWTGlzdElkZW50aXRpZXNSZXNwb25zZRIpCgppZGVudGl0aWVzGAEgAygLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkSJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UioQEKFVVwZGF0ZUlkZW50aXR5UmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhAKCGlkZW50aXR5GAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi0KCnJhdGVsaW1pdHMYBCABKAsyGS5pZGVudGl0eS52MS5SYXRlbGltaXRTZXRCDAoKX21ldGFfanNvbiJBChZVcGRhdGVJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkiTAoVRGVsZXRlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEAoIaWRlbnRpdHkYAiABKAkiGAoWRGVsZXRlSWRlbnRpdHlSZXNwb25zZSKCAQoXQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBAUIOCgxfZGVzY3JpcHRpb24iMQoYQ3JlYXRlUGVybWlzc2lvblJlc3BvbnNlEhUKDXBlcm1pc3Npb25faWQYASABKAkiTQoUR2V0UGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchISCgpwZXJtaXNzaW9uGAIgASgJIkQKFUdldFBlcm1pc3Npb25SZXNwb25zZRIrCgpwZXJtaXNzaW9uGAEgASgLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbiJQChdEZWxldGVQZXJtaXNzaW9uUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhIKCnBlcm1pc3Npb24YAiABKAkiGgoYRGVsZXRlUGVybWlzc2lvblJlc3BvbnNlInEKFkxpc3RQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIkCgRwYWdlGAIgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg4KBnNlYXJjaBgDIAEoCSJuChdMaXN0UGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24SJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UigwEKEUNyZWF0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEhMKC3Blcm1pc3Npb25zGAQgAygJQg4KDF9kZXNjcmlwdGlvbiIlChJDcmVhdGVSb2xlUmVzcG9uc2USDwoHcm9sZV9pZBgBIAEoCSJBCg5HZXRSb2xlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgwKBHJvbGUYAiABKAkiMgoPR2V0Um9sZVJlc3BvbnNlEh8KBHJvbGUYASABKAsyES5pZGVudGl0eS52MS5Sb2xlIkQKEURlbGV0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCSIUChJEZWxldGVSb2xlUmVzcG9uc2UiawoQTGlzdFJvbGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEiQKBHBhZ2UYAiABKAsyFi5jb21tb24udjEuUGFnZVJlcXVlc3QSDgoGc2VhcmNoGAMgASgJIlwKEUxpc3RSb2xlc1Jlc3BvbnNlEiAKBXJvbGVzGAEgAygLMhEuaWRlbnRpdHkudjEuUm9sZRIlCgRwYWdlGAIgASgLMhcuY29tbW9uLnYxLlBhZ2VSZXNwb25zZSJhChlTZXRSb2xlUGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJKChpTZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24iTwoVRW5zdXJlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEwoLZXh0ZXJuYWxfaWQYAiABKAkiUgoWRW5zdXJlSWRlbnRpdHlSZXNwb25zZRInCghpZGVudGl0eRgBIAEoCzIVLmlkZW50aXR5LnYxLklkZW50aXR5Eg8KB2NyZWF0ZWQYAiABKAgiTwoUR2V0SWRlbnRpdGllc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxpZGVudGl0eV9pZHMYAiADKAkiQgoVR2V0SWRlbnRpdGllc1Jlc3BvbnNlEikKCmlkZW50aXRpZXMYASADKAsyFS5pZGVudGl0eS52MS5JZGVudGl0eSJHChNSZXNvbHZlUm9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFbmFtZXMYAiADKAkiSQoUUmVzb2x2ZVJvbGVzUmVzcG9uc2USIAoFcm9sZXMYASADKAsyES5pZGVudGl0eS52MS5Sb2xlEg8KB21pc3NpbmcYAiADKAkiZQoZUmVzb2x2ZVBlcm1pc3Npb25zUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg0KBXNsdWdzGAIgAygJEhYKDmNyZWF0ZV9taXNzaW5nGAMgASgIIlsKGlJlc29sdmVQZXJtaXNzaW9uc1Jlc3BvbnNlEiwKC3Blcm1pc3Npb25zGAEgAygLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbhIPCgdtaXNzaW5nGAIgAygJMs0MCg9JZGVudGl0eVNlcnZpY2USWQoOQ3JlYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlc3BvbnNlElAKC0dldElkZW50aXR5Eh8uaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXNwb25zZRJZCg5MaXN0SWRlbnRpdGllcxIiLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVxdWVzdBojLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVzcG9uc2USWQoOVXBkYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlc3BvbnNlElkKDkRlbGV0ZUlkZW50aXR5EiIuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXF1ZXN0GiMuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXNwb25zZRJfChBDcmVhdGVQZXJtaXNzaW9uEiQuaWRlbnRpdHkudjEuQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QaJS5pZGVudGl0eS52MS5DcmVhdGVQZXJtaXNzaW9uUmVzcG9uc2USVgoNR2V0UGVybWlzc2lvbhIhLmlkZW50aXR5LnYxLkdldFBlcm1pc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0UGVybWlzc2lvblJlc3BvbnNlEl8KEERlbGV0ZVBlcm1pc3Npb24SJC5pZGVudGl0eS52MS5EZWxldGVQZXJtaXNzaW9uUmVxdWVzdBolLmlkZW50aXR5LnYxLkRlbGV0ZVBlcm1pc3Npb25SZXNwb25zZRJcCg9MaXN0UGVybWlzc2lvbnMSIy5pZGVudGl0eS52MS5MaXN0UGVybWlzc2lvbnNSZXF1ZXN0GiQuaWRlbnRpdHkudjEuTGlzdFBlcm1pc3Npb25zUmVzcG9uc2USTQoKQ3JlYXRlUm9sZRIeLmlkZW50aXR5LnYxLkNyZWF0ZVJvbGVSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlUm9sZVJlc3BvbnNlEkQKB0dldFJvbGUSGy5pZGVudGl0eS52MS5HZXRSb2xlUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFJvbGVSZXNwb25zZRJNCgpEZWxldGVSb2xlEh4uaWRlbnRpdHkudjEuRGVsZXRlUm9sZVJlcXVlc3QaHy5pZGVudGl0eS52MS5EZWxldGVSb2xlUmVzcG9uc2USSgoJTGlzdFJvbGVzEh0uaWRlbnRpdHkudjEuTGlzdFJvbGVzUmVxdWVzdBoeLmlkZW50aXR5LnYxLkxpc3RSb2xlc1Jlc3BvbnNlEmUKElNldFJvbGVQZXJtaXNzaW9ucxImLmlkZW50aXR5LnYxLlNldFJvbGVQZXJtaXNzaW9uc1JlcXVlc3QaJy5pZGVudGl0eS52MS5TZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRJZCg5FbnN1cmVJZGVudGl0eRIiLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVxdWVzdBojLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVzcG9uc2USVgoNR2V0SWRlbnRpdGllcxIhLmlkZW50aXR5LnYxLkdldElkZW50aXRpZXNSZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0SWRlbnRpdGllc1Jlc3BvbnNlElMKDFJlc29sdmVSb2xlcxIgLmlkZW50aXR5LnYxLlJlc29sdmVSb2xlc1JlcXVlc3QaIS5pZGVudGl0eS52MS5SZXNvbHZlUm9sZXNSZXNwb25zZRJlChJSZXNvbHZlUGVybWlzc2lvbnMSJi5pZGVudGl0eS52MS5SZXNvbHZlUGVybWlzc2lvbnNSZXF1ZXN0GicuaWRlbnRpdHkudjEuUmVzb2x2ZVBlcm1pc3Npb25zUmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
+  fileDesc("ChppZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxILaWRlbnRpdHkudjEiwAEKCElkZW50aXR5EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEhYKCW1ldGFfanNvbhgDIAEoCUgAiAEBEi4KCnJhdGVsaW1pdHMYBCADKAsyGi5jb21tb24udjEuUmF0ZWxpbWl0Q29uZmlnEhIKCmNyZWF0ZWRfYXQYBSABKAMSEgoKdXBkYXRlZF9hdBgGIAEoAxIVCg1pcF9hbGxvd19saXN0GAcgAygJQgwKCl9tZXRhX2pzb24icgoKUGVybWlzc2lvbhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpjcmVhdGVkX2F0GAUgASgDQg4KDF9kZXNjcmlwdGlvbiKMAQoEUm9sZRIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQESLAoLcGVybWlzc2lvbnMYBCADKAsyFy5pZGVudGl0eS52MS5QZXJtaXNzaW9uEhIKCmNyZWF0ZWRfYXQYBSABKANCDgoMX2Rlc2NyaXB0aW9uIj4KDFJhdGVsaW1pdFNldBIuCgpyYXRlbGltaXRzGAEgAygLMhouY29tbW9uLnYxLlJhdGVsaW1pdENvbmZpZyK8AQoVQ3JlYXRlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEwoLZXh0ZXJuYWxfaWQYAiABKAkSFgoJbWV0YV9qc29uGAMgASgJSACIAQESLgoKcmF0ZWxpbWl0cxgEIAMoCzIaLmNvbW1vbi52MS5SYXRlbGltaXRDb25maWcSFQoNaXBfYWxsb3dfbGlzdBgFIAMoCUIMCgpfbWV0YV9qc29uIi0KFkNyZWF0ZUlkZW50aXR5UmVzcG9uc2USEwoLaWRlbnRpdHlfaWQYASABKAkiSQoSR2V0SWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEAoIaWRlbnRpdHkYAiABKAkiPgoTR2V0SWRlbnRpdHlSZXNwb25zZRInCghpZGVudGl0eRgBIAEoCzIVLmlkZW50aXR5LnYxLklkZW50aXR5InAKFUxpc3RJZGVudGl0aWVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEiQKBHBhZ2UYAiABKAsyFi5jb21tb24udjEuUGFnZVJlcXVlc3QSDgoGc2VhcmNoGAMgASgJImoKFkxpc3RJZGVudGl0aWVzUmVzcG9uc2USKQoKaWRlbnRpdGllcxgBIAMoCzIVLmlkZW50aXR5LnYxLklkZW50aXR5EiUKBHBhZ2UYAiABKAsyFy5jb21tb24udjEuUGFnZVJlc3BvbnNlIukBChVVcGRhdGVJZGVudGl0eVJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIQCghpZGVudGl0eRgCIAEoCRIWCgltZXRhX2pzb24YAyABKAlIAIgBARItCgpyYXRlbGltaXRzGAQgASgLMhkuaWRlbnRpdHkudjEuUmF0ZWxpbWl0U2V0EjQKDWlwX2FsbG93X2xpc3QYBSABKAsyGC5pZGVudGl0eS52MS5JcEFsbG93TGlzdEgBiAEBQgwKCl9tZXRhX2pzb25CEAoOX2lwX2FsbG93X2xpc3QiHgoLSXBBbGxvd0xpc3QSDwoHZW50cmllcxgBIAMoCSJBChZVcGRhdGVJZGVudGl0eVJlc3BvbnNlEicKCGlkZW50aXR5GAEgASgLMhUuaWRlbnRpdHkudjEuSWRlbnRpdHkiTAoVRGVsZXRlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEAoIaWRlbnRpdHkYAiABKAkiGAoWRGVsZXRlSWRlbnRpdHlSZXNwb25zZSKCAQoXQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIMCgRuYW1lGAIgASgJEgwKBHNsdWcYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBAUIOCgxfZGVzY3JpcHRpb24iMQoYQ3JlYXRlUGVybWlzc2lvblJlc3BvbnNlEhUKDXBlcm1pc3Npb25faWQYASABKAkiTQoUR2V0UGVybWlzc2lvblJlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchISCgpwZXJtaXNzaW9uGAIgASgJIkQKFUdldFBlcm1pc3Npb25SZXNwb25zZRIrCgpwZXJtaXNzaW9uGAEgASgLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbiJQChdEZWxldGVQZXJtaXNzaW9uUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEhIKCnBlcm1pc3Npb24YAiABKAkiGgoYRGVsZXRlUGVybWlzc2lvblJlc3BvbnNlInEKFkxpc3RQZXJtaXNzaW9uc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIkCgRwYWdlGAIgASgLMhYuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg4KBnNlYXJjaBgDIAEoCSJuChdMaXN0UGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24SJQoEcGFnZRgCIAEoCzIXLmNvbW1vbi52MS5QYWdlUmVzcG9uc2UigwEKEUNyZWF0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEhMKC3Blcm1pc3Npb25zGAQgAygJQg4KDF9kZXNjcmlwdGlvbiIlChJDcmVhdGVSb2xlUmVzcG9uc2USDwoHcm9sZV9pZBgBIAEoCSJBCg5HZXRSb2xlUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEgwKBHJvbGUYAiABKAkiMgoPR2V0Um9sZVJlc3BvbnNlEh8KBHJvbGUYASABKAsyES5pZGVudGl0eS52MS5Sb2xlIkQKEURlbGV0ZVJvbGVSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCSIUChJEZWxldGVSb2xlUmVzcG9uc2UiawoQTGlzdFJvbGVzUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEiQKBHBhZ2UYAiABKAsyFi5jb21tb24udjEuUGFnZVJlcXVlc3QSDgoGc2VhcmNoGAMgASgJIlwKEUxpc3RSb2xlc1Jlc3BvbnNlEiAKBXJvbGVzGAEgAygLMhEuaWRlbnRpdHkudjEuUm9sZRIlCgRwYWdlGAIgASgLMhcuY29tbW9uLnYxLlBhZ2VSZXNwb25zZSJhChlTZXRSb2xlUGVybWlzc2lvbnNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDAoEcm9sZRgCIAEoCRITCgtwZXJtaXNzaW9ucxgDIAMoCSJKChpTZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRIsCgtwZXJtaXNzaW9ucxgBIAMoCzIXLmlkZW50aXR5LnYxLlBlcm1pc3Npb24iTwoVRW5zdXJlSWRlbnRpdHlSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISEwoLZXh0ZXJuYWxfaWQYAiABKAkiUgoWRW5zdXJlSWRlbnRpdHlSZXNwb25zZRInCghpZGVudGl0eRgBIAEoCzIVLmlkZW50aXR5LnYxLklkZW50aXR5Eg8KB2NyZWF0ZWQYAiABKAgiTwoUR2V0SWRlbnRpdGllc1JlcXVlc3QSIQoGY2FsbGVyGAEgASgLMhEuY29tbW9uLnYxLkNhbGxlchIUCgxpZGVudGl0eV9pZHMYAiADKAkiQgoVR2V0SWRlbnRpdGllc1Jlc3BvbnNlEikKCmlkZW50aXRpZXMYASADKAsyFS5pZGVudGl0eS52MS5JZGVudGl0eSJHChNSZXNvbHZlUm9sZXNSZXF1ZXN0EiEKBmNhbGxlchgBIAEoCzIRLmNvbW1vbi52MS5DYWxsZXISDQoFbmFtZXMYAiADKAkiSQoUUmVzb2x2ZVJvbGVzUmVzcG9uc2USIAoFcm9sZXMYASADKAsyES5pZGVudGl0eS52MS5Sb2xlEg8KB21pc3NpbmcYAiADKAkiZQoZUmVzb2x2ZVBlcm1pc3Npb25zUmVxdWVzdBIhCgZjYWxsZXIYASABKAsyES5jb21tb24udjEuQ2FsbGVyEg0KBXNsdWdzGAIgAygJEhYKDmNyZWF0ZV9taXNzaW5nGAMgASgIIlsKGlJlc29sdmVQZXJtaXNzaW9uc1Jlc3BvbnNlEiwKC3Blcm1pc3Npb25zGAEgAygLMhcuaWRlbnRpdHkudjEuUGVybWlzc2lvbhIPCgdtaXNzaW5nGAIgAygJMs0MCg9JZGVudGl0eVNlcnZpY2USWQoOQ3JlYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5DcmVhdGVJZGVudGl0eVJlc3BvbnNlElAKC0dldElkZW50aXR5Eh8uaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXF1ZXN0GiAuaWRlbnRpdHkudjEuR2V0SWRlbnRpdHlSZXNwb25zZRJZCg5MaXN0SWRlbnRpdGllcxIiLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVxdWVzdBojLmlkZW50aXR5LnYxLkxpc3RJZGVudGl0aWVzUmVzcG9uc2USWQoOVXBkYXRlSWRlbnRpdHkSIi5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlcXVlc3QaIy5pZGVudGl0eS52MS5VcGRhdGVJZGVudGl0eVJlc3BvbnNlElkKDkRlbGV0ZUlkZW50aXR5EiIuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXF1ZXN0GiMuaWRlbnRpdHkudjEuRGVsZXRlSWRlbnRpdHlSZXNwb25zZRJfChBDcmVhdGVQZXJtaXNzaW9uEiQuaWRlbnRpdHkudjEuQ3JlYXRlUGVybWlzc2lvblJlcXVlc3QaJS5pZGVudGl0eS52MS5DcmVhdGVQZXJtaXNzaW9uUmVzcG9uc2USVgoNR2V0UGVybWlzc2lvbhIhLmlkZW50aXR5LnYxLkdldFBlcm1pc3Npb25SZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0UGVybWlzc2lvblJlc3BvbnNlEl8KEERlbGV0ZVBlcm1pc3Npb24SJC5pZGVudGl0eS52MS5EZWxldGVQZXJtaXNzaW9uUmVxdWVzdBolLmlkZW50aXR5LnYxLkRlbGV0ZVBlcm1pc3Npb25SZXNwb25zZRJcCg9MaXN0UGVybWlzc2lvbnMSIy5pZGVudGl0eS52MS5MaXN0UGVybWlzc2lvbnNSZXF1ZXN0GiQuaWRlbnRpdHkudjEuTGlzdFBlcm1pc3Npb25zUmVzcG9uc2USTQoKQ3JlYXRlUm9sZRIeLmlkZW50aXR5LnYxLkNyZWF0ZVJvbGVSZXF1ZXN0Gh8uaWRlbnRpdHkudjEuQ3JlYXRlUm9sZVJlc3BvbnNlEkQKB0dldFJvbGUSGy5pZGVudGl0eS52MS5HZXRSb2xlUmVxdWVzdBocLmlkZW50aXR5LnYxLkdldFJvbGVSZXNwb25zZRJNCgpEZWxldGVSb2xlEh4uaWRlbnRpdHkudjEuRGVsZXRlUm9sZVJlcXVlc3QaHy5pZGVudGl0eS52MS5EZWxldGVSb2xlUmVzcG9uc2USSgoJTGlzdFJvbGVzEh0uaWRlbnRpdHkudjEuTGlzdFJvbGVzUmVxdWVzdBoeLmlkZW50aXR5LnYxLkxpc3RSb2xlc1Jlc3BvbnNlEmUKElNldFJvbGVQZXJtaXNzaW9ucxImLmlkZW50aXR5LnYxLlNldFJvbGVQZXJtaXNzaW9uc1JlcXVlc3QaJy5pZGVudGl0eS52MS5TZXRSb2xlUGVybWlzc2lvbnNSZXNwb25zZRJZCg5FbnN1cmVJZGVudGl0eRIiLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVxdWVzdBojLmlkZW50aXR5LnYxLkVuc3VyZUlkZW50aXR5UmVzcG9uc2USVgoNR2V0SWRlbnRpdGllcxIhLmlkZW50aXR5LnYxLkdldElkZW50aXRpZXNSZXF1ZXN0GiIuaWRlbnRpdHkudjEuR2V0SWRlbnRpdGllc1Jlc3BvbnNlElMKDFJlc29sdmVSb2xlcxIgLmlkZW50aXR5LnYxLlJlc29sdmVSb2xlc1JlcXVlc3QaIS5pZGVudGl0eS52MS5SZXNvbHZlUm9sZXNSZXNwb25zZRJlChJSZXNvbHZlUGVybWlzc2lvbnMSJi5pZGVudGl0eS52MS5SZXNvbHZlUGVybWlzc2lvbnNSZXF1ZXN0GicuaWRlbnRpdHkudjEuUmVzb2x2ZVBlcm1pc3Npb25zUmVzcG9uc2ViBnByb3RvMw", [file_common_v1_common]);
 
 /**
  * @generated from message identity.v1.Identity
@@ -51,6 +51,13 @@ export type Identity = Message<"identity.v1.Identity"> & {
    * @generated from field: int64 updated_at = 6;
    */
   updatedAt: bigint;
+
+  /**
+   * Latchkey's addition: CIDRs (IPv4, IPv6) the identity's keys may be verified from; empty allows any.
+   *
+   * @generated from field: repeated string ip_allow_list = 7;
+   */
+  ipAllowList: string[];
 };
 
 /**
@@ -184,6 +191,13 @@ export type CreateIdentityRequest = Message<"identity.v1.CreateIdentityRequest">
    * @generated from field: repeated common.v1.RatelimitConfig ratelimits = 4;
    */
   ratelimits: RatelimitConfig[];
+
+  /**
+   * Latchkey's addition: CIDRs or addresses; empty allows any.
+   *
+   * @generated from field: repeated string ip_allow_list = 5;
+   */
+  ipAllowList: string[];
 };
 
 /**
@@ -334,6 +348,13 @@ export type UpdateIdentityRequest = Message<"identity.v1.UpdateIdentityRequest">
    * @generated from field: identity.v1.RatelimitSet ratelimits = 4;
    */
   ratelimits?: RatelimitSet | undefined;
+
+  /**
+   * Replaces the IP allow-list when present (empty clears it); absent keeps it.
+   *
+   * @generated from field: optional identity.v1.IpAllowList ip_allow_list = 5;
+   */
+  ipAllowList?: IpAllowList | undefined;
 };
 
 /**
@@ -342,6 +363,25 @@ export type UpdateIdentityRequest = Message<"identity.v1.UpdateIdentityRequest">
  */
 export const UpdateIdentityRequestSchema: GenMessage<UpdateIdentityRequest> = /*@__PURE__*/
   messageDesc(file_identity_v1_identity, 10);
+
+/**
+ * A whole IP allow-list, so that an update can tell "clear" from "keep".
+ *
+ * @generated from message identity.v1.IpAllowList
+ */
+export type IpAllowList = Message<"identity.v1.IpAllowList"> & {
+  /**
+   * @generated from field: repeated string entries = 1;
+   */
+  entries: string[];
+};
+
+/**
+ * Describes the message identity.v1.IpAllowList.
+ * Use `create(IpAllowListSchema)` to create a new message.
+ */
+export const IpAllowListSchema: GenMessage<IpAllowList> = /*@__PURE__*/
+  messageDesc(file_identity_v1_identity, 11);
 
 /**
  * @generated from message identity.v1.UpdateIdentityResponse
@@ -358,7 +398,7 @@ export type UpdateIdentityResponse = Message<"identity.v1.UpdateIdentityResponse
  * Use `create(UpdateIdentityResponseSchema)` to create a new message.
  */
 export const UpdateIdentityResponseSchema: GenMessage<UpdateIdentityResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 11);
+  messageDesc(file_identity_v1_identity, 12);
 
 /**
  * @generated from message identity.v1.DeleteIdentityRequest
@@ -382,7 +422,7 @@ export type DeleteIdentityRequest = Message<"identity.v1.DeleteIdentityRequest">
  * Use `create(DeleteIdentityRequestSchema)` to create a new message.
  */
 export const DeleteIdentityRequestSchema: GenMessage<DeleteIdentityRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 12);
+  messageDesc(file_identity_v1_identity, 13);
 
 /**
  * @generated from message identity.v1.DeleteIdentityResponse
@@ -395,7 +435,7 @@ export type DeleteIdentityResponse = Message<"identity.v1.DeleteIdentityResponse
  * Use `create(DeleteIdentityResponseSchema)` to create a new message.
  */
 export const DeleteIdentityResponseSchema: GenMessage<DeleteIdentityResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 13);
+  messageDesc(file_identity_v1_identity, 14);
 
 /**
  * @generated from message identity.v1.CreatePermissionRequest
@@ -427,7 +467,7 @@ export type CreatePermissionRequest = Message<"identity.v1.CreatePermissionReque
  * Use `create(CreatePermissionRequestSchema)` to create a new message.
  */
 export const CreatePermissionRequestSchema: GenMessage<CreatePermissionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 14);
+  messageDesc(file_identity_v1_identity, 15);
 
 /**
  * @generated from message identity.v1.CreatePermissionResponse
@@ -444,7 +484,7 @@ export type CreatePermissionResponse = Message<"identity.v1.CreatePermissionResp
  * Use `create(CreatePermissionResponseSchema)` to create a new message.
  */
 export const CreatePermissionResponseSchema: GenMessage<CreatePermissionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 15);
+  messageDesc(file_identity_v1_identity, 16);
 
 /**
  * @generated from message identity.v1.GetPermissionRequest
@@ -468,7 +508,7 @@ export type GetPermissionRequest = Message<"identity.v1.GetPermissionRequest"> &
  * Use `create(GetPermissionRequestSchema)` to create a new message.
  */
 export const GetPermissionRequestSchema: GenMessage<GetPermissionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 16);
+  messageDesc(file_identity_v1_identity, 17);
 
 /**
  * @generated from message identity.v1.GetPermissionResponse
@@ -485,7 +525,7 @@ export type GetPermissionResponse = Message<"identity.v1.GetPermissionResponse">
  * Use `create(GetPermissionResponseSchema)` to create a new message.
  */
 export const GetPermissionResponseSchema: GenMessage<GetPermissionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 17);
+  messageDesc(file_identity_v1_identity, 18);
 
 /**
  * @generated from message identity.v1.DeletePermissionRequest
@@ -509,7 +549,7 @@ export type DeletePermissionRequest = Message<"identity.v1.DeletePermissionReque
  * Use `create(DeletePermissionRequestSchema)` to create a new message.
  */
 export const DeletePermissionRequestSchema: GenMessage<DeletePermissionRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 18);
+  messageDesc(file_identity_v1_identity, 19);
 
 /**
  * @generated from message identity.v1.DeletePermissionResponse
@@ -522,7 +562,7 @@ export type DeletePermissionResponse = Message<"identity.v1.DeletePermissionResp
  * Use `create(DeletePermissionResponseSchema)` to create a new message.
  */
 export const DeletePermissionResponseSchema: GenMessage<DeletePermissionResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 19);
+  messageDesc(file_identity_v1_identity, 20);
 
 /**
  * @generated from message identity.v1.ListPermissionsRequest
@@ -553,7 +593,7 @@ export type ListPermissionsRequest = Message<"identity.v1.ListPermissionsRequest
  * Use `create(ListPermissionsRequestSchema)` to create a new message.
  */
 export const ListPermissionsRequestSchema: GenMessage<ListPermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 20);
+  messageDesc(file_identity_v1_identity, 21);
 
 /**
  * @generated from message identity.v1.ListPermissionsResponse
@@ -575,7 +615,7 @@ export type ListPermissionsResponse = Message<"identity.v1.ListPermissionsRespon
  * Use `create(ListPermissionsResponseSchema)` to create a new message.
  */
 export const ListPermissionsResponseSchema: GenMessage<ListPermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 21);
+  messageDesc(file_identity_v1_identity, 22);
 
 /**
  * @generated from message identity.v1.CreateRoleRequest
@@ -609,7 +649,7 @@ export type CreateRoleRequest = Message<"identity.v1.CreateRoleRequest"> & {
  * Use `create(CreateRoleRequestSchema)` to create a new message.
  */
 export const CreateRoleRequestSchema: GenMessage<CreateRoleRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 22);
+  messageDesc(file_identity_v1_identity, 23);
 
 /**
  * @generated from message identity.v1.CreateRoleResponse
@@ -626,7 +666,7 @@ export type CreateRoleResponse = Message<"identity.v1.CreateRoleResponse"> & {
  * Use `create(CreateRoleResponseSchema)` to create a new message.
  */
 export const CreateRoleResponseSchema: GenMessage<CreateRoleResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 23);
+  messageDesc(file_identity_v1_identity, 24);
 
 /**
  * @generated from message identity.v1.GetRoleRequest
@@ -650,7 +690,7 @@ export type GetRoleRequest = Message<"identity.v1.GetRoleRequest"> & {
  * Use `create(GetRoleRequestSchema)` to create a new message.
  */
 export const GetRoleRequestSchema: GenMessage<GetRoleRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 24);
+  messageDesc(file_identity_v1_identity, 25);
 
 /**
  * @generated from message identity.v1.GetRoleResponse
@@ -667,7 +707,7 @@ export type GetRoleResponse = Message<"identity.v1.GetRoleResponse"> & {
  * Use `create(GetRoleResponseSchema)` to create a new message.
  */
 export const GetRoleResponseSchema: GenMessage<GetRoleResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 25);
+  messageDesc(file_identity_v1_identity, 26);
 
 /**
  * @generated from message identity.v1.DeleteRoleRequest
@@ -691,7 +731,7 @@ export type DeleteRoleRequest = Message<"identity.v1.DeleteRoleRequest"> & {
  * Use `create(DeleteRoleRequestSchema)` to create a new message.
  */
 export const DeleteRoleRequestSchema: GenMessage<DeleteRoleRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 26);
+  messageDesc(file_identity_v1_identity, 27);
 
 /**
  * @generated from message identity.v1.DeleteRoleResponse
@@ -704,7 +744,7 @@ export type DeleteRoleResponse = Message<"identity.v1.DeleteRoleResponse"> & {
  * Use `create(DeleteRoleResponseSchema)` to create a new message.
  */
 export const DeleteRoleResponseSchema: GenMessage<DeleteRoleResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 27);
+  messageDesc(file_identity_v1_identity, 28);
 
 /**
  * @generated from message identity.v1.ListRolesRequest
@@ -735,7 +775,7 @@ export type ListRolesRequest = Message<"identity.v1.ListRolesRequest"> & {
  * Use `create(ListRolesRequestSchema)` to create a new message.
  */
 export const ListRolesRequestSchema: GenMessage<ListRolesRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 28);
+  messageDesc(file_identity_v1_identity, 29);
 
 /**
  * @generated from message identity.v1.ListRolesResponse
@@ -757,7 +797,7 @@ export type ListRolesResponse = Message<"identity.v1.ListRolesResponse"> & {
  * Use `create(ListRolesResponseSchema)` to create a new message.
  */
 export const ListRolesResponseSchema: GenMessage<ListRolesResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 29);
+  messageDesc(file_identity_v1_identity, 30);
 
 /**
  * @generated from message identity.v1.SetRolePermissionsRequest
@@ -789,7 +829,7 @@ export type SetRolePermissionsRequest = Message<"identity.v1.SetRolePermissionsR
  * Use `create(SetRolePermissionsRequestSchema)` to create a new message.
  */
 export const SetRolePermissionsRequestSchema: GenMessage<SetRolePermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 30);
+  messageDesc(file_identity_v1_identity, 31);
 
 /**
  * @generated from message identity.v1.SetRolePermissionsResponse
@@ -808,7 +848,7 @@ export type SetRolePermissionsResponse = Message<"identity.v1.SetRolePermissions
  * Use `create(SetRolePermissionsResponseSchema)` to create a new message.
  */
 export const SetRolePermissionsResponseSchema: GenMessage<SetRolePermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 31);
+  messageDesc(file_identity_v1_identity, 32);
 
 /**
  * @generated from message identity.v1.EnsureIdentityRequest
@@ -830,7 +870,7 @@ export type EnsureIdentityRequest = Message<"identity.v1.EnsureIdentityRequest">
  * Use `create(EnsureIdentityRequestSchema)` to create a new message.
  */
 export const EnsureIdentityRequestSchema: GenMessage<EnsureIdentityRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 32);
+  messageDesc(file_identity_v1_identity, 33);
 
 /**
  * @generated from message identity.v1.EnsureIdentityResponse
@@ -854,7 +894,7 @@ export type EnsureIdentityResponse = Message<"identity.v1.EnsureIdentityResponse
  * Use `create(EnsureIdentityResponseSchema)` to create a new message.
  */
 export const EnsureIdentityResponseSchema: GenMessage<EnsureIdentityResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 33);
+  messageDesc(file_identity_v1_identity, 34);
 
 /**
  * @generated from message identity.v1.GetIdentitiesRequest
@@ -876,7 +916,7 @@ export type GetIdentitiesRequest = Message<"identity.v1.GetIdentitiesRequest"> &
  * Use `create(GetIdentitiesRequestSchema)` to create a new message.
  */
 export const GetIdentitiesRequestSchema: GenMessage<GetIdentitiesRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 34);
+  messageDesc(file_identity_v1_identity, 35);
 
 /**
  * @generated from message identity.v1.GetIdentitiesResponse
@@ -895,7 +935,7 @@ export type GetIdentitiesResponse = Message<"identity.v1.GetIdentitiesResponse">
  * Use `create(GetIdentitiesResponseSchema)` to create a new message.
  */
 export const GetIdentitiesResponseSchema: GenMessage<GetIdentitiesResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 35);
+  messageDesc(file_identity_v1_identity, 36);
 
 /**
  * @generated from message identity.v1.ResolveRolesRequest
@@ -919,7 +959,7 @@ export type ResolveRolesRequest = Message<"identity.v1.ResolveRolesRequest"> & {
  * Use `create(ResolveRolesRequestSchema)` to create a new message.
  */
 export const ResolveRolesRequestSchema: GenMessage<ResolveRolesRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 36);
+  messageDesc(file_identity_v1_identity, 37);
 
 /**
  * @generated from message identity.v1.ResolveRolesResponse
@@ -945,7 +985,7 @@ export type ResolveRolesResponse = Message<"identity.v1.ResolveRolesResponse"> &
  * Use `create(ResolveRolesResponseSchema)` to create a new message.
  */
 export const ResolveRolesResponseSchema: GenMessage<ResolveRolesResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 37);
+  messageDesc(file_identity_v1_identity, 38);
 
 /**
  * @generated from message identity.v1.ResolvePermissionsRequest
@@ -975,7 +1015,7 @@ export type ResolvePermissionsRequest = Message<"identity.v1.ResolvePermissionsR
  * Use `create(ResolvePermissionsRequestSchema)` to create a new message.
  */
 export const ResolvePermissionsRequestSchema: GenMessage<ResolvePermissionsRequest> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 38);
+  messageDesc(file_identity_v1_identity, 39);
 
 /**
  * @generated from message identity.v1.ResolvePermissionsResponse
@@ -1001,7 +1041,7 @@ export type ResolvePermissionsResponse = Message<"identity.v1.ResolvePermissions
  * Use `create(ResolvePermissionsResponseSchema)` to create a new message.
  */
 export const ResolvePermissionsResponseSchema: GenMessage<ResolvePermissionsResponse> = /*@__PURE__*/
-  messageDesc(file_identity_v1_identity, 39);
+  messageDesc(file_identity_v1_identity, 40);
 
 /**
  * Identities, permissions and roles of one workspace.

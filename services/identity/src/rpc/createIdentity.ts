@@ -11,6 +11,7 @@ import {
   requirePermissions,
   succeeded,
 } from "@latchkey/runtime";
+import { validAllowList } from "@latchkey/runtime/allow-list";
 import { authenticatedCaller } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
@@ -32,6 +33,7 @@ export function createIdentity(deps: IdentityDeps) {
         externalId: input.externalId,
         meta: input.meta,
         ratelimits: input.ratelimits,
+        ipAllowList: input.ipAllowList,
         createdAt: now,
         updatedAt: now,
       },
@@ -44,6 +46,7 @@ export function createIdentity(deps: IdentityDeps) {
           "externalId",
           ...(req.metaJson !== undefined ? ["meta"] : []),
           ...(req.ratelimits.length > 0 ? ["ratelimits"] : []),
+          ...(req.ipAllowList.length > 0 ? ["ipAllowList"] : []),
         ],
       ),
     );
@@ -71,5 +74,6 @@ function validCreateIdentity(req: CreateIdentityRequest) {
     externalId: externalIdOf(req.externalId),
     meta: req.metaJson === undefined ? null : metaOf(req.metaJson),
     ratelimits: ratelimitsOf(req.ratelimits),
+    ipAllowList: validAllowList(req.ipAllowList, "/ipAllowList"),
   };
 }

@@ -28,6 +28,7 @@ export function ensureIdentity(deps: IdentityDeps) {
       externalId,
       meta: null,
       ratelimits: [],
+      ipAllowList: [],
       createdAt: now,
       updatedAt: now,
     });

@@ -4,6 +4,7 @@ import type {
   UpdateIdentityResponseSchema,
 } from "@latchkey/proto/identity/v1/identity_pb";
 import { requirePermissions, succeeded } from "@latchkey/runtime";
+import { validAllowList } from "@latchkey/runtime/allow-list";
 import { authenticatedCaller, identityNotFound, visibleIdentity } from "../access.ts";
 import type { IdentityDeps } from "../deps.ts";
 import { identityChanged } from "../events.ts";
@@ -31,6 +32,7 @@ export function updateIdentity(deps: IdentityDeps) {
         [
           ...(input.change.meta !== undefined ? ["meta"] : []),
           ...(input.change.ratelimits !== undefined ? ["ratelimits"] : []),
+          ...(input.change.ipAllowList !== undefined ? ["ipAllowList"] : []),
         ],
       ),
     );
@@ -53,5 +55,7 @@ function validUpdateIdentity(req: UpdateIdentityRequest): {
   const change: Omit<IdentityUpdate, "updatedAt"> = {};
   if (req.metaJson !== undefined) change.meta = metaOf(req.metaJson);
   if (req.ratelimits !== undefined) change.ratelimits = ratelimitsOf(req.ratelimits.ratelimits);
+  if (req.ipAllowList !== undefined)
+    change.ipAllowList = validAllowList(req.ipAllowList.entries, "/ipAllowList");
   return { identity, change };
 }

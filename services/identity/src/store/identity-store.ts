@@ -22,6 +22,8 @@ export interface IdentityRecord {
   meta: string | null;
   /** Ordered by name. */
   ratelimits: RatelimitRecord[];
+  /** CIDRs or addresses the identity's keys may be verified from, in the order given; empty allows any. */
+  ipAllowList: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -58,6 +60,8 @@ export interface IdentityUpdate {
   meta?: string | null;
   /** Replaces the set when present; a limit whose name was already there keeps its id. */
   ratelimits?: RatelimitRecord[];
+  /** Replaces the IP allow-list when present. */
+  ipAllowList?: string[];
   updatedAt: number;
 }
 

@@ -67,6 +67,7 @@ export class MemoryIdentityStore implements IdentityStore {
     const identity = this.identityWhere(workspaceId, (i) => i.id === id);
     if (!identity) return undefined;
     if (update.meta !== undefined) identity.meta = update.meta;
+    if (update.ipAllowList !== undefined) identity.ipAllowList = [...update.ipAllowList];
     if (update.ratelimits !== undefined) {
       const kept = new Map(identity.ratelimits.map((r) => [r.name, r.id]));
       identity.ratelimits = update.ratelimits

@@ -18,6 +18,7 @@ interface IdentityRow {
   workspace_id: string;
   external_id: string;
   meta: string | null;
+  ip_allow_list: string[];
   created_at: number;
   updated_at: number;
 }
@@ -62,9 +63,9 @@ export class PostgresIdentityStore extends PostgresAuditedStore implements Ident
       audit,
       async (tx) => {
         const inserted = await tx`
-        INSERT INTO identities (id, workspace_id, external_id, meta, created_at, updated_at)
+        INSERT INTO identities (id, workspace_id, external_id, meta, ip_allow_list, created_at, updated_at)
         VALUES (${identity.id}, ${identity.workspaceId}, ${identity.externalId}, ${identity.meta}::text::jsonb,
-                ${identity.createdAt}, ${identity.updatedAt})
+                ${identity.ipAllowList}::text[], ${identity.createdAt}, ${identity.updatedAt})
         ON CONFLICT (workspace_id, external_id) DO NOTHING
         RETURNING id`;
         if (inserted.length === 0) return false;
@@ -93,14 +94,14 @@ export class PostgresIdentityStore extends PostgresAuditedStore implements Ident
   async findIdentitiesByIds(workspaceId: string, ids: readonly string[]) {
     if (ids.length === 0) return [];
     const rows = await this.sql<IdentityRow[]>`
-      SELECT id, workspace_id, external_id, meta::text AS meta, created_at, updated_at FROM identities
+      SELECT id, workspace_id, external_id, meta::text AS meta, ip_allow_list, created_at, updated_at FROM identities
       WHERE workspace_id = ${workspaceId} AND id = ANY(${[...ids]}::text[])`;
     return this.withRatelimits(this.sql, rows);
   }
 
   async listIdentities(workspaceId: string, page: PageQuery) {
     const rows = await this.sql<IdentityRow[]>`
-      SELECT id, workspace_id, external_id, meta::text AS meta, created_at, updated_at FROM identities
+      SELECT id, workspace_id, external_id, meta::text AS meta, ip_allow_list, created_at, updated_at FROM identities
       WHERE workspace_id = ${workspaceId}
         ${page.after !== undefined ? this.sql`AND id COLLATE "C" > ${page.after}` : this.sql``}
         ${
@@ -121,6 +122,7 @@ export class PostgresIdentityStore extends PostgresAuditedStore implements Ident
         const updated = await tx`
         UPDATE identities SET updated_at = ${update.updatedAt}
           ${update.meta !== undefined ? tx`, meta = ${update.meta}::text::jsonb` : tx``}
+          ${update.ipAllowList !== undefined ? tx`, ip_allow_list = ${update.ipAllowList}::text[]` : tx``}
         WHERE workspace_id = ${workspaceId} AND id = ${id}
         RETURNING id`;
         if (updated.length === 0) return undefined;
@@ -294,7 +296,7 @@ export class PostgresIdentityStore extends PostgresAuditedStore implements Ident
 
   private async findIdentityWhere(db: Db, workspaceId: string, condition: postgres.Fragment) {
     const rows = await db<IdentityRow[]>`
-      SELECT id, workspace_id, external_id, meta::text AS meta, created_at, updated_at FROM identities WHERE workspace_id = ${workspaceId} AND ${condition}`;
+      SELECT id, workspace_id, external_id, meta::text AS meta, ip_allow_list, created_at, updated_at FROM identities WHERE workspace_id = ${workspaceId} AND ${condition}`;
     return (await this.withRatelimits(db, rows))[0];
   }
 
@@ -315,6 +317,7 @@ export class PostgresIdentityStore extends PostgresAuditedStore implements Ident
       externalId: r.external_id,
       meta: r.meta,
       ratelimits: byIdentity.get(r.id) ?? [],
+      ipAllowList: r.ip_allow_list,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
     }));

@@ -48,7 +48,7 @@ export function createApi(deps: KeysDeps) {
 }
 
 /** 0 to 365 days; unset: 7 (notices/expiring.ts). */
-function validDays(days: number | undefined): number {
+export function validDays(days: number | undefined): number {
   if (days === undefined) return DEFAULT_EXPIRING_DAYS;
   if (!Number.isInteger(days) || days < 0 || days > 365) {
     throw invalidInput("/expiringNoticeDays", "expiringNoticeDays must be 0 to 365");
@@ -56,7 +56,7 @@ function validDays(days: number | undefined): number {
   return days;
 }
 
-const LEAK_POLICIES: readonly LeakPolicy[] = ["revoke", "flag"];
+export const LEAK_POLICIES: readonly LeakPolicy[] = ["revoke", "flag"];
 
 function validCreateApi(req: CreateApiRequest): {
   name: string;

@@ -25,6 +25,11 @@ export interface ApiRecord {
   creditThresholds?: number[] | null;
 }
 
+/** The settings apis.updateApi may change; each absent one stays. */
+export type ApiPatch = Partial<
+  Pick<ApiRecord, "name" | "keyFormat" | "leakPolicy" | "ipAllowList" | "expiringNoticeDays">
+>;
+
 /** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */
 export type LeakPolicy = "revoke" | "flag";
 
@@ -293,6 +298,8 @@ export interface KeysStore extends AuditLogStore {
     workspaceId: string,
     options: { limit: number; after: string; ids?: readonly string[] },
   ): Promise<{ apis: ApiRecord[]; next: string | null }>;
+  /** Changes a live API's settings (those present in `patch`); undefined when it is gone. */
+  updateApi(id: string, patch: ApiPatch, audit?: AuditRecord): Promise<ApiRecord | undefined>;
   /** Marks an API deleted; its keys stop verifying. false when it was already gone. */
   deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean>;
   /** Inserts the key, its rate limits and, for a recoverable key, its encrypted plaintext together. */

@@ -2,6 +2,7 @@ import { type AuditQuery, type AuditRecord, MemoryAuditLog } from "@latchkey/run
 import { AllowList } from "../allow-list.ts";
 import { dueRefill } from "../refills.ts";
 import type {
+  ApiPatch,
   ApiRecord,
   CachedKey,
   CreditsOperation,
@@ -93,6 +94,16 @@ export class MemoryKeysStore implements KeysStore {
   async findApi(id: string): Promise<ApiRecord | undefined> {
     const api = this.apis.get(id);
     return api && { ...api };
+  }
+
+  async updateApi(id: string, patch: ApiPatch, audit?: AuditRecord): Promise<ApiRecord | undefined> {
+    const api = this.apis.get(id);
+    if (!api || api.deletedAt !== null) return undefined;
+    for (const [field, value] of Object.entries(patch)) {
+      if (value !== undefined) Object.assign(api, { [field]: Array.isArray(value) ? [...value] : value });
+    }
+    this.audit.add(audit);
+    return { ...api };
   }
 
   async deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean> {

@@ -8,6 +8,7 @@ import {
 import { AllowList } from "../allow-list.ts";
 import type { KeyFormat } from "../leaks/key-format.ts";
 import type {
+  ApiPatch,
   ApiRecord,
   CachedKey,
   CreditsOperation,
@@ -195,6 +196,24 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
         ).length > 0,
       (marked) => marked,
     );
+  }
+
+  async updateApi(id: string, patch: ApiPatch, audit?: AuditRecord): Promise<ApiRecord | undefined> {
+    const changed = await this.audited(
+      audit,
+      async (tx) =>
+        (
+          await tx`UPDATE apis SET
+            name = COALESCE(${patch.name ?? null}, name),
+            key_format = COALESCE(${patch.keyFormat ?? null}, key_format),
+            leak_policy = COALESCE(${patch.leakPolicy ?? null}, leak_policy),
+            ip_allow_list = COALESCE(${patch.ipAllowList ?? null}::text[], ip_allow_list),
+            expiring_notice_days = COALESCE(${patch.expiringNoticeDays ?? null}::int, expiring_notice_days)
+          WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
+        ).length > 0,
+      (updated) => updated,
+    );
+    return changed ? this.findApi(id) : undefined;
   }
 
   async deleteApi(id: string, at: number, audit?: AuditRecord): Promise<boolean> {

@@ -12,6 +12,7 @@ import {
   onIdentityChanged,
   systemClock,
 } from "@latchkey/runtime";
+import { AllowList } from "../allow-list.ts";
 import { textBytes } from "../byte-sizes.ts";
 import type { KeyRatelimitRecord } from "../store/keys-store.ts";
 
@@ -27,6 +28,8 @@ export interface ResolvedIdentity {
   externalId: string;
   metaJson: string | undefined;
   ratelimits: readonly KeyRatelimitRecord[];
+  /** The identity's IP allow-list, parsed once per cached entry; null when it has none. */
+  allowList: AllowList | null;
 }
 
 /**
@@ -142,6 +145,7 @@ export class IdentityCache {
                 duration: Number(r.duration),
                 autoApply: r.autoApply,
               })),
+              allowList: AllowList.of(i.ipAllowList),
             },
           ]),
         );
@@ -417,6 +421,8 @@ function entryBytes(name: string, value: Cached): number {
   }
   bytes += 320 + textBytes(value.id) + textBytes(value.externalId) + textBytes(value.metaJson);
   for (const r of value.ratelimits) bytes += 96 + textBytes(r.id) + textBytes(r.name);
+  // A parsed range is an address object with its parts array and the prefix length.
+  if (value.allowList !== null) bytes += 64 + 128 * value.allowList.size;
   return bytes;
 }
 

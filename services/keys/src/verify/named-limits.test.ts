@@ -16,6 +16,7 @@ const identity = (ratelimits: ResolvedIdentity["ratelimits"]): ResolvedIdentity 
   externalId: "user_1",
   metaJson: undefined,
   ratelimits,
+  allowList: null,
 });
 
 describe("limitsToCheck", () => {

@@ -166,8 +166,13 @@ async function judge(
   const facts: Facts = { key, grants, identity, limits: [], verdict: undefined, memos: deps.verification };
   // Checked only when the verifier gives an address (as a permission query only when it gives one):
   // Unkey's SDKs send none, and a key verified through them keeps working (docs/api.md, IP allow-lists).
+  // The API's and the key's lists are in the key's; an identity's list, when it has one, must allow too.
   const allowList = key.allowList;
-  if (allowList != null && input.clientIp !== undefined && !allowList.allows(input.clientIp)) {
+  if (
+    input.clientIp !== undefined &&
+    ((allowList != null && !allowList.allows(input.clientIp)) ||
+      (identity?.allowList != null && !identity.allowList.allows(input.clientIp)))
+  ) {
     return outcome(facts, VerifyCode.FORBIDDEN_IP);
   }
   if (!key.enabled) return outcome(facts, VerifyCode.DISABLED);
