@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
 import { allowListEntries, entryProblem } from "../src/allow-list.ts";
-import { launch, seriousViolations, watch } from "./browser.ts";
+import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
 
 // The API's and the identity's IP allow-lists edited on their pages (apis.updateApi,
 // identities.updateIdentity): Debian's Chromium against `npm start` on its embedded storage.
@@ -27,11 +27,7 @@ beforeAll(async () => {
     NATS_URL: "",
     METRICS_PORT: "0",
   });
-  const deadline = Date.now() + 10_000;
-  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  rootKey = await printedRootKey(latchkey);
   origin = latchkey.url;
   browser = await launch();
 });

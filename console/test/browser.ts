@@ -57,3 +57,15 @@ export function watch(context: BrowserContext, origin: string) {
   context.on("weberror", (err) => errors.push(err.error().message));
   return { outside, cspViolations, errors };
 }
+
+/** The root key `npm start` prints once at its first start (its output's "Root key (holds *): …" line). */
+export async function printedRootKey(latchkey: { output(): string }): Promise<string> {
+  const line = /Root key \(holds \*\): (\S+)/;
+  const deadline = Date.now() + 10_000;
+  while (!line.test(latchkey.output()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const found = line.exec(latchkey.output());
+  if (!found) throw new Error(`npm start printed no root key:\n${latchkey.output()}`);
+  return found[1]!;
+}

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
 import { EVENT_TYPES } from "../src/events.ts";
-import { launch, seriousViolations, watch } from "./browser.ts";
+import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
 
 // The console as a person uses it: Debian's Chromium driving the console that `npm start` serves, against
 // that same Latchkey (embedded storage), and the test checking through the API what the pages did.
@@ -41,11 +41,7 @@ beforeAll(async () => {
     WEBHOOK_RETRY_SCHEDULE_MS: "0,500,500",
     WEBHOOK_DISABLE_AFTER_FAILURES: "3",
   });
-  const deadline = Date.now() + 10_000;
-  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  rootKey = await printedRootKey(latchkey);
   origin = latchkey.url;
   browser = await launch();
   if (shots) mkdirSync(resolve(root, shots), { recursive: true });

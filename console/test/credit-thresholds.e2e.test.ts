@@ -5,7 +5,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
-import { launch, seriousViolations } from "./browser.ts";
+import { launch, printedRootKey, seriousViolations } from "./browser.ts";
 
 // A key's credit thresholds on its page: Debian's Chromium driving the console that `npm start` serves
 // (embedded storage), the test checking through the API what the page did.
@@ -24,11 +24,7 @@ beforeAll(async () => {
     NATS_URL: "",
     METRICS_PORT: "0",
   });
-  const deadline = Date.now() + 10_000;
-  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  rootKey = await printedRootKey(latchkey);
   browser = await launch();
 });
 

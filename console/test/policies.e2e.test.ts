@@ -5,7 +5,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
-import { launch, seriousViolations } from "./browser.ts";
+import { launch, printedRootKey, seriousViolations } from "./browser.ts";
 
 // The Policies page as a person uses it: Debian's Chromium driving the console `npm start` serves, the
 // test checking through the API (forwardAuth.listPolicies) what each click did.
@@ -26,11 +26,7 @@ beforeAll(async () => {
     NATS_URL: "",
     METRICS_PORT: "0",
   });
-  const deadline = Date.now() + 10_000;
-  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  rootKey = await printedRootKey(latchkey);
   origin = latchkey.url;
   browser = await launch();
 });

@@ -7,7 +7,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
 import { ensureBuilt } from "../server/build.ts";
-import { launch, seriousViolations, watch } from "./browser.ts";
+import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
 
 // The portal as an end user meets it: a backend (this test, with a root key) makes a portal and a session
 // for one of its users, and Debian's Chromium opens the session's URL on the Latchkey that `npm start`
@@ -128,11 +128,7 @@ beforeAll(async () => {
     NATS_URL: "",
     METRICS_PORT: "0",
   });
-  const deadline = Date.now() + 10_000;
-  while (!/Root key \(holds \*\): (\S+)/.test(latchkey.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  rootKey = /Root key \(holds \*\): (\S+)/.exec(latchkey.output())![1]!;
+  rootKey = await printedRootKey(latchkey);
   origin = latchkey.url;
   browser = await launch();
   if (shots) mkdirSync(resolve(root, shots), { recursive: true });
