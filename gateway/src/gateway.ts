@@ -42,8 +42,7 @@ import { readBody } from "./node-body.ts";
 import { PortalWeb, sessionCookie } from "./portal-web.ts";
 import { Problem, problemBody, problemOf, problems } from "./problem.ts";
 import type { Reply, Route, Services } from "./route.ts";
-import { OPERATIONS, type Operation, routes } from "./routes/index.ts";
-import { type OpenEndpoint, openEndpoints } from "./routes/leaks/index.ts";
+import { type Operation, routes } from "./routes/index.ts";
 import { compile, holdsFreeJson, type Validate } from "./schema.ts";
 
 export interface GatewayDeps {
@@ -196,8 +195,8 @@ interface Served {
   auth: "rootKey" | "portalSession" | "none";
   /** Whether its handler reads the request's side (RouteContext.web): the portal's routes. */
   web: boolean;
-  /** An operation anyone may call, with no root key (routes/leaks); undefined for the route table's. */
-  open: OpenEndpoint | undefined;
+  /** Whether its handler is handed the body's bytes, unparsed (Route.rawBody; served without a root key). */
+  rawBody: boolean;
 }
 
 const JSON_TYPE = "application/json";
@@ -283,53 +282,35 @@ export function createGateway(deps: GatewayDeps): Gateway {
     log: deps.log,
   });
 
-  // Schemas are compiled once, here, never per request.
+  // Schemas are compiled once, here, never per request. Every operation served, those left out of
+  // docs/openapi.json (Route.openapi) too.
   const table = new Map<string, Served>();
-  for (const operation of OPERATIONS) {
+  for (const operation of Object.keys(routes) as Operation[]) {
     const route: Route = routes[operation];
+    if (route.rawBody && route.auth === undefined) {
+      throw new Error(
+        `${operation}: a route handed its raw body is served without a root key (Route.rawBody)`,
+      );
+    }
     table.set(`/v2/${operation}`, {
       operation,
       permissions: route.permissions,
       handle: route.handle,
-      validate: compile(route.schema, route.refused),
-      freeJson: holdsFreeJson(route.schema),
+      validate: route.rawBody ? RAW : compile(route.schema, route.refused),
+      freeJson: !route.rawBody && holdsFreeJson(route.schema),
       changes: route.audited === true,
       auth: route.auth ?? "rootKey",
       web: operation.startsWith("portal"),
-      open: undefined,
+      rawBody: route.rawBody === true,
     });
   }
-  for (const [path, open] of openEndpoints()) {
-    table.set(path, {
-      // Its path names it in metrics as an operation's does, though it is not in the route table.
-      operation: path.slice("/v2/".length) as Operation,
-      permissions: undefined,
-      handle: () => Promise.reject(new Error("an open endpoint is served by serveOpen")),
-      validate: (body) => ({ ok: true, value: body }),
-      freeJson: false,
-      changes: false,
-      auth: "none",
-      web: false,
-      open,
-    });
-  }
-  const clientOf = (origin: RequestOrigin) => trustedProxies.clientOf(origin);
 
   // Per request, nothing below is a named closure: esbuild's keepNames (tsx, the bundle) would
   // give each one a defineProperty call, on the hot path.
   function serve(served: Served, x: Exchange, requestId: string, raw: Buffer) {
-    if (served.open !== undefined) return serveOpen(served, served.open, x, requestId, raw);
-    const body = parseJson(raw, served.freeJson);
-    if (body instanceof Problem) return fail(served, x, requestId, undefined, body);
-    const input = served.validate(body);
-    if (!input.ok) {
-      const p = problems.invalidInput(
-        `POST request body for '/v2/${served.operation}' failed to validate schema: ${input.violations[0]?.message ?? "invalid"}`,
-        input.violations,
-      );
-      return fail(served, x, requestId, undefined, p);
-    }
-    if (served.auth !== "rootKey") return serveWithoutRootKey(served, x, requestId, input.value);
+    if (served.auth !== "rootKey") return serveWithoutRootKey(served, x, requestId, raw);
+    const input = validBody(served, x, requestId, raw);
+    if (input === REFUSED) return;
     // A cached root key needs no promise hop before the route runs.
     const header = x.authorization;
     let caller = auth.cached(header);
@@ -337,10 +318,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     try {
       replied =
         caller !== undefined
-          ? run(served, input.value, caller, requestId, x)
+          ? run(served, input, caller, requestId, x)
           : auth.authenticate(header, x).then((c) => {
               caller = c;
-              return run(served, input.value, c, requestId, x);
+              return run(served, input, c, requestId, x);
             });
     } catch (err) {
       return fail(served, x, requestId, caller, err);
@@ -358,21 +339,26 @@ export function createGateway(deps: GatewayDeps): Gateway {
     );
   }
 
-  /** An open endpoint: no root key; its body is handed over as it came (GitHub signs the bytes). */
-  function serveOpen(served: Served, open: OpenEndpoint, x: Exchange, requestId: string, raw: Buffer) {
-    let replied: Promise<OpenReplyOf>;
-    try {
-      replied = open.handle(raw, x, { requestId, services, clientOf, clock: deps.clock });
-    } catch (err) {
-      return fail(served, x, requestId, undefined, err);
+  /**
+   * The body parsed and validated against the route's schema, or REFUSED once the 400 is sent:
+   * before authentication, so a malformed request costs no root-key lookup.
+   */
+  function validBody(served: Served, x: Exchange, requestId: string, raw: Buffer): unknown {
+    const body = parseJson(raw, served.freeJson);
+    if (body instanceof Problem) {
+      fail(served, x, requestId, undefined, body);
+      return REFUSED;
     }
-    replied.then(
-      (reply) =>
-        reply.bare !== undefined
-          ? send(x, 200, JSON_TYPE, reply.bare)
-          : answer(x, requestId, { data: reply.data }),
-      (err: unknown) => fail(served, x, requestId, undefined, err),
-    );
+    const input = served.validate(body);
+    if (!input.ok) {
+      const p = problems.invalidInput(
+        `POST request body for '/v2/${served.operation}' failed to validate schema: ${input.violations[0]?.message ?? "invalid"}`,
+        input.violations,
+      );
+      fail(served, x, requestId, undefined, p);
+      return REFUSED;
+    }
+    return input.value;
   }
 
   function run(
@@ -391,11 +377,15 @@ export function createGateway(deps: GatewayDeps): Gateway {
   }
 
   /**
-   * A portal session's call (its token in the portal_session cookie, checked by the portal service)
-   * or portal.exchangeCode (the code is the credential). A state-changing session call must be
+   * Every operation no root key authenticates, by Route.auth: a portal session's call (its token in
+   * the portal_session cookie, checked by the portal service), or one anyone may make
+   * (portal.exchangeCode, where the code is the credential; the leak reports, routes/leaks, handed
+   * their body's bytes as they came, since GitHub signs them). A state-changing session call must be
    * same-origin (portal-web.ts), so no other site's page can make it with the user's cookie.
    */
-  function serveWithoutRootKey(served: Served, x: Exchange, requestId: string, input: unknown) {
+  function serveWithoutRootKey(served: Served, x: Exchange, requestId: string, raw: Buffer) {
+    const input = served.rawBody ? raw : validBody(served, x, requestId, raw);
+    if (input === REFUSED) return;
     let replied: Promise<Reply>;
     try {
       let token: string | undefined;
@@ -416,7 +406,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     replied.then(
       (reply) => {
         try {
-          answer(x, requestId, reply);
+          if (reply.bare !== undefined) send(x, 200, JSON_TYPE, reply.bare);
+          else answer(x, requestId, reply);
         } catch (err) {
           fail(served, x, requestId, undefined, err);
         }
@@ -534,7 +525,10 @@ const NO_CALLER: Caller = {
   permissions: [],
   requestId: "",
 };
-type OpenReplyOf = Awaited<ReturnType<OpenEndpoint["handle"]>>;
+/** What validBody gives once it has answered 400. */
+const REFUSED: unique symbol = Symbol("refused");
+/** A raw body's stand-in validator (Route.rawBody): never called, the bytes are handed over as they came. */
+const RAW: Validate<unknown> = (body) => ({ ok: true, value: body });
 
 const ALLOW_POST = { allow: "POST" };
 const ALLOW_GET = { allow: "GET, HEAD" };

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { RequestOrigin, TrustedProxies } from "./client-address.ts";
 import { problems } from "./problem.ts";
 import type { WebRequest } from "./route.ts";
+import { ClientRate } from "./routes/leaks/client-rate.ts";
 
 /** The portal session's cookie: set by portal.exchangeCode, read by the session's calls (docs/portal.md). */
 export const SESSION_COOKIE = "portal_session";
@@ -26,12 +27,15 @@ export interface PortalRequestFields extends RequestOrigin {
 type Exchange = PortalRequestFields;
 
 /**
- * What the portal's routes read of the HTTP request beyond the body: the public origin portal URLs
- * and the same-origin check use, the session cookie, and each client's budget of code exchanges.
+ * What the portal's routes, and the others served without a root key, read of the HTTP request
+ * beyond the body: the public origin portal URLs and the same-origin check use, the session cookie,
+ * its fields, and each client's budgets of code exchanges and of leak reports.
  */
 export class PortalWeb {
   private readonly publicUrl: URL | undefined;
   private readonly budgets = new LRUCache<string, { left: number; at: number }>({ max: MAX_CLIENTS });
+  /** keys.reportLeak per client, this gateway's (routes/leaks). */
+  private readonly leakReports = new ClientRate();
 
   constructor(
     publicUrl: string | undefined,
@@ -43,9 +47,14 @@ export class PortalWeb {
       publicUrl === undefined || publicUrl.trim() === "" ? undefined : parsePublicUrl(publicUrl);
   }
 
-  /** The request's side as a portal route sees it. */
+  /** The request's side as a portal route, or another served without a root key, sees it. */
   request(x: Exchange, sessionToken: string | undefined): WebRequest {
     return {
+      header: (name) => x.header?.(name),
+      takeLeakReport: () => {
+        const client = this.proxies.clientOf(x);
+        return client === undefined || this.leakReports.take(client, this.clock.now());
+      },
       sessionToken,
       publicOrigin: () => this.publicOrigin(x),
       sessionCookie: (token, expiresAt) =>

@@ -40,14 +40,22 @@ export interface RouteContext {
   requestId: string;
   services: Services;
   /**
-   * The request's own side for the routes that need it (the portal's): its session token, its
-   * client and the deployment's public origin (gateway/src/portal-web.ts). Undefined elsewhere.
+   * The request's own side for the routes that need it (the portal's, and every route served
+   * without a root key): its session token, its fields, its client's budgets and the deployment's
+   * public origin (gateway/src/portal-web.ts). Undefined elsewhere.
    */
   web?: WebRequest;
 }
 
-/** What a portal route reads of the HTTP request beyond its body. */
+/** What a portal route, or another served without a root key, reads of the HTTP request beyond its body. */
 export interface WebRequest {
+  /** A request field by its lower-case name (GitHub's Github-Public-Key-Identifier and -Signature). */
+  header(name: string): string | undefined;
+  /**
+   * Takes one keys.reportLeak from the client's budget (routes/leaks/client-rate.ts); false once it
+   * is spent. A client the gateway cannot name (no socket, in process) is not budgeted.
+   */
+  takeLeakReport(): boolean;
   /** The portal_session cookie's value (a portal session route only). */
   sessionToken: string | undefined;
   /** Where the deployment is reached: PUBLIC_URL, or the request's own origin (portal URLs). */
@@ -69,16 +77,23 @@ export type Reply =
   | {
       data: unknown;
       json?: undefined;
+      bare?: undefined;
       pagination?: { cursor?: string; hasMore: boolean };
       /** Response headers beyond the defaults (the portal's Set-Cookie and Cache-Control). */
       headers?: Readonly<Record<string, string>>;
     }
-  | { json: string; data?: undefined; pagination?: undefined; headers?: undefined };
+  | { json: string; data?: undefined; bare?: undefined; pagination?: undefined; headers?: undefined }
+  /**
+   * JSON answered as it is, without the envelope: a route served without a root key that answers
+   * another's shape (GitHub's, keys.receiveGithubLeaks). The root-key path never reads it.
+   */
+  | { bare: string; data?: undefined; json?: undefined; pagination?: undefined; headers?: undefined };
 
 /**
  * One public operation. Every route has the same shape: the gateway
  * validates the body against `schema`, authenticates, checks `permissions`,
  * then `handle` calls one RPC and maps its answer. No business rules here.
+ * A route whose `auth` is set is served without a root key, through one path (gateway.ts).
  */
 export interface Route<S extends TSchema = TSchema> {
   schema: S;
@@ -107,9 +122,19 @@ export interface Route<S extends TSchema = TSchema> {
   /**
    * Who calls it: a root key (unset, every operation but the portal's session calls); a portal
    * session, its token in the portal_session cookie (`portalSession`, docs/portal.md); or anyone
-   * (`none`: portal.exchangeCode, where the code is the credential).
+   * (`none`: portal.exchangeCode, where the code is the credential, and the leak reports, routes/leaks).
    */
   auth?: "portalSession" | "none";
+  /**
+   * The body handed to `handle` as the bytes that came, neither parsed nor validated (GitHub signs
+   * the bytes, routes/leaks): its `schema` is `Type.Uint8Array()`. Only where `auth` is set.
+   */
+  rawBody?: true;
+  /**
+   * `false`: served, but left out of docs/openapi.json and OPERATIONS, as Latchkey's additions no
+   * Unkey client calls (the leak reports, documented in docs/api.md, Leaked keys).
+   */
+  openapi?: false;
   /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
   description?: string;
   /** Fields refused on purpose, with the message that explains why (instead of "unknown field"). */

@@ -5,6 +5,7 @@ import { auditRoutes } from "./audit/index.ts";
 import { forwardAuthRoutes } from "./forwardAuth/index.ts";
 import { identitiesRoutes } from "./identities/index.ts";
 import { keysRoutes } from "./keys/index.ts";
+import { leaksRoutes } from "./leaks/index.ts";
 import { permissionsRoutes } from "./permissions/index.ts";
 import { portalRoutes } from "./portal/index.ts";
 import { portalsRoutes } from "./portals/index.ts";
@@ -19,6 +20,7 @@ import { webhooksRoutes } from "./webhooks/index.ts";
 export const routes = {
   ...apisRoutes,
   ...keysRoutes,
+  ...leaksRoutes,
   ...ratelimitRoutes,
   ...identitiesRoutes,
   ...permissionsRoutes,
@@ -32,7 +34,13 @@ export const routes = {
 
 export type Operation = keyof typeof routes;
 
-export const OPERATIONS = Object.keys(routes) as Operation[];
+/**
+ * The API's operations: those docs/openapi.json documents and the tests run through the contract's
+ * checks. The gateway serves these and the few left out of the document (`openapi: false`).
+ */
+export const OPERATIONS = (Object.keys(routes) as Operation[]).filter(
+  (o) => (routes[o] as Route).openapi !== false,
+);
 
 /** The operation an alias answers like: Unkey's `ratelimit.<op>` is `ratelimits.<op>` (ratelimit/index.ts). */
 export function aliasOf(operation: Operation): Operation | undefined {
