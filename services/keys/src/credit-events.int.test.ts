@@ -1,108 +1,26 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
-import { DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
-import { CreditsOperation, KeysService, RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { CreditsOperation, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { domainEventId, migrate, TestClock } from "@latchkey/runtime";
+import { createTestDatabase } from "@latchkey/runtime/testing/database";
+import { describe, expect, it } from "vitest";
 import {
-  connect,
-  createLogger,
-  DOMAIN_EVENT_SUBJECT,
-  domainEventId,
-  MemoryBus,
-  migrate,
-  type Sql,
-  TestClock,
-} from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
-import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callerOf } from "../testing/in-memory-keys.ts";
-import { inProcessServices } from "../testing/keys-deps.ts";
-import { createKeysDeps, creditSpendsSql, type KeysDeps } from "./deps.ts";
+  caller,
+  creditInstancesOverDatabase,
+  keyWith,
+  START,
+  together,
+} from "../testing/credit-instances.ts";
 import { keysMigrations } from "./migrations.ts";
-import { keysRoutes } from "./routes.ts";
 
 // credits.low and credits.exhausted against real PostgreSQL: two instances (two pools, each with its
 // own pipelined spend connection, as two processes) spending one key at once.
 
-const caller = callerOf("ws_default", "*");
-const START = Date.UTC(2026, 0, 1, 12);
-let db: TestDatabase;
-let secondPool: Sql;
-const closers: (() => Promise<unknown>)[] = [];
-
-function instance(sql: Sql, clock: TestClock, options: { creditsLowFraction?: number } = {}) {
-  const bus = new MemoryBus();
-  const log = createLogger("keys", "silent");
-  const sink = keepingEventSink();
-  const spendSql = creditSpendsSql(db.url, false);
-  const deps: KeysDeps = createKeysDeps({
-    sql,
-    bus,
-    log,
-    clock,
-    events: sink,
-    spendSql,
-    ...inProcessServices({ sql, bus, log }),
-    ...options,
-  });
-  closers.push(
-    () => deps.close(),
-    () => spendSql.end({ timeout: 5 }),
-  );
-  const client = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
-  const published = () =>
-    sink.kept
-      .filter((e) => e.subject === DOMAIN_EVENT_SUBJECT)
-      .map((e) => {
-        const event = fromBinary(DomainEventSchema, e.bytes);
-        return {
-          id: event.id,
-          type: event.type,
-          data: JSON.parse(event.dataJson) as Record<string, unknown>,
-        };
-      })
-      .filter((e) => e.type.startsWith("credits."));
-  return { client, published };
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await migrate(db.sql, "keys", keysMigrations);
-  secondPool = connect(db.url, { max: 20 });
-});
-afterAll(async () => {
-  for (const close of closers) await close();
-  await secondPool?.end({ timeout: 5 });
-  await db?.drop();
-});
-
-async function keyWith(client: Client<typeof KeysService>, credits: { remaining?: bigint; daily?: bigint }) {
-  const { apiId } = await client.createApi({ caller, name: "credits" });
-  const res = await client.createKey({
-    caller,
-    apiId,
-    credits: {
-      ...(credits.remaining === undefined ? {} : { remaining: credits.remaining }),
-      ...(credits.daily === undefined
-        ? {}
-        : { refill: { interval: RefillInterval.DAILY, amount: credits.daily } }),
-    },
-  });
-  return { apiId, keyId: res.keyId, key: res.key };
-}
-
-/** `n` verifications of `key` at once, alternating between the instances. */
-function together(clients: Client<typeof KeysService>[], key: string, n: number) {
-  return Promise.all(
-    Array.from({ length: n }, (_, i) => clients[i % clients.length]!.verifyKey({ caller, key })),
-  ).then((answers) => answers.map((a) => a.code));
-}
+const keys = creditInstancesOverDatabase();
 
 describe("credits.low and credits.exhausted on PostgreSQL", () => {
   it("200 verifications at once on two instances of a key holding 100: one credits.low (remaining 9, threshold 10), one credits.exhausted", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
-    const b = instance(secondPool, clock);
+    const a = keys.instance(clock);
+    const b = keys.instance(clock, { secondPool: true });
     const { apiId, keyId, key } = await keyWith(a.client, { remaining: 100n });
     const codes = await together([a.client, b.client], key, 200);
     expect(codes.filter((c) => c === VerifyCode.VALID)).toHaveLength(100);
@@ -125,8 +43,8 @@ describe("credits.low and credits.exhausted on PostgreSQL", () => {
 
   it("gives a second crossing in the same period (after an increment, on another instance) the same id", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
-    const b = instance(secondPool, clock);
+    const a = keys.instance(clock);
+    const b = keys.instance(clock, { secondPool: true });
     const { keyId, key } = await keyWith(a.client, { remaining: 20n });
     await together([a.client], key, 19); // 20 → 1: below 2
     clock.advance(60_000);
@@ -139,7 +57,7 @@ describe("credits.low and credits.exhausted on PostgreSQL", () => {
 
   it("starts a new period with a refill: the next day's crossing has a new id", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { keyId, key } = await keyWith(a.client, { remaining: 100n, daily: 100n });
     await together([a.client], key, 91);
     clock.set(Date.UTC(2026, 0, 2, 8));
@@ -152,8 +70,8 @@ describe("credits.low and credits.exhausted on PostgreSQL", () => {
 
   it("announces nothing for a key without credits", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
-    const b = instance(secondPool, clock);
+    const a = keys.instance(clock);
+    const b = keys.instance(clock, { secondPool: true });
     const { key } = await keyWith(a.client, {});
     expect(await together([a.client, b.client], key, 100)).toEqual(Array(100).fill(VerifyCode.VALID));
     expect([...a.published(), ...b.published()]).toEqual([]);
@@ -161,8 +79,8 @@ describe("credits.low and credits.exhausted on PostgreSQL", () => {
 
   it("with CREDITS_LOW_FRACTION 0 announces no credits.low, and credits.exhausted once", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock, { creditsLowFraction: 0 });
-    const b = instance(secondPool, clock, { creditsLowFraction: 0 });
+    const a = keys.instance(clock, { creditsLowFraction: 0 });
+    const b = keys.instance(clock, { secondPool: true, creditsLowFraction: 0 });
     const { key } = await keyWith(a.client, { remaining: 30n });
     await together([a.client, b.client], key, 60);
     expect([...a.published(), ...b.published()].map((e) => e.type)).toEqual(["credits.exhausted"]);

@@ -1,111 +1,22 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { type Client, Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
-import { DomainEventSchema } from "@latchkey/proto/common/v1/common_pb";
-import { KeysService, RefillInterval, VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { VerifyCode } from "@latchkey/proto/keys/v1/keys_pb";
+import { domainEventId, TestClock } from "@latchkey/runtime";
+import { describe, expect, it } from "vitest";
 import {
-  connect,
-  createLogger,
-  DOMAIN_EVENT_SUBJECT,
-  domainEventId,
-  MemoryBus,
-  migrate,
-  type Sql,
-  TestClock,
-} from "@latchkey/runtime";
-import { createTestDatabase, type TestDatabase } from "@latchkey/runtime/testing/database";
-import { keepingEventSink } from "@latchkey/runtime/testing/event-sink";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callerOf } from "../testing/in-memory-keys.ts";
-import { inProcessServices } from "../testing/keys-deps.ts";
-import { createKeysDeps, creditSpendsSql, type KeysDeps } from "./deps.ts";
-import { keysMigrations } from "./migrations.ts";
-import { keysRoutes } from "./routes.ts";
+  type CreditEvent,
+  caller,
+  creditInstancesOverDatabase,
+  keyWith,
+  START,
+  together,
+} from "../testing/credit-instances.ts";
 
 // A key's own credit thresholds (credit-thresholds.ts) against real PostgreSQL: two instances (two
 // pools, each with its own pipelined spend connection, as two processes) spending one key at once.
 
-const caller = callerOf("ws_default", "*");
-const START = Date.UTC(2026, 0, 1, 12);
-let db: TestDatabase;
-let secondPool: Sql;
-const closers: (() => Promise<unknown>)[] = [];
+const keys = creditInstancesOverDatabase();
 
-function instance(sql: Sql, clock: TestClock) {
-  const bus = new MemoryBus();
-  const log = createLogger("keys", "silent");
-  const sink = keepingEventSink();
-  const spendSql = creditSpendsSql(db.url, false);
-  const deps: KeysDeps = createKeysDeps({
-    sql,
-    bus,
-    log,
-    clock,
-    events: sink,
-    spendSql,
-    ...inProcessServices({ sql, bus, log }),
-  });
-  closers.push(
-    () => deps.close(),
-    () => spendSql.end({ timeout: 5 }),
-  );
-  const client = createClient(KeysService, createRouterTransport(keysRoutes(deps)));
-  const published = () =>
-    sink.kept
-      .filter((e) => e.subject === DOMAIN_EVENT_SUBJECT)
-      .map((e) => {
-        const event = fromBinary(DomainEventSchema, e.bytes);
-        return {
-          id: event.id,
-          type: event.type,
-          data: JSON.parse(event.dataJson) as Record<string, unknown>,
-        };
-      })
-      .filter((e) => e.type.startsWith("credits."));
-  return { client, published };
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await migrate(db.sql, "keys", keysMigrations);
-  secondPool = connect(db.url, { max: 20 });
-});
-afterAll(async () => {
-  for (const close of closers) await close();
-  await secondPool?.end({ timeout: 5 });
-  await db?.drop();
-});
-
-async function keyWith(
-  client: Client<typeof KeysService>,
-  options: { remaining: bigint; daily?: bigint; own?: number[]; api?: number[] },
-) {
-  const { apiId } = await client.createApi({
-    caller,
-    name: "thresholds",
-    creditThresholds: options.api ?? [],
-  });
-  const res = await client.createKey({
-    caller,
-    apiId,
-    credits: {
-      remaining: options.remaining,
-      ...(options.daily === undefined
-        ? {}
-        : { refill: { interval: RefillInterval.DAILY, amount: options.daily } }),
-    },
-    creditThresholds: options.own ?? [],
-  });
-  return { apiId, keyId: res.keyId, key: res.key };
-}
-
-/** `n` verifications of `key` at once, alternating between the instances. */
-function together(clients: Client<typeof KeysService>[], key: string, n: number, cost?: bigint) {
-  return Promise.all(
-    Array.from({ length: n }, (_, i) => clients[i % clients.length]!.verifyKey({ caller, key, cost })),
-  ).then((answers) => answers.map((a) => a.code));
-}
-
-const lows = (events: { type: string; data: Record<string, unknown> }[]) =>
+const lows = (events: CreditEvent[]) =>
   events
     .filter((e) => e.type === "credits.low")
     .map((e) => [e.data["percent"], e.data["threshold"], e.data["remaining"]]);
@@ -113,7 +24,7 @@ const lows = (events: { type: string; data: Record<string, unknown> }[]) =>
 describe("credit thresholds per key on PostgreSQL", () => {
   it("one spend across 50 % and 20 % announces each once; the spend to 0 announces 0 % and credits.exhausted", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { apiId, keyId, key } = await keyWith(a.client, { remaining: 100n, own: [20, 0, 50] });
     expect((await a.client.getKey({ caller, keyId })).key?.creditThresholds).toEqual([50, 20, 0]);
     await together([a.client], key, 1, 10n); // 90: nothing crossed
@@ -145,7 +56,7 @@ describe("credit thresholds per key on PostgreSQL", () => {
 
   it("a balance landing exactly on a threshold announces it (to it or below), and CREDITS_LOW_FRACTION's 10 % is not announced", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { key } = await keyWith(a.client, { remaining: 40n, own: [25] });
     await together([a.client], key, 30); // 40 → 10: crosses 25 % (10 credits) exactly at the 30th
     expect(lows(a.published())).toEqual([[25, 10, 10]]);
@@ -155,7 +66,7 @@ describe("credit thresholds per key on PostgreSQL", () => {
 
   it("keys without their own take their API's; updateKey [] returns a key to them", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { apiId, keyId, key } = await keyWith(a.client, { remaining: 10n, api: [60] });
     expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([60]);
     expect((await a.client.getKey({ caller, keyId })).key?.creditThresholds).toEqual([]);
@@ -182,7 +93,7 @@ describe("credit thresholds per key on PostgreSQL", () => {
 
   it("a refill starts a new period: each threshold is announced again, under a new id", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { keyId, key } = await keyWith(a.client, { remaining: 10n, daily: 10n, own: [50, 20] });
     await together([a.client], key, 9);
     clock.set(Date.UTC(2026, 0, 2, 8));
@@ -198,8 +109,8 @@ describe("credit thresholds per key on PostgreSQL", () => {
 
   it("400 verifications at once on two instances of a key holding 200: each threshold announced once in all", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
-    const b = instance(secondPool, clock);
+    const a = keys.instance(clock);
+    const b = keys.instance(clock, { secondPool: true });
     const { keyId, key } = await keyWith(a.client, { remaining: 200n, own: [75, 50, 25, 10, 0] });
     const codes = await together([a.client, b.client], key, 400);
     expect(codes.filter((c) => c === VerifyCode.VALID)).toHaveLength(200);
@@ -223,7 +134,7 @@ describe("credit thresholds per key on PostgreSQL", () => {
 
   it("refuses more than 10 thresholds, or one outside 0 to 100, saying which", async () => {
     const clock = new TestClock(START);
-    const a = instance(db.sql, clock);
+    const a = keys.instance(clock);
     const { apiId, keyId } = await keyWith(a.client, { remaining: 10n });
     const refused = async (call: Promise<unknown>) => {
       const err = await call.then(
