@@ -1,20 +1,19 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
+import { useState } from "preact/hooks";
 import { type Bucket, call } from "./api.ts";
+import { Legend, REGULAR, type Stack, StackedBars, summarize } from "./stacked-bars.tsx";
 import { ErrorBox, Loading, TableWrap, useLoad } from "./ui.tsx";
 
 /** Outcomes as the buckets count them, in stacking order, with their colours and names. */
-const OUTCOMES = [
-  { field: "valid", label: "Valid", color: "#15803d" },
-  { field: "rateLimited", label: "Rate limited", color: "#c2410c" },
-  { field: "usageExceeded", label: "Usage exceeded", color: "#7e22ce" },
-  { field: "expired", label: "Expired", color: "#92400e" },
-  { field: "disabled", label: "Disabled", color: "#4b5563" },
-  { field: "notFound", label: "Not found", color: "#b91c1c" },
-  { field: "forbidden", label: "Forbidden", color: "#9f1239" },
-  { field: "insufficientPermissions", label: "Insufficient permissions", color: "#be185d" },
-] as const satisfies readonly { field: keyof Bucket; label: string; color: string }[];
+const OUTCOMES: readonly Stack<Bucket>[] = [
+  { label: "Valid", color: "#15803d", count: (b) => b.valid },
+  { label: "Rate limited", color: "#c2410c", count: (b) => b.rateLimited },
+  { label: "Usage exceeded", color: "#7e22ce", count: (b) => b.usageExceeded },
+  { label: "Expired", color: "#92400e", count: (b) => b.expired },
+  { label: "Disabled", color: "#4b5563", count: (b) => b.disabled },
+  { label: "Not found", color: "#b91c1c", count: (b) => b.notFound },
+  { label: "Forbidden", color: "#9f1239", count: (b) => b.forbidden },
+  { label: "Insufficient permissions", color: "#be185d", count: (b) => b.insufficientPermissions },
+];
 
 const RANGES = [
   { id: "24h", label: "Last 24 hours", ms: 86_400_000, granularity: "hour" },
@@ -24,9 +23,6 @@ const RANGES = [
 ] as const;
 
 type Granularity = "hour" | "day";
-const WHOLE = [
-  1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8, 1e9,
-];
 const STEP: Record<Granularity, number> = { hour: 3_600_000, day: 86_400_000 };
 
 export interface ChartFilter {
@@ -60,16 +56,7 @@ export function VerificationsChart({ filter, title }: { filter: ChartFilter; tit
   }, [key, range, granularity, round]);
 
   const buckets = loaded.data ?? [];
-  const totals = OUTCOMES.map((o) => buckets.reduce((n, b) => n + b[o.field], 0));
-  const total = totals.reduce((a, b) => a + b, 0);
-  const summary =
-    total === 0
-      ? "No verifications in this range."
-      : `${total} verification${total === 1 ? "" : "s"} in this range: ${OUTCOMES.map((o, i) =>
-          totals[i] ? `${totals[i]} ${o.label.toLowerCase()}` : "",
-        )
-          .filter(Boolean)
-          .join(", ")}.`;
+  const { total, summary } = summarize(buckets, OUTCOMES, " in this range");
 
   return (
     <section class="card" aria-labelledby={`chart-${title}`}>
@@ -115,15 +102,8 @@ export function VerificationsChart({ filter, title }: { filter: ChartFilter; tit
           <p class="summary" role="status" data-testid="chart-summary">
             {summary}
           </p>
-          <Plot buckets={buckets} granularity={granularity} label={`${title}: ${summary}`} />
-          <ul class="legend" aria-hidden="true">
-            {OUTCOMES.map((o) => (
-              <li key={o.field}>
-                <span class="swatch" style={{ background: o.color }} />
-                {o.label}
-              </li>
-            ))}
-          </ul>
+          <StackedBars rows={buckets} stacks={OUTCOMES} label={`${title}: ${summary}`} size={REGULAR} />
+          <Legend stacks={OUTCOMES} />
           <details>
             <summary>Show the table</summary>
             <TableWrap
@@ -141,7 +121,7 @@ export function VerificationsChart({ filter, title }: { filter: ChartFilter; tit
                   <tr key={b.time}>
                     <th scope="row">{timeLabel(b.time, granularity)}</th>
                     {OUTCOMES.map((o) => (
-                      <td key={o.field}>{b[o.field]}</td>
+                      <td key={o.label}>{o.count(b)}</td>
                     ))}
                     <td>{b.total}</td>
                     <td>{b.spentCredits}</td>
@@ -193,64 +173,4 @@ function fill(data: Bucket[], start: number, end: number, step: number): Bucket[
     );
   }
   return out;
-}
-
-/**
- * uPlot draws bars; stacking is done here: series i holds the sum of outcomes i and after, drawn
- * first to last so each shorter bar covers the one behind it.
- */
-function Plot({
-  buckets,
-  granularity,
-  label,
-}: {
-  buckets: Bucket[];
-  granularity: Granularity;
-  label: string;
-}) {
-  const box = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const xs = buckets.map((b) => b.time / 1000);
-    const stacked = OUTCOMES.map((_, i) =>
-      buckets.map((b) => OUTCOMES.slice(i).reduce((n, o) => n + b[o.field], 0)),
-    );
-    const bars = uPlot.paths.bars!({ size: [0.8, 40], align: 0 });
-    const width = () => Math.max(280, el.clientWidth);
-    const plot = new uPlot(
-      {
-        width: width(),
-        height: 220,
-        legend: { show: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-        axes: [
-          { stroke: "#374151", grid: { stroke: "#e5e7eb" } },
-          // Counts are whole: ticks at 1, 2, 5, 10… only.
-          { stroke: "#374151", grid: { stroke: "#e5e7eb" }, size: 48, incrs: WHOLE },
-        ],
-        series: [
-          {},
-          ...OUTCOMES.map((o) => ({
-            label: o.label,
-            fill: o.color,
-            stroke: o.color,
-            width: 0,
-            paths: bars,
-            points: { show: false },
-          })),
-        ],
-      },
-      [xs, ...stacked],
-      el,
-    );
-    const resize = new ResizeObserver(() => plot.setSize({ width: width(), height: 220 }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
-  }, [buckets, granularity]);
-  return <div ref={box} class="plot" role="img" aria-label={label} />;
 }

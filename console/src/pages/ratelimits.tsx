@@ -1,9 +1,8 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
+import { useState } from "preact/hooks";
 import { ApiError, call, type Override } from "../api.ts";
 import { allNamespaces } from "../known.ts";
 import { go, href } from "../router.ts";
+import { type BarsSize, Legend, REGULAR, type Stack, StackedBars } from "../stacked-bars.tsx";
 import {
   Confirm,
   Curl,
@@ -317,19 +316,25 @@ interface RatelimitBucket {
   refused: number;
 }
 
-const SERIES = [
-  { field: "passed", label: "Passed", color: "#15803d" },
-  { field: "refused", label: "Refused", color: "#c2410c" },
-] as const;
+interface Checks {
+  time: number;
+  passed: number;
+  refused: number;
+}
+
+const PASSED: Stack<Checks> = { label: "Passed", color: "#15803d", count: (b) => b.passed };
+const REFUSED: Stack<Checks> = { label: "Refused", color: "#c2410c", count: (b) => b.refused };
+/** The legend's order. */
+const SERIES = [PASSED, REFUSED];
+/** Refused stacked on passed: their sum drawn first in refused's colour, the passed covering it. */
+const STACKED = [REFUSED, PASSED];
+const SIZE: BarsSize = { ...REGULAR, height: 200 };
 
 const RANGES = [
   { id: "24h", label: "Last 24 hours", ms: 86_400_000, step: 3_600_000, granularity: "hour" },
   { id: "7d", label: "Last 7 days", ms: 7 * 86_400_000, step: 3_600_000, granularity: "hour" },
   { id: "30d", label: "Last 30 days", ms: 30 * 86_400_000, step: 86_400_000, granularity: "day" },
 ] as const;
-
-/** Counts are whole: ticks at 1, 2, 5, 10… only. */
-const WHOLE = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 
 /**
  * Checks passed and refused over time (analytics.getRatelimits' structured form, which works on every
@@ -364,7 +369,7 @@ function RatelimitsChart({
       const at = sums.get(b.time) ?? { passed: 0, refused: 0 };
       sums.set(b.time, { passed: at.passed + b.passed, refused: at.refused + b.refused });
     }
-    const series: { time: number; passed: number; refused: number }[] = [];
+    const series: Checks[] = [];
     for (let t = start; t < end; t += step)
       series.push({ time: t, ...(sums.get(t) ?? { passed: 0, refused: 0 }) });
     return { series, rows: data.filter((b) => b.total > 0) };
@@ -404,15 +409,8 @@ function RatelimitsChart({
           <p class="summary" role="status" data-testid="ratelimit-summary">
             {summary}
           </p>
-          <Plot series={series} label={`${title}: ${summary}`} />
-          <ul class="legend" aria-hidden="true">
-            {SERIES.map((s) => (
-              <li key={s.field}>
-                <span class="swatch" style={{ background: s.color }} />
-                {s.label}
-              </li>
-            ))}
-          </ul>
+          <StackedBars rows={series} stacks={STACKED} label={`${title}: ${summary}`} size={SIZE} />
+          <Legend stacks={SERIES} />
           <details>
             <summary>Show the table</summary>
             <TableWrap
@@ -447,58 +445,4 @@ function RatelimitsChart({
       )}
     </section>
   );
-}
-
-/** Refused stacked on passed: series 0 is their sum, drawn first, series 1 the passed covering it. */
-function Plot({
-  series,
-  label,
-}: {
-  series: { time: number; passed: number; refused: number }[];
-  label: string;
-}) {
-  const box = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const bars = uPlot.paths.bars!({ size: [0.8, 40], align: 0 });
-    const width = () => Math.max(280, el.clientWidth);
-    const plot = new uPlot(
-      {
-        width: width(),
-        height: 200,
-        legend: { show: false },
-        cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
-        axes: [
-          { stroke: "#374151", grid: { stroke: "#e5e7eb" } },
-          { stroke: "#374151", grid: { stroke: "#e5e7eb" }, size: 48, incrs: WHOLE },
-        ],
-        series: [
-          {},
-          ...[SERIES[1], SERIES[0]].map((s) => ({
-            label: s.label,
-            fill: s.color,
-            stroke: s.color,
-            width: 0,
-            paths: bars,
-            points: { show: false },
-          })),
-        ],
-      },
-      [
-        series.map((b) => b.time / 1000),
-        series.map((b) => b.passed + b.refused),
-        series.map((b) => b.passed),
-      ],
-      el,
-    );
-    const resize = new ResizeObserver(() => plot.setSize({ width: width(), height: 200 }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
-  }, [series]);
-  return <div ref={box} class="plot" role="img" aria-label={label} />;
 }
