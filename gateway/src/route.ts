@@ -53,7 +53,7 @@ export interface WebRequest {
   header(name: string): string | undefined;
   /**
    * Takes one keys.reportLeak from the client's budget (routes/leaks/client-rate.ts); false once it
-   * is spent. A client the gateway cannot name (no socket, in process) is not budgeted.
+   * is spent. A client the gateway cannot name (its peer unknown, as in process) is not budgeted.
    */
   takeLeakReport(): boolean;
   /** The portal_session cookie's value (a portal session route only). */
@@ -131,8 +131,8 @@ export interface Route<S extends TSchema = TSchema> {
    */
   rawBody?: true;
   /**
-   * `false`: served, but left out of docs/openapi.json and OPERATIONS, as Latchkey's additions no
-   * Unkey client calls (the leak reports, documented in docs/api.md, Leaked keys).
+   * `false`: served, but left out of docs/openapi.json and OPERATIONS (and so of the tests that run
+   * every operation through the contract): the leak reports, which docs/api.md (Leaked keys) documents.
    */
   openapi?: false;
   /** What the API reference says beyond the defaults, chiefly where Latchkey goes further than Unkey. */
