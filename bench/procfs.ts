@@ -45,6 +45,29 @@ export function cpuMicros(pid: number): number {
   }
 }
 
+/**
+ * System calls and context switches a process has made so far, every thread counted: `syscr` and
+ * `syscw` of /proc/<pid>/io (reads and writes of any kind, sockets included) and the voluntary
+ * switches (the process went to sleep waiting) and involuntary ones (it was preempted) of each
+ * thread's status. Counts rather than times: they do not move with the machine's load as CPU does.
+ */
+export function syscallsOf(pid: number): { reads: number; writes: number; sleeps: number; preempted: number } {
+  const out = { reads: 0, writes: 0, sleeps: 0, preempted: 0 };
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, "utf8");
+    out.reads = Number(/syscr: (\d+)/.exec(io)?.[1] ?? 0);
+    out.writes = Number(/syscw: (\d+)/.exec(io)?.[1] ?? 0);
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${task}/status`, "utf8");
+      out.sleeps += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      out.preempted += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    }
+  } catch {
+    // The process ended: counts of zero.
+  }
+  return out;
+}
+
 /** The pids whose command line contains `text` (e.g. every postgres backend). */
 export function pidsMatching(text: string): number[] {
   return readdirSync("/proc")
