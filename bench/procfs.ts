@@ -51,7 +51,12 @@ export function cpuMicros(pid: number): number {
  * switches (the process went to sleep waiting) and involuntary ones (it was preempted) of each
  * thread's status. Counts rather than times: they do not move with the machine's load as CPU does.
  */
-export function syscallsOf(pid: number): { reads: number; writes: number; sleeps: number; preempted: number } {
+export function syscallsOf(pid: number): {
+  reads: number;
+  writes: number;
+  sleeps: number;
+  preempted: number;
+} {
   const out = { reads: 0, writes: 0, sleeps: 0, preempted: 0 };
   try {
     const io = readFileSync(`/proc/${pid}/io`, "utf8");

@@ -116,8 +116,7 @@ async function main() {
     const natsUrl = process.env["NATS_URL"] || "nats://127.0.0.1:4222";
     const stack = await startStack({ natsUrl, nodeArgs: profilerFlags(dir) });
     stops.push(() => stack.stop());
-    for (const p of [stack.gateway, ...stack.keys, stack.ratelimit, stack.identity])
-{
+    for (const p of [stack.gateway, ...stack.keys, stack.ratelimit, stack.identity]) {
       names.set(p.child.pid!, p.name);
       outputs.set(p.name, p.output);
     }
@@ -168,9 +167,26 @@ async function main() {
     const callsBefore = syscalls(target.processes!);
     const perfData = join(dir, "perf.data");
     const perf = PERF
-      ? spawn("perf", ["record", "-F", "999", "-e", "cpu-clock", "-a", ...(process.env["PERF_CALLERS"] === "1" ? ["-g"] : []), "-o", perfData, "--", "sleep", String(DURATION)], {
-          stdio: "ignore",
-        })
+      ? spawn(
+          "perf",
+          [
+            "record",
+            "-F",
+            "999",
+            "-e",
+            "cpu-clock",
+            "-a",
+            ...(process.env["PERF_CALLERS"] === "1" ? ["-g"] : []),
+            "-o",
+            perfData,
+            "--",
+            "sleep",
+            String(DURATION),
+          ],
+          {
+            stdio: "ignore",
+          },
+        )
       : undefined;
     const outputFrom = new Map([...outputs].map(([name, out]) => [name, out().length]));
     const from = Number(process.hrtime.bigint() / 1000n);
@@ -223,13 +239,15 @@ function deopts(outputs: Map<string, () => string>, from: Map<string, number>): 
     const text = out().slice(from.get(name) ?? 0);
     const counts = new Map<string, number>();
     // "[bailout (kind: deopt-eager, reason: …): begin. deoptimizing 0x…, <JSFunction name (sfi = …)>, …"
-    const re = /\[bailout \(kind: ([^,]+), reason: ([^)]*)\): begin\. deoptimizing \S+ <JSFunction ([^ >]*) ?\(sfi/g;
+    const re =
+      /\[bailout \(kind: ([^,]+), reason: ([^)]*)\): begin\. deoptimizing \S+ <JSFunction ([^ >]*) ?\(sfi/g;
     for (let m = re.exec(text); m !== null; m = re.exec(text)) {
       const what = `${m[3] || "(anonymous)"}: ${m[1]}, ${m[2]}`;
       counts.set(what, (counts.get(what) ?? 0) + 1);
     }
     lines.push(`${name}: ${[...counts.values()].reduce((a, b) => a + b, 0)} deoptimisations during the load`);
-    for (const [what, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, TOP)) lines.push(`  ${n}  ${what}`);
+    for (const [what, n] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+      lines.push(`  ${n}  ${what}`);
   }
   return lines;
 }
