@@ -169,20 +169,7 @@ async function main() {
     const perf = PERF
       ? spawn(
           "perf",
-          [
-            "record",
-            "-F",
-            "999",
-            "-e",
-            "cpu-clock",
-            "-a",
-            ...(process.env["PERF_CALLERS"] === "1" ? ["-g"] : []),
-            "-o",
-            perfData,
-            "--",
-            "sleep",
-            String(DURATION),
-          ],
+          ["record", "-F", "999", "-e", "cpu-clock", "-a", "-o", perfData, "--", "sleep", String(DURATION)],
           {
             stdio: "ignore",
           },
