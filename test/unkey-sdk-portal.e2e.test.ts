@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createRootKey } from "@latchkey/keys";
 import { Unkey } from "@unkey/api";
 import {
   ForbiddenErrorResponse,
@@ -171,13 +173,59 @@ describe("Unkey's SDK portal.* against the separate-process stack", () => {
   let stack: Stack;
   const analytics = analyticsOptions("portal_sdk");
   beforeAll(async () => {
-    stack = await startStack({ ...analytics.options, portal: true });
+    // An encryption key, so that keys may be recoverable (the encrypt_key test).
+    stack = await startStack({
+      ...analytics.options,
+      portal: true,
+      env: { keys: { LATCHKEY_ENCRYPTION_KEY: randomBytes(32).toString("base64") } },
+    });
   }, 120_000);
   afterAll(async () => {
     await stack?.stop();
     await analytics.drop();
   });
   portalFlow("processes", () => ({ url: stack.gateway.url, rootKey: stack.rootKey }), true);
+
+  it("processes: a reroll session over recoverable keys needs a minter holding encrypt_key, and rerolls them recoverable", async () => {
+    const target = { url: stack.gateway.url, rootKey: stack.rootKey };
+    const unkey = new Unkey({
+      rootKey: stack.rootKey,
+      serverURL: target.url,
+      retryConfig: { strategy: "none" },
+    });
+    const { data: api } = await unkey.apis.createApi({ name: "portal-sdk-recoverable" });
+    const { data: sealed } = await unkey.keys.createKey({
+      apiId: api.apiId,
+      externalId: "portal_user_r",
+      recoverable: true,
+    });
+    const portal = (await post(target, "portals.createPortal", { apiId: api.apiId, name: "Recoverable" }))
+      .body.data;
+    const minter = [`portal.${portal.portalId}.create_portal_session`, `api.${api.apiId}.create_key`];
+    const lacking = await createRootKey(stack.db.sql, { permissions: minter, name: "portal minter" });
+    const holding = await createRootKey(stack.db.sql, {
+      permissions: [...minter, `api.${api.apiId}.encrypt_key`],
+      name: "portal minter with encrypt_key",
+    });
+    const body = { portal: portal.portalId, externalId: "portal_user_r", scopes: ["keys:reroll"] };
+
+    const refused = await post({ ...target, rootKey: lacking.rootKey }, "portal.createSession", body);
+    expect([refused.status, refused.body.error.type, refused.body.error.detail]).toEqual([
+      403,
+      "https://unkey.com/docs/errors/unkey/authorization/insufficient_permissions",
+      `The root key lacks the permission 'api.${api.apiId}.encrypt_key'.`,
+    ]);
+
+    const minted = await post({ ...target, rootKey: holding.rootKey }, "portal.createSession", body);
+    expect(minted.status).toBe(200);
+    const code = new URL(minted.body.data.url).searchParams.get("code")!;
+    const security = { portalSession: (await unkey.portal.exchangeCode({ code })).result.data.accessToken };
+    const { data: rerolled } = await unkey.portal.rerollKey(security, { keyId: sealed.keyId, expiration: 0 });
+    expect((await unkey.keys.verifyKey({ key: rerolled.key })).data.valid).toBe(true);
+    expect((await unkey.keys.verifyKey({ key: sealed.key })).data.valid).toBe(false);
+    const { data: read } = await unkey.keys.getKey({ keyId: rerolled.keyId, decrypt: true });
+    expect(read.plaintext).toBe(rerolled.key);
+  });
 });
 
 describe("Unkey's SDK portal.* against npm start with no configuration", () => {

@@ -402,6 +402,74 @@ describe("the portal through the gateway over the real services, in memory", () 
     );
   });
 
+  it("asks encrypt_key of a root key minting a session that makes keys over an API holding recoverable keys", async () => {
+    const { post, rootKeyOf } = portalStack("portal_sealed", { encryptionKey: Buffer.alloc(32, 7) });
+    const ws = "ws_portal_sealed";
+    const apiId = (await post("apis.createApi", { name: "sealed" })).body.data.apiId as string;
+    const portalId = (await post("portals.createPortal", { apiId, name: "Sealed" })).body.data
+      .portalId as string;
+    const keyOf = async (fields: Record<string, unknown>) =>
+      (await post("keys.createKey", { apiId, externalId: "user_a", ...fields })).body.data as {
+        keyId: string;
+        key: string;
+      };
+    const plain = await keyOf({});
+    const mint = (key: string, scopes: string[]) =>
+      post("portal.createSession", { portal: portalId, externalId: "user_a", scopes }, { key });
+    const minter = [`portal.${portalId}.create_portal_session`, `api.${apiId}.create_key`];
+    const lacking = rootKeyOf("sealed_lacking", ws, minter);
+    const holding = rootKeyOf("sealed_holding", ws, [...minter, `api.${apiId}.encrypt_key`]);
+
+    // Minted while the API holds no recoverable key: no encrypt_key asked, none carried.
+    const early = await mint(lacking, ["keys:reroll"]);
+    expect(early.status).toBe(200);
+    const earlyCode = new URL(early.body.data.url).searchParams.get("code")!;
+    const earlyCookie = `portal_session=${(await post("portal.exchangeCode", { code: earlyCode }, { key: null })).body.data.accessToken}`;
+
+    const sealed = await keyOf({ recoverable: true });
+    for (const scopes of [["keys:reroll"], ["keys:create"]]) {
+      const refused = await mint(lacking, scopes);
+      expect([refused.status, refused.body.error.type, refused.body.error.detail]).toEqual([
+        403,
+        "https://unkey.com/docs/errors/unkey/authorization/insufficient_permissions",
+        `The root key lacks the permission 'api.${apiId}.encrypt_key'.`,
+      ]);
+    }
+    // The earlier session cannot reroll the recoverable key, and the key still verifies.
+    const stale = await post(
+      "portal.rerollKey",
+      { keyId: sealed.keyId, expiration: 0 },
+      { key: null, cookie: earlyCookie },
+    );
+    expect([stale.status, stale.body.error.detail]).toEqual([
+      403,
+      `The key is recoverable, and this portal session may not reroll recoverable keys: it needs a session minted by a root key holding 'api.${apiId}.encrypt_key'.`,
+    ]);
+    expect((await post("keys.verifyKey", { key: sealed.key })).body.data.valid).toBe(true);
+
+    const minted = await mint(holding, ["keys:reroll", "keys:create"]);
+    expect(minted.status).toBe(200);
+    const code = new URL(minted.body.data.url).searchParams.get("code")!;
+    const cookie = `portal_session=${(await post("portal.exchangeCode", { code }, { key: null })).body.data.accessToken}`;
+    const session = { key: null, cookie };
+    const read = async (keyId: string) =>
+      (await post("keys.getKey", { keyId, decrypt: true })).body.data as { plaintext?: string };
+
+    const rerolled = await post("portal.rerollKey", { keyId: sealed.keyId, expiration: 0 }, session);
+    expect(rerolled.status).toBe(200);
+    expect((await post("keys.verifyKey", { key: rerolled.body.data.key })).body.data.valid).toBe(true);
+    expect((await post("keys.verifyKey", { key: sealed.key })).body.data.valid).toBe(false);
+    expect((await read(rerolled.body.data.keyId)).plaintext).toBe(rerolled.body.data.key);
+
+    // A plain key of the same user rerolls plain; a created key is recoverable, as the API's keys are.
+    const again = await post("portal.rerollKey", { keyId: plain.keyId, expiration: 0 }, session);
+    expect(again.status).toBe(200);
+    expect((await read(again.body.data.keyId)).plaintext).toBeUndefined();
+    const created = await post("portal.createKey", { name: "new" }, session);
+    expect(created.status).toBe(200);
+    expect((await read(created.body.data.keyId)).plaintext).toBe(created.body.data.key);
+  });
+
   it("bounds live sessions per workspace: one minting without end is refused 412, another workspace still mints", async () => {
     const { post, seed, rootKeyOf, clock } = portalStack("portal_fair", {
       portal: { maxLiveSessionsPerWorkspace: 25 },

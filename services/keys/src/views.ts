@@ -49,6 +49,7 @@ export function keyView(
     ipAllowList: key.ipAllowList ?? [],
     creditThresholds: key.creditThresholds ?? [],
     ...(key.leakedAt != null && { leakedAt: BigInt(key.leakedAt) }),
+    recoverable: key.recoverable,
   };
 }
 

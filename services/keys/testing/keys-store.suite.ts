@@ -551,6 +551,7 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       const { store, apiId, workspaces } = await withApi();
       const plain = newKey(workspaces[0], apiId);
       await store.createKey(plain);
+      expect(await store.holdsRecoverableKeys(apiId)).toBe(false);
       const sealed = newKey(workspaces[0], apiId);
       const secret = {
         keyId: sealed.id,
@@ -565,6 +566,11 @@ export function keysStoreContract(name: string, setup: () => Promise<ContractSet
       expect((await store.findKeyById(sealed.id))?.recoverable).toBe(true);
       expect(await store.findEncryptedKey(sealed.id)).toEqual(secret);
       expect(await store.findEncryptedKey(plain.id)).toBeUndefined();
+      // The API holds a recoverable key while one is not deleted; another API holds none.
+      expect(await store.holdsRecoverableKeys(apiId)).toBe(true);
+      expect(await store.holdsRecoverableKeys(unique("api"))).toBe(false);
+      await store.deleteKey(sealed.id, false, NOW);
+      expect(await store.holdsRecoverableKeys(apiId)).toBe(false);
     });
 
     it("imports keys whose hash is new and skips the others", async () => {

@@ -49,4 +49,13 @@ CREATE INDEX portal_sessions_workspace ON portal_sessions (workspace_id, created
 ${auditTableSql(PORTAL_AUDIT_TABLE, ["root_key", "portal_session"])}
 `,
   },
+  {
+    version: 2,
+    name: "a session's encrypt_key on its portal's API",
+    sql: `
+-- True when the session may reroll and create recoverable keys: its portal's API held one when it was
+-- minted, and the minting root key held encrypt_key on that API (services/portal/src/rpc/createSession.ts).
+ALTER TABLE portal_sessions ADD COLUMN encrypt_key boolean NOT NULL DEFAULT false;
+`,
+  },
 ];

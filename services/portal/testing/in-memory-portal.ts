@@ -1,6 +1,7 @@
 import { type Client, createClient, createRouterTransport, type Transport } from "@connectrpc/connect";
+import { KeysService } from "@latchkey/proto/keys/v1/keys_pb";
 import { PortalService } from "@latchkey/proto/portal/v1/portal_pb";
-import { createLogger, TestClock } from "@latchkey/runtime";
+import { createLogger, domainError, ErrorReason, TestClock } from "@latchkey/runtime";
 import { createMemoryPortalDeps } from "../src/deps.ts";
 import { portalRoutes } from "../src/routes.ts";
 import type { PortalSettings } from "../src/settings.ts";
@@ -42,3 +43,56 @@ export async function harness(
 }
 
 export { expectReason } from "@latchkey/runtime/testing/expect-reason";
+
+/** One call the fake keys service received: the RPC, the permissions its caller held, and what it asked. */
+export interface KeysCall {
+  rpc: "getApi" | "getKey" | "rerollKey" | "createKey";
+  permissions: string[];
+  recoverable?: boolean;
+}
+
+/**
+ * A keys service standing in for the real one: the portal's API (api_1) holds a recoverable key when
+ * `holdsRecoverableKeys`; `keys` are its keys by id, each its end user's and whether recoverable.
+ * Every call is recorded with its caller's permissions, so a test sees exactly what a session hands on.
+ */
+export function fakeKeys(options: {
+  holdsRecoverableKeys: boolean;
+  keys?: Record<string, { externalId: string; recoverable: boolean }>;
+}) {
+  const calls: KeysCall[] = [];
+  const transport = createRouterTransport(({ service }) =>
+    service(KeysService, {
+      getApi(req) {
+        calls.push({ rpc: "getApi", permissions: req.caller?.permissions ?? [] });
+        return { api: { id: req.apiId, name: "api" }, holdsRecoverableKeys: options.holdsRecoverableKeys };
+      },
+      getKey(req) {
+        calls.push({ rpc: "getKey", permissions: req.caller?.permissions ?? [] });
+        const key = options.keys?.[req.keyId];
+        if (!key) throw domainError(ErrorReason.KEY_NOT_FOUND, "The specified key was not found.");
+        return {
+          key: {
+            keyId: req.keyId,
+            apiId: "api_1",
+            identity: { id: "id_1", externalId: key.externalId },
+            recoverable: key.recoverable,
+          },
+        };
+      },
+      rerollKey(req) {
+        calls.push({ rpc: "rerollKey", permissions: req.caller?.permissions ?? [] });
+        return { keyId: "key_rerolled", key: "sk_rerolled" };
+      },
+      createKey(req) {
+        calls.push({
+          rpc: "createKey",
+          permissions: req.caller?.permissions ?? [],
+          recoverable: req.recoverable,
+        });
+        return { keyId: "key_created", key: "sk_created" };
+      },
+    }),
+  );
+  return { transport, calls };
+}

@@ -40,6 +40,7 @@ export const sessionRecord = (p: PortalRecord, fields: Partial<SessionRecord> = 
   externalId: "user_1",
   scopes: ["keys:read"],
   preview: false,
+  encryptKey: false,
   returnUrl: null,
   codeHash: `code_${newId("c")}`,
   codeExpiresAt: T + 60_000,
@@ -118,17 +119,23 @@ export function portalStoreContract(name: string, make: () => PortalStore) {
       const a = ws();
       const p = portalRecord(a, { sessionTtlMs: 600_000 });
       await store.createPortal(p, 10, audit(a, "c"));
-      const s = sessionRecord(p, { codeHash: "h1" });
+      const s = sessionRecord(p, { codeHash: "h1", encryptKey: true });
       expect(await store.createSession(s, 10, T, audit(a, "s"))).toBe(true);
       expect(
         await store.redeemCode("h1", "tok1", T + 60_000, (x) => audit(x.workspaceId, "e")),
       ).toBeUndefined();
       const redeemed = await store.redeemCode("h1", "tok1", T + 1_000, (x) => audit(x.workspaceId, "e"));
-      expect(redeemed).toMatchObject({ id: s.id, tokenHash: "tok1", codeHash: null, expiresAt: T + 601_000 });
+      expect(redeemed).toMatchObject({
+        id: s.id,
+        tokenHash: "tok1",
+        codeHash: null,
+        expiresAt: T + 601_000,
+        encryptKey: true,
+      });
       expect(
         await store.redeemCode("h1", "tok2", T + 2_000, (x) => audit(x.workspaceId, "e")),
       ).toBeUndefined();
-      expect((await store.sessionByToken("tok1"))?.id).toBe(s.id);
+      expect(await store.sessionByToken("tok1")).toMatchObject({ id: s.id, encryptKey: true });
       expect(await store.sessionByToken("tok2")).toBeUndefined();
     });
 

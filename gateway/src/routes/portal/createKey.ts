@@ -8,7 +8,7 @@ export const createKey = route({
   auth: "portalSession",
   audited: true,
   description:
-    "Latchkey's addition: a new key for the session's end user in the portal's API, linked to its externalId's identity; the key is answered this once. Needs the scope `keys:create`; same-origin only from a browser.",
+    "Latchkey's addition: a new key for the session's end user in the portal's API, linked to its externalId's identity; the key is answered this once, and is recoverable when the session was minted with `encrypt_key` over an API holding recoverable keys. Needs the scope `keys:create`; same-origin only from a browser.",
   answer: NewKey,
   example: { name: "CI" },
   rootKey: { needs: [] },

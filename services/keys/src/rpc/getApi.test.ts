@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { callerOf, memoryKeys, rejection } from "../../testing/in-memory-keys.ts";
+import { callerOf, memoryKeys, rejection, TEST_ENCRYPTION_KEY } from "../../testing/in-memory-keys.ts";
 
 describe("getApi", () => {
   it("answers the API to a root key holding read_api for that very API", async () => {
@@ -38,5 +38,17 @@ describe("getApi", () => {
       reason: ErrorReason.INSUFFICIENT_PERMISSIONS,
       message: `The root key lacks the permission 'api.${apiId}.read_api'.`,
     });
+  });
+
+  it("says whether the API holds a recoverable key, one not deleted", async () => {
+    const { client, seed } = memoryKeys({ encryptionKey: TEST_ENCRYPTION_KEY });
+    const apiId = await seed.api();
+    const caller = callerOf("ws_1", `api.${apiId}.read_api`);
+    await seed.key({ apiId });
+    expect((await client.getApi({ caller, apiId })).holdsRecoverableKeys).toBe(false);
+    const { keyId } = await seed.key({ apiId, recoverable: true });
+    expect((await client.getApi({ caller, apiId })).holdsRecoverableKeys).toBe(true);
+    await client.deleteKey({ caller: callerOf("ws_1", "*"), keyId });
+    expect((await client.getApi({ caller, apiId })).holdsRecoverableKeys).toBe(false);
   });
 });

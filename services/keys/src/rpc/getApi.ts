@@ -11,7 +11,7 @@ export function getApi(deps: KeysDeps) {
     // Checked before the lookup, so a refusal says nothing about whether the API exists.
     requirePermissions(caller, [need("api", req.apiId, "read_api")]);
     const api = await visibleApi(deps, caller, req.apiId);
-    return { api: apiView(api) };
+    return { api: apiView(api), holdsRecoverableKeys: await deps.store.holdsRecoverableKeys(api.id) };
   };
 }
 

@@ -290,6 +290,8 @@ export interface KeyLookup {
 export interface KeysStore extends AuditLogStore {
   createApi(api: Omit<ApiRecord, "deletedAt">, audit?: AuditRecord): Promise<void>;
   findApi(id: string): Promise<ApiRecord | undefined>;
+  /** Whether a key of the API, not deleted, is recoverable (has its encrypted plaintext stored). */
+  holdsRecoverableKeys(apiId: string): Promise<boolean>;
   /**
    * The workspace's live APIs ordered by id, after the id `after`, at most
    * `limit`; only those of `ids` when given (the ones the caller may read).

@@ -96,6 +96,14 @@ export class MemoryKeysStore implements KeysStore {
     return api && { ...api };
   }
 
+  async holdsRecoverableKeys(apiId: string): Promise<boolean> {
+    for (const id of this.encrypted.keys()) {
+      const key = this.keys.get(id);
+      if (key && key.apiId === apiId && key.deletedAt === null) return true;
+    }
+    return false;
+  }
+
   async updateApi(id: string, patch: ApiPatch, audit?: AuditRecord): Promise<ApiRecord | undefined> {
     const api = this.apis.get(id);
     if (!api || api.deletedAt !== null) return undefined;

@@ -162,6 +162,13 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
     );
   }
 
+  async holdsRecoverableKeys(apiId: string): Promise<boolean> {
+    const [row] = await this.sql<{ holds: boolean }[]>`SELECT EXISTS (
+        SELECT 1 FROM keys k JOIN encrypted_keys e ON e.key_id = k.id
+        WHERE k.api_id = ${apiId} AND k.deleted_at IS NULL) AS holds`;
+    return row?.holds === true;
+  }
+
   async findLeakTargets(hash: string): Promise<LeakTarget[]> {
     const rows = await this.sql<
       {

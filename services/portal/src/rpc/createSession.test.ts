@@ -1,6 +1,6 @@
 import { ErrorReason } from "@latchkey/runtime";
 import { describe, expect, it } from "vitest";
-import { expectReason, harness, root } from "../../testing/in-memory-portal.ts";
+import { expectReason, fakeKeys, harness, root } from "../../testing/in-memory-portal.ts";
 import { hashOf } from "../tokens.ts";
 
 describe("CreateSession", () => {
@@ -33,7 +33,7 @@ describe("CreateSession", () => {
   });
 
   it("answers a portal the root key may not mint for as a missing one, and a scope it cannot grant 403", async () => {
-    const { client, portal } = await harness();
+    const { client, portal } = await harness({ keys: fakeKeys({ holdsRecoverableKeys: false }).transport });
     const body = { portal: portal.id, externalId: "u", scopes: ["keys:read"] };
     const message = `The portal '${portal.id}' does not exist.`;
     await expectReason(
@@ -99,5 +99,75 @@ describe("CreateSession", () => {
         location: "/returnUrl",
       },
     );
+  });
+
+  it("over an API holding recoverable keys, asks encrypt_key for keys:reroll and keys:create (403 naming it)", async () => {
+    const keys = fakeKeys({ holdsRecoverableKeys: true });
+    const { client, deps, portal } = await harness({ keys: keys.transport });
+    const body = { portal: portal.id, externalId: "u" };
+    const minter = [
+      `portal.${portal.id}.create_portal_session`,
+      "api.api_1.create_key",
+      "api.api_1.read_key",
+    ];
+    for (const scopes of [["keys:reroll"], ["keys:create"], ["keys:read", "keys:reroll", "keys:create"]]) {
+      await expectReason(
+        client.createSession({ ...body, scopes, caller: root(...minter, "api.api_1.read_api") }),
+        ErrorReason.INSUFFICIENT_PERMISSIONS,
+        { message: "The root key lacks the permission 'api.api_1.encrypt_key'." },
+      );
+    }
+    // Both missing are named together; the keys service is asked as the minter reading that one API.
+    await expectReason(
+      client.createSession({ ...body, scopes: ["keys:reroll"], caller: root(minter[0]!) }),
+      ErrorReason.INSUFFICIENT_PERMISSIONS,
+      { message: "The root key lacks the permissions 'api.api_1.create_key', 'api.api_1.encrypt_key'." },
+    );
+    expect(keys.calls.at(-1)).toEqual({ rpc: "getApi", permissions: ["api.api_1.read_api"] });
+    expect(deps.store.sessions.size).toBe(0);
+
+    const forApi = await client.createSession({
+      ...body,
+      scopes: ["keys:reroll"],
+      caller: root(...minter, "api.api_1.encrypt_key"),
+    });
+    const forAll = await client.createSession({
+      ...body,
+      scopes: ["keys:create"],
+      caller: root(...minter, "api.*.encrypt_key"),
+    });
+    expect(deps.store.sessions.get(forApi.sessionId)?.encryptKey).toBe(true);
+    expect(deps.store.sessions.get(forAll.sessionId)?.encryptKey).toBe(true);
+
+    // A session that makes no key needs no encrypt_key and carries none: reading, or a preview.
+    const calls = keys.calls.length;
+    const reader = await client.createSession({
+      ...body,
+      scopes: ["keys:read"],
+      caller: root(...minter, "api.api_1.read_api", "api.api_1.encrypt_key"),
+    });
+    expect(keys.calls.length).toBe(calls);
+    const preview = await client.createSession({
+      ...body,
+      scopes: ["keys:reroll", "keys:create"],
+      preview: true,
+      caller: root(...minter),
+    });
+    expect(deps.store.sessions.get(reader.sessionId)?.encryptKey).toBe(false);
+    expect(deps.store.sessions.get(preview.sessionId)?.encryptKey).toBe(false);
+  });
+
+  it("over an API holding no recoverable key, neither asks encrypt_key nor gives it, even to a minter holding it", async () => {
+    const { client, deps, portal } = await harness({
+      keys: fakeKeys({ holdsRecoverableKeys: false }).transport,
+    });
+    const body = { portal: portal.id, externalId: "u", scopes: ["keys:reroll", "keys:create"] };
+    const without = await client.createSession({
+      ...body,
+      caller: root("portal.*.create_portal_session", "api.api_1.create_key"),
+    });
+    const holding = await client.createSession({ ...body, caller: root("*") });
+    expect(deps.store.sessions.get(without.sessionId)?.encryptKey).toBe(false);
+    expect(deps.store.sessions.get(holding.sessionId)?.encryptKey).toBe(false);
   });
 });

@@ -1,9 +1,12 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { type Caller, CallerSchema } from "@latchkey/proto/common/v1/common_pb";
 import type { CreateSessionRequest, CreateSessionResponseSchema } from "@latchkey/proto/portal/v1/portal_pb";
 import {
   authenticatedCaller,
   domainError,
   ErrorReason,
+  errorDetailOf,
   holds,
   need,
   requirePermissions,
@@ -24,9 +27,18 @@ const SCOPE_NEEDS: Record<Scope, string[]> = {
 };
 
 /**
+ * The scopes that make keys. Over an API that holds recoverable keys they also need `encrypt_key`,
+ * as Unkey's createSession asks of a keyspace that stores encrypted keys: a rerolled recoverable key
+ * is recoverable too, and so is a key the session creates there.
+ */
+const MAKES_KEYS: readonly Scope[] = ["keys:create", "keys:reroll"];
+
+/**
  * portal.createSession. Without `portal.<id>.create_portal_session` the portal answers 404, as a
  * missing one; a scope the root key could not use itself answers 403 for the whole request, so a
- * session never carries more than its minter holds. The code is answered once and kept hashed.
+ * session never carries more than its minter holds. A session that may make keys (not a preview)
+ * over an API holding a recoverable key needs `encrypt_key` too, and is the only kind whose caller
+ * carries it (`encryptKey`). The code is answered once and kept hashed.
  */
 export function createSession(deps: PortalDeps) {
   return async (req: CreateSessionRequest): Promise<MessageInitShape<typeof CreateSessionResponseSchema>> => {
@@ -38,8 +50,15 @@ export function createSession(deps: PortalDeps) {
     const externalId = externalIdOf(req.externalId);
     const scopes = scopesOf(req.scopes);
     const returnUrl = returnUrlOf(req.returnUrl);
+    const encryptKey =
+      !req.preview &&
+      scopes.some((s) => MAKES_KEYS.includes(s)) &&
+      (await holdsRecoverableKeys(deps, caller, portal.apiId));
     requirePermissions(caller, [
-      ...new Set(scopes.flatMap((s) => SCOPE_NEEDS[s].map((a) => need("api", portal.apiId, a)))),
+      ...new Set([
+        ...scopes.flatMap((s) => SCOPE_NEEDS[s].map((a) => need("api", portal.apiId, a))),
+        ...(encryptKey ? [need("api", portal.apiId, "encrypt_key")] : []),
+      ]),
     ]);
     const id = newSessionId();
     const code = newCode();
@@ -54,6 +73,7 @@ export function createSession(deps: PortalDeps) {
         externalId,
         scopes,
         preview: req.preview,
+        encryptKey,
         returnUrl,
         codeHash: hashOf(code),
         codeExpiresAt,
@@ -101,4 +121,23 @@ async function portalOf(
     (await deps.store.findPortal(workspaceId, portal)) ??
     (await deps.store.findPortalBySlug(workspaceId, portal))
   );
+}
+
+/**
+ * Whether the portal's API holds a recoverable key, asked of the keys service as the minting root key
+ * reading that one API. An API deleted since the portal was made holds none.
+ */
+async function holdsRecoverableKeys(deps: PortalDeps, minter: Caller, apiId: string): Promise<boolean> {
+  const caller = create(CallerSchema, {
+    workspaceId: minter.workspaceId,
+    rootKeyId: minter.rootKeyId,
+    permissions: [need("api", apiId, "read_api")],
+    requestId: minter.requestId,
+  });
+  try {
+    return (await deps.keys.getApi({ caller, apiId })).holdsRecoverableKeys;
+  } catch (err) {
+    if (errorDetailOf(err)?.reason === ErrorReason.API_NOT_FOUND) return false;
+    throw err;
+  }
 }

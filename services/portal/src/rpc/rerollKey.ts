@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { RerollKeyRequest, RerollKeyResponseSchema } from "@latchkey/proto/portal/v1/portal_pb";
-import { invalidInput } from "@latchkey/runtime";
+import { domainError, ErrorReason, invalidInput, need } from "@latchkey/runtime";
 import type { PortalDeps } from "../deps.ts";
 import { liveSession, requireNotPreview, requireScope, sessionAudit, sessionCaller } from "../session.ts";
 import { ownedKey } from "./owned.ts";
@@ -8,7 +8,12 @@ import { ownedKey } from "./owned.ts";
 /** The furthest the original may be kept working, as keys.rerollKey takes it (unix ms 4102444800000). */
 const MAX_EXPIRATION = 4_102_444_800_000n;
 
-/** portal.rerollKey: keys.rerollKey of one of the end user's own keys (else 404). */
+/**
+ * portal.rerollKey: keys.rerollKey of one of the end user's own keys (else 404). The keys service is
+ * handed `create_key` and `read_key` on the portal's API, and `encrypt_key` for a recoverable key
+ * when the session was minted with it (its new key is recoverable too); a recoverable key of a
+ * session minted without it answers 403 here, naming what the minting root key lacked.
+ */
 export function rerollKey(deps: PortalDeps) {
   return async (req: RerollKeyRequest): Promise<MessageInitShape<typeof RerollKeyResponseSchema>> => {
     const s = await liveSession(deps, req.auth);
@@ -18,8 +23,14 @@ export function rerollKey(deps: PortalDeps) {
       throw invalidInput("/expiration", "expiration must be 0 to 4102444800000 ms.");
     }
     const key = await ownedKey(deps, s, req.keyId);
+    if (key.recoverable && !s.session.encryptKey) {
+      throw domainError(
+        ErrorReason.INSUFFICIENT_PERMISSIONS,
+        `The key is recoverable, and this portal session may not reroll recoverable keys: it needs a session minted by a root key holding '${need("api", s.portal.apiId, "encrypt_key")}'.`,
+      );
+    }
     const res = await deps.keys.rerollKey({
-      caller: sessionCaller(s, ["create_key", "read_key"]),
+      caller: sessionCaller(s, ["create_key", "read_key", ...(key.recoverable ? ["encrypt_key"] : [])]),
       keyId: key.keyId,
       expiration: req.expiration,
     });

@@ -30,6 +30,12 @@ export interface SessionRecord {
   externalId: string;
   scopes: string[];
   preview: boolean;
+  /**
+   * Whether the session's caller holds `encrypt_key` on its portal's API, so that it may reroll
+   * recoverable keys and create keys recoverable: true only when the API held a recoverable key at
+   * minting and the minting root key held `encrypt_key` there (rpc/createSession.ts).
+   */
+  encryptKey: boolean;
   returnUrl: string | null;
   /** SHA-256 of the exchange code; null once redeemed. */
   codeHash: string | null;

@@ -35,6 +35,7 @@ interface SessionRow {
   external_id: string;
   scopes: string[];
   preview: boolean;
+  encrypt_key: boolean;
   return_url: string | null;
   code_hash: string | null;
   code_expires_at: string;
@@ -65,6 +66,7 @@ const sessionOf = (r: SessionRow): SessionRecord => ({
   externalId: r.external_id,
   scopes: r.scopes,
   preview: r.preview,
+  encryptKey: r.encrypt_key,
   returnUrl: r.return_url,
   codeHash: r.code_hash,
   codeExpiresAt: Number(r.code_expires_at),
@@ -183,10 +185,11 @@ export class PostgresPortalStore extends PostgresAuditedStore implements PortalS
           LIMIT ${PRUNE_PER_CREATE})`;
       if ((await liveIn(tx as unknown as Sql, s.workspaceId, now)) >= maxLive) return false;
       await tx`
-        INSERT INTO portal_sessions (id, workspace_id, portal_id, external_id, scopes, preview, return_url,
-                                     code_hash, code_expires_at, token_hash, expires_at, revoked_at, created_at)
+        INSERT INTO portal_sessions (id, workspace_id, portal_id, external_id, scopes, preview, encrypt_key,
+                                     return_url, code_hash, code_expires_at, token_hash, expires_at, revoked_at,
+                                     created_at)
         VALUES (${s.id}, ${s.workspaceId}, ${s.portalId}, ${s.externalId}, ${s.scopes}::text[], ${s.preview},
-                ${s.returnUrl}, ${s.codeHash}, ${s.codeExpiresAt}, ${s.tokenHash}, ${s.expiresAt}, ${s.revokedAt},
+                ${s.encryptKey}, ${s.returnUrl}, ${s.codeHash}, ${s.codeExpiresAt}, ${s.tokenHash}, ${s.expiresAt}, ${s.revokedAt},
                 ${s.createdAt})`;
       await insertAudit(tx, PORTAL_AUDIT_TABLE, audit);
       return true;
