@@ -232,6 +232,16 @@ describe("the Policies page", { timeout: 180_000 }, () => {
       await page.getByRole("button", { name: "Delete admin" }).click();
       await expect.poll(stored, SLOW).toEqual([["orders", 0, true]]);
       expect(await seriousViolations(page)).toEqual([]);
+
+      // 390 pixels wide, the form with a rate-limit row and a problem shown still fits the screen.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await table.getByRole("button", { name: "Edit" }).click();
+      const narrow = page.getByRole("form", { name: "Edit orders" });
+      await narrow.getByLabel("Name", { exact: true }).fill("");
+      await narrow.getByRole("button", { name: "Save policy" }).click();
+      await narrow.getByRole("alert").getByText("Name: give the policy a name.").waitFor();
+      expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+      expect(await seriousViolations(page)).toEqual([]);
     } finally {
       await context.close();
     }
