@@ -69,7 +69,7 @@ async function round(calls: number): Promise<{ perSecond: number; cpuUs: number 
 /** The floor's server: answers each request, found by its Content-Length, with `answer`. */
 function bareServer(answer: Buffer): Promise<net.Server> {
   const server = net.createServer({ noDelay: true }, (socket) => {
-    let pending = Buffer.alloc(0);
+    let pending: Buffer = Buffer.alloc(0);
     socket.on("data", (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       for (
@@ -105,10 +105,7 @@ const request = message(
 );
 const response = message(
   "HTTP/1.1 200 OK\r\ncontent-type: application/proto\r\ndate: Sat, 28 Nov 2026 00:00:00 GMT\r\nconnection: keep-alive\r\nkeep-alive: timeout=5\r\n",
-  toBinary(
-    GetApiResponseSchema,
-    create(GetApiResponseSchema, { api: { id: "api_bench", name: "bench", workspaceId: "ws_bench" } }),
-  ),
+  toBinary(GetApiResponseSchema, create(GetApiResponseSchema, { api: { id: "api_bench", name: "bench" } })),
 );
 const floor = await bareServer(response);
 const floorPort = (floor.address() as net.AddressInfo).port;
@@ -123,7 +120,7 @@ async function floorRound(calls: number): Promise<{ perSecond: number; cpuUs: nu
       () =>
         new Promise<void>((resolve) => {
           const socket = net.connect({ port: floorPort, host: "127.0.0.1", noDelay: true });
-          let pending = Buffer.alloc(0);
+          let pending: Buffer = Buffer.alloc(0);
           const send = () => {
             if (next >= calls) return void socket.end(resolve);
             next++;

@@ -55,6 +55,10 @@ function bodyOf(operation: Operation): unknown {
   for (const field of ["apiId", "keyId", "key", "roleId", "webhookId", "portalId", "sessionId", "policyId"]) {
     if (field in out && made[field] !== undefined) out[field] = made[field];
   }
+  // A forward-auth policy names an API of the workspace (the keys service refuses any other).
+  const policy = out["policy"] as Record<string, unknown> | undefined;
+  if (policy !== undefined && "apiId" in policy && made["apiId"] !== undefined)
+    policy["apiId"] = made["apiId"];
   return out;
 }
 

@@ -282,10 +282,13 @@ export function Confirm({
 export function Field({
   label,
   hint,
+  error,
   children,
 }: {
   label: string;
   hint?: string;
+  /** What is wrong with the value, shown under it: the control names it with `aria-describedby` (FieldError). */
+  error?: { id: string; message: string } | undefined;
   children: ComponentChildren;
 }) {
   // The hint sits outside the label, so the control's name is the label alone.
@@ -297,7 +300,18 @@ export function Field({
         {children}
       </label>
       {hint && <small class="muted">{hint}</small>}
+      <FieldError error={error} />
     </div>
+  );
+}
+
+/** A field's problem, under it; its id is what the field's control names in `aria-describedby`. */
+export function FieldError({ error }: { error: { id: string; message: string } | undefined }) {
+  if (!error) return null;
+  return (
+    <small class="field-error" id={error.id}>
+      {error.message}
+    </small>
   );
 }
 

@@ -99,6 +99,37 @@ describe("forward-auth with policies managed through the API", () => {
     ]);
   });
 
+  it("refuses 404 data/api_not_found, word for word, a policy naming an API missing or of another workspace, and stores nothing", async () => {
+    await keysDeps.store.createApi({
+      id: "api_fa_elsewhere",
+      workspaceId: "ws_elsewhere",
+      name: "theirs",
+      createdAt: 0,
+    });
+    const before = await data("forwardAuth.listPolicies", {});
+    const answers: unknown[] = [];
+    for (const other of ["api_fa_missing", "api_fa_elsewhere"]) {
+      const created = await call("forwardAuth.createPolicy", { policy: { name: "elsewhere", apiId: other } });
+      const updated = await call("forwardAuth.updatePolicy", {
+        policyId: before[0].policyId,
+        policy: { ...before[0].policy, apiId: other },
+      });
+      answers.push([created.status, created.body.error], [updated.status, updated.body.error]);
+    }
+    expect(answers).toEqual(
+      Array(4).fill([
+        404,
+        {
+          title: "Not Found",
+          detail: "The specified API was not found.",
+          status: 404,
+          type: "https://unkey.com/docs/errors/unkey/data/api_not_found",
+        },
+      ]),
+    );
+    expect(await data("forwardAuth.listPolicies", {})).toEqual(before);
+  });
+
   it("refuses a definition the policy file would refuse, at its place in the body", async () => {
     const res = await call("forwardAuth.createPolicy", {
       policy: { name: "q", apiId, key: { from: "query" } },

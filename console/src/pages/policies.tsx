@@ -1,32 +1,18 @@
 import { useState } from "preact/hooks";
 import { call } from "../api.ts";
+import type { StoredPolicy } from "../policy-form.ts";
 import {
   Confirm,
   Curl,
   DeleteButton,
   Empty,
   ErrorBox,
-  Field,
   Loading,
   TableWrap,
   useAction,
   useLoad,
 } from "../ui.tsx";
-
-/** One policy as forwardAuth.getPolicy answers it (docs/edge.md: the policy file's entry). */
-interface StoredPolicy {
-  policyId: string;
-  position?: number;
-  default: boolean;
-  policy: {
-    name: string;
-    apiId: string;
-    hosts?: string[];
-    paths?: string[];
-    methods?: string[];
-    dryRun?: boolean;
-  } & Record<string, unknown>;
-}
+import { PolicyEditor } from "./policy-editor.tsx";
 
 const EXAMPLE = { name: "orders", paths: ["/v1/orders/**"], apiId: "api_…", permissions: "orders.read" };
 
@@ -53,39 +39,17 @@ const matches = (p: StoredPolicy["policy"]) =>
 export function PoliciesPage() {
   const policies = useLoad(allPolicies, []);
   const change = useAction();
-  const save = useAction();
   const [editing, setEditing] = useState<StoredPolicy | "new" | undefined>(undefined);
-  const [text, setText] = useState("");
-  const [isDefault, setIsDefault] = useState(false);
+  // Each opening of the editor starts from the policy as listed (a new key remounts it).
+  const [opened, setOpened] = useState(0);
   const [deleting, setDeleting] = useState<StoredPolicy | undefined>(undefined);
 
   const startEdit = (p: StoredPolicy | "new") => {
-    save.clear();
     setEditing(p);
-    setIsDefault(p !== "new" && p.default);
-    setText(JSON.stringify(p === "new" ? EXAMPLE : p.policy, null, 2));
+    setOpened((n) => n + 1);
   };
   const update = async (body: Record<string, unknown>) => {
     if (await change.run(() => call("forwardAuth.updatePolicy", body))) policies.reload();
-  };
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    let policy: unknown;
-    try {
-      policy = JSON.parse(text);
-    } catch {
-      await save.run(() => Promise.reject(new Error("The policy is not JSON: check its quotes and commas.")));
-      return;
-    }
-    const done = await save.run(() =>
-      editing === "new"
-        ? call("forwardAuth.createPolicy", { policy, ...(isDefault ? { default: true } : {}) })
-        : call("forwardAuth.updatePolicy", { policyId: (editing as StoredPolicy).policyId, policy }),
-    );
-    if (done) {
-      setEditing(undefined);
-      policies.reload();
-    }
   };
   const confirmDelete = async () => {
     const p = deleting!;
@@ -174,40 +138,15 @@ export function PoliciesPage() {
           Create a policy
         </button>
       ) : (
-        <form class="card" onSubmit={submit}>
-          <h2>{editing === "new" ? "Create a policy" : `Edit ${editing.policy.name}`}</h2>
-          <Field
-            label="Policy (JSON)"
-            hint="One entry of the policy file: name, hosts, paths, methods, apiId, key, permissions, cost, ratelimits, tags, upstream, stripKey, dryRun (docs/edge.md)."
-          >
-            <textarea
-              rows={12}
-              class="mono"
-              spellcheck={false}
-              value={text}
-              onInput={(e) => setText(e.currentTarget.value)}
-            />
-          </Field>
-          {editing === "new" && (
-            <label class="check">
-              <input
-                type="checkbox"
-                checked={isDefault}
-                onChange={(e) => setIsDefault(e.currentTarget.checked)}
-              />{" "}
-              The default: covers what no other policy matches (no hosts, paths or methods)
-            </label>
-          )}
-          <div class="row">
-            <button type="submit" class="primary" disabled={save.busy}>
-              {editing === "new" ? "Create policy" : "Save policy"}
-            </button>
-            <button type="button" onClick={() => setEditing(undefined)}>
-              Cancel
-            </button>
-          </div>
-          <ErrorBox error={save.error} />
-        </form>
+        <PolicyEditor
+          key={opened}
+          editing={editing}
+          onSaved={() => {
+            setEditing(undefined);
+            policies.reload();
+          }}
+          onCancel={() => setEditing(undefined)}
+        />
       )}
       <Confirm
         open={deleting !== undefined}

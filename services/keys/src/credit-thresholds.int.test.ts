@@ -91,6 +91,43 @@ describe("credit thresholds per key on PostgreSQL", () => {
     ]);
   });
 
+  it("apis.updateApi's new thresholds apply at once to the API's keys without their own, cached ones too; [] returns them to CREDITS_LOW_FRACTION", async () => {
+    const clock = new TestClock(START);
+    const a = keys.instance(clock);
+    const { apiId, keyId, key } = await keyWith(a.client, { remaining: 100n });
+    const own = await a.client.createKey({
+      caller,
+      apiId,
+      credits: { remaining: 100n },
+      creditThresholds: [90],
+    });
+    // Verified once each, so that both are in the instance's cache with the thresholds then in effect.
+    await together([a.client], key, 1); // 99
+    await together([a.client], own.key, 1); // 99
+
+    const updated = await a.client.updateApi({ caller, apiId, creditThresholds: { values: [50, 80, 80] } });
+    expect(updated.api?.creditThresholds).toEqual([80, 50]);
+    expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([80, 50]);
+    expect((await a.client.getKey({ caller, keyId })).key?.creditThresholds).toEqual([]);
+    await together([a.client], key, 19); // 99 → 80: to the API's new 80 % at the 19th
+    await together([a.client], own.key, 19); // 99 → 80: its own 90 % at the 9th, never the API's 80 %
+    expect(lows(a.published())).toEqual([
+      [80, 80, 80],
+      [90, 90, 90],
+    ]);
+    await together([a.client], key, 30); // 80 → 50: the API's 50 %
+    expect(lows(a.published()).at(-1)).toEqual([50, 50, 50]);
+
+    // None of the API's own again: the key is back to CREDITS_LOW_FRACTION's 10 % (below 10 of 100).
+    const cleared = await a.client.updateApi({ caller, apiId, creditThresholds: { values: [] } });
+    expect(cleared.api?.creditThresholds).toEqual([]);
+    await together([a.client], key, 45); // 50 → 5: below 10 credits at 9
+    const events = a.published().filter((e) => e.type === "credits.low");
+    expect(events.length).toBe(4);
+    expect(events.at(-1)?.data).toMatchObject({ keyId, apiId, remaining: 9, threshold: 10 });
+    expect(events.at(-1)?.id).toBe(domainEventId("credits.low", "ws_default", keyId, START));
+  });
+
   it("a refill starts a new period: each threshold is announced again, under a new id", async () => {
     const clock = new TestClock(START);
     const a = keys.instance(clock);
@@ -156,6 +193,19 @@ describe("credit thresholds per key on PostgreSQL", () => {
       Code.InvalidArgument,
       expect.stringContaining("0 to 100"),
     ]);
+    expect(
+      await refused(
+        a.client.updateApi({
+          caller,
+          apiId,
+          creditThresholds: { values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] },
+        }),
+      ),
+    ).toEqual([Code.InvalidArgument, expect.stringContaining("at most 10")]);
+    expect(
+      await refused(a.client.updateApi({ caller, apiId, creditThresholds: { values: [50, 101] } })),
+    ).toEqual([Code.InvalidArgument, expect.stringContaining("0 to 100")]);
     expect((await a.client.getKey({ caller, keyId })).key?.creditThresholds).toEqual([]);
+    expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([]);
   });
 });

@@ -94,6 +94,53 @@ describe("apis.updateApi", () => {
     expect((await a.client.getApi({ caller: other, apiId }).catch(() => undefined))?.api).toBeUndefined();
   });
 
+  it("sets, replaces and clears creditThresholds, kept as createApi keeps them, each change in the audit log", async () => {
+    const a = await instance();
+    const { apiId } = await a.client.createApi({ caller, name: "credits", creditThresholds: [50] });
+    const set = await a.client.updateApi({ caller, apiId, creditThresholds: { values: [10, 75, 10, 0] } });
+    expect(set.api?.creditThresholds).toEqual([75, 10, 0]);
+    expect((await a.client.getApi({ caller, apiId })).api).toMatchObject({
+      name: "credits",
+      creditThresholds: [75, 10, 0],
+    });
+    // Another field alone leaves them as they are.
+    await a.client.updateApi({ caller, apiId, name: "credits-2" });
+    expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([75, 10, 0]);
+    const cleared = await a.client.updateApi({ caller, apiId, creditThresholds: { values: [] } });
+    expect(cleared.api?.creditThresholds).toEqual([]);
+    expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([]);
+
+    const bad = await rejection(
+      a.client.updateApi({ caller, apiId, creditThresholds: { values: [20, 101] } }),
+    );
+    expect(bad).toEqual({
+      reason: ErrorReason.INVALID_INPUT,
+      message: expect.stringContaining("each credit threshold is a whole percentage from 0 to 100"),
+    });
+    const many = await rejection(
+      a.client.updateApi({
+        caller,
+        apiId,
+        creditThresholds: { values: Array.from({ length: 11 }, (_, i) => i) },
+      }),
+    );
+    expect(many.message).toContain("creditThresholds holds at most 10 percentages");
+    expect((await a.client.getApi({ caller, apiId })).api?.creditThresholds).toEqual([]);
+
+    const audit = await a.deps.store.listAudit(caller.workspaceId, { limit: 20, resourceId: apiId });
+    expect(
+      audit
+        .filter((r) => r.operation === "apis.updateApi")
+        .map((r) => [r.outcome, r.errorCode ?? null, r.fields]),
+    ).toEqual([
+      ["failure", "INVALID_INPUT", []],
+      ["failure", "INVALID_INPUT", []],
+      ["success", null, ["creditThresholds"]],
+      ["success", null, ["name"]],
+      ["success", null, ["creditThresholds"]],
+    ]);
+  });
+
   it("refuses a bad entry naming it, an empty name and an update of nothing", async () => {
     const a = await instance();
     const { apiId } = await a.client.createApi({ caller, name: "checked" });

@@ -16,6 +16,7 @@ describe("POST /v2/apis.updateApi answering 200", () => {
             leakPolicy: req.leakPolicy ?? "revoke",
             ipAllowList: req.ipAllowList?.values ?? [],
             expiringNoticeDays: req.expiringNoticeDays ?? 7,
+            creditThresholds: req.creditThresholds?.values ?? [],
           },
         };
       },
@@ -32,6 +33,7 @@ describe("POST /v2/apis.updateApi answering 200", () => {
         leakPolicy: "flag",
         ipAllowList: ["203.0.113.0/24"],
         expiringNoticeDays: 14,
+        creditThresholds: [50, 20],
       },
       { key: h.rootKey("api.api_7Hq2.update_api") },
     );
@@ -43,8 +45,10 @@ describe("POST /v2/apis.updateApi answering 200", () => {
       leakPolicy: "flag",
       ipAllowList: ["203.0.113.0/24"],
       expiringNoticeDays: 14,
+      creditThresholds: [50, 20],
     });
     const req = seen.at(-1);
+    expect(req?.creditThresholds?.values).toEqual([50, 20]);
     expect([req?.caller?.workspaceId, req?.caller?.permissions]).toEqual([
       WORKSPACE,
       ["api.api_7Hq2.update_api"],
@@ -65,6 +69,13 @@ describe("POST /v2/apis.updateApi answering 200", () => {
     // An empty list is no list: the answer leaves it out, as apis.getApi does.
     expect(res.body.data.ipAllowList).toBeUndefined();
     await h.post("apis.updateApi", { apiId: "api_7Hq2", name: "renamed" });
-    expect(seen.at(-1)?.ipAllowList).toBeUndefined();
+    expect([seen.at(-1)?.ipAllowList, seen.at(-1)?.creditThresholds]).toEqual([undefined, undefined]);
+  });
+
+  it("sends an empty list for creditThresholds [] (none of the API's own), and answers without the field", async () => {
+    const res = await h.post("apis.updateApi", { apiId: "api_7Hq2", creditThresholds: [] });
+    expect(res.status).toBe(200);
+    expect(seen.at(-1)?.creditThresholds?.values).toEqual([]);
+    expect(res.body.data.creditThresholds).toBeUndefined();
   });
 });

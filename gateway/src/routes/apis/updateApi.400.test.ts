@@ -27,6 +27,26 @@ describe("POST /v2/apis.updateApi answering 400", () => {
       "/body/ipAllowList",
       "ipAllowList must hold at most 100 items.",
     ],
+    [
+      { apiId: "api_1", creditThresholds: [50, 101] },
+      "/body/creditThresholds/1",
+      "creditThresholds[1] must be at most 100.",
+    ],
+    [
+      { apiId: "api_1", creditThresholds: [-1] },
+      "/body/creditThresholds/0",
+      "creditThresholds[0] must be at least 0.",
+    ],
+    [
+      { apiId: "api_1", creditThresholds: [1.5] },
+      "/body/creditThresholds/0",
+      "creditThresholds[0] must be an integer.",
+    ],
+    [
+      { apiId: "api_1", creditThresholds: Array.from({ length: 11 }, (_, i) => i) },
+      "/body/creditThresholds",
+      "creditThresholds must hold at most 10 items.",
+    ],
     [{ apiId: "api_1", owner: "x" }, "/body/owner", "owner is not a field of this operation."],
   ] as [Record<string, unknown>, string, string][])("refuses %j at %s", async (body, location, message) => {
     const res = await h.post("apis.updateApi", body);

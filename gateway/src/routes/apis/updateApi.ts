@@ -8,7 +8,7 @@ import { ApiAnswer, apiData } from "./getApi.ts";
 export const updateApi = route({
   audited: true,
   description:
-    "Latchkey's addition (Unkey cannot change an API after creating it): each field given replaces the API's setting, each omitted stays; `ipAllowList: []` clears the list. A new `keyFormat` applies to keys created afterwards: existing keys keep verifying.",
+    "Latchkey's addition (Unkey cannot change an API after creating it): each field given replaces the API's setting, each omitted stays; `ipAllowList: []` clears the list. A new `keyFormat` applies to keys created afterwards: existing keys keep verifying. New `creditThresholds` (the whole list; `[]`: none, back to CREDITS_LOW_FRACTION) apply at once to every key without thresholds of its own.",
   answer: ApiAnswer,
   example: { apiId: "api_123", name: "billing", expiringNoticeDays: 14 },
   rootKey: { needs: ["api.<apiId>.update_api"] },
@@ -20,6 +20,8 @@ export const updateApi = route({
     leakPolicy: Type.Optional(Enum(["revoke", "flag"] as const)),
     ipAllowList: Type.Optional(Type.Array(Str(2, 64), { maxItems: 100 })),
     expiringNoticeDays: Type.Optional(Int({ maximum: 365 })),
+    // The whole new list of credits.low thresholds in percent, as createApi takes it (docs/api.md, Credit thresholds).
+    creditThresholds: Type.Optional(Type.Array(Int({ maximum: 100 }), { maxItems: 10 })),
   }),
   permissions: (input) => [need("api", input.apiId, "update_api")],
   async handle(input, { caller, services }) {
@@ -31,6 +33,7 @@ export const updateApi = route({
       leakPolicy: input.leakPolicy,
       ipAllowList: input.ipAllowList && { values: input.ipAllowList },
       expiringNoticeDays: input.expiringNoticeDays,
+      creditThresholds: input.creditThresholds && { values: input.creditThresholds },
     });
     if (!api) throw new Error("UpdateApi answered without an api");
     return { data: apiData(api) };

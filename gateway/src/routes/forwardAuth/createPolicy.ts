@@ -3,7 +3,11 @@ import { route } from "../../route.ts";
 import { Closed, Int } from "../../schema.ts";
 import { BodyPolicy, definitionJson } from "./stored-policy.ts";
 
-/** data {policyId, position}: the policy takes effect on the next forward-auth request. */
+/**
+ * data {policyId, position}: the policy takes effect on the next forward-auth request. Its apiId
+ * must name an API of the workspace: any other (missing, deleted, another workspace's) is 404
+ * data/api_not_found, as keys.createKey answers it.
+ */
 export const createPolicy = route({
   audited: true,
   answer: Closed({
@@ -21,7 +25,7 @@ export const createPolicy = route({
     position: 0,
   },
   rootKey: { needs: ["forward_auth.*.create_policy"] },
-  errors: [409, 412],
+  errors: [404, 409, 412],
   schema: Closed({
     policy: BodyPolicy,
     /** Where it goes in match order, from 0 (the first match wins); default: last. */

@@ -6,6 +6,7 @@ import { BodyPolicy, definitionJson, StoredPolicy, storedPolicyData } from "./st
 /**
  * Replaces the policy's definition (policy: the whole new one), moves it in match order (position),
  * or both (neither changes nothing); answers the policy as it now is. Takes effect on the next forward-auth request.
+ * 404: the policy is not the workspace's, or the new definition's apiId names no API of it.
  */
 export const updatePolicy = route({
   audited: true,

@@ -19,6 +19,7 @@ import {
   policiesChanged,
   policyNameTaken,
   policyResource,
+  requirePolicyApi,
 } from "./forward-auth-policies.ts";
 
 export function createForwardAuthPolicy(deps: KeysDeps) {
@@ -27,10 +28,11 @@ export function createForwardAuthPolicy(deps: KeysDeps) {
   ): Promise<MessageInitShape<typeof CreateForwardAuthPolicyResponseSchema>> => {
     const caller = authenticatedCaller(req);
     requirePermissions(caller, ["forward_auth.*.create_policy"]);
-    const name = checkedDefinition(req.definitionJson, req.isDefault);
+    const { name, apiId } = checkedDefinition(req.definitionJson, req.isDefault);
     if (req.position !== undefined && req.position < 0) {
       throw invalidInput("/position", "position must be 0 or more");
     }
+    await requirePolicyApi(deps, caller, apiId);
     const id = newId("fap");
     const made = await deps.policies.create(
       {

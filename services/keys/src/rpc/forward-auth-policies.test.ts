@@ -12,8 +12,20 @@ import {
 
 const WS = "ws_default";
 const ALL = callerOf(WS, "forward_auth.*.*");
-const def = (name: string, extra: Record<string, unknown> = {}) =>
-  JSON.stringify({ name, apiId: "api_1", ...extra });
+/** The API each workspace's policies name: api_<workspace>, which memoryKeysWithApis stores. */
+const apiOf = (workspaceId: string) => `api_${workspaceId}`;
+const def = (name: string, extra: Record<string, unknown> = {}, workspaceId = WS) =>
+  JSON.stringify({ name, apiId: apiOf(workspaceId), ...extra });
+const WORKSPACES = [WS, "ws_other", "ws_attacker", "ws_victim"];
+
+/** The keys service in memory, each of WORKSPACES holding the API its policies name. */
+function memoryKeysWithApis(options: Parameters<typeof memoryKeys>[0] = {}) {
+  const keys = memoryKeys(options);
+  for (const workspaceId of WORKSPACES) {
+    void keys.deps.store.createApi({ id: apiOf(workspaceId), workspaceId, name: "edge", createdAt: 0 });
+  }
+  return keys;
+}
 
 function withBus() {
   const bus = new MemoryBus();
@@ -21,7 +33,7 @@ function withBus() {
   bus.subscribe(FORWARD_AUTH_POLICIES_CHANGED, (d) =>
     changed.push(fromBinary(ForwardAuthPoliciesChangedSchema, d).workspaceId),
   );
-  return { ...memoryKeys({ bus }), changed };
+  return { ...memoryKeysWithApis({ bus }), changed };
 }
 
 describe("the forward-auth policy RPCs", () => {
@@ -55,7 +67,7 @@ describe("the forward-auth policy RPCs", () => {
     });
     expect(JSON.parse(updated.policy!.definitionJson)).toEqual({
       name: "a2",
-      apiId: "api_1",
+      apiId: apiOf(WS),
       permissions: "api.read",
     });
     expect(await names()).toEqual([
@@ -76,7 +88,7 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("pages in match order", async () => {
-    const { client } = memoryKeys();
+    const { client } = memoryKeysWithApis();
     for (const n of ["p0", "p1", "p2"])
       await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def(n) });
     const first = await client.listForwardAuthPolicies({ caller: ALL, limit: 2 });
@@ -86,7 +98,7 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("answers another workspace's policy as a missing one, and a taken name or default as a conflict", async () => {
-    const { client } = memoryKeys();
+    const { client } = memoryKeysWithApis();
     const a = await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("a") });
     const other = callerOf("ws_other", "forward_auth.*.*");
     for (const call of [
@@ -114,8 +126,77 @@ describe("the forward-auth policy RPCs", () => {
     });
   });
 
+  it("refuses, on create and on update, an apiId that is missing, deleted or another workspace's, with one answer, changing nothing", async () => {
+    const { client, deps, changed } = withBus();
+    const { apiId: deleted } = await client.createApi({ caller: callerOf(WS, "*"), name: "gone" });
+    await client.deleteApi({ caller: callerOf(WS, "*"), apiId: deleted });
+    const a = await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("a") });
+    const d = await client.createForwardAuthPolicy({
+      caller: ALL,
+      definitionJson: def("d"),
+      isDefault: true,
+    });
+    const announced = changed.length;
+    for (const apiId of ["api_missing", apiOf("ws_other"), deleted]) {
+      for (const [call, isDefault] of [
+        [client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("b", { apiId }) }), false],
+        [
+          client.createForwardAuthPolicy({
+            caller: ALL,
+            definitionJson: def("e", { apiId }),
+            isDefault: true,
+          }),
+          true,
+        ],
+        [
+          client.updateForwardAuthPolicy({
+            caller: ALL,
+            policyId: a.policyId,
+            definitionJson: def("a", { apiId }),
+          }),
+          false,
+        ],
+        [
+          client.updateForwardAuthPolicy({
+            caller: ALL,
+            policyId: d.policyId,
+            definitionJson: def("d", { apiId }),
+          }),
+          true,
+        ],
+      ] as const) {
+        expect([apiId, isDefault, await rejection(call)]).toEqual([
+          apiId,
+          isDefault,
+          { reason: ErrorReason.API_NOT_FOUND, message: "The specified API was not found." },
+        ]);
+      }
+    }
+    const listed = (await client.listForwardAuthPolicies({ caller: ALL })).policies;
+    expect(listed.map((p) => JSON.parse(p.definitionJson))).toEqual([
+      { name: "a", apiId: apiOf(WS) },
+      { name: "d", apiId: apiOf(WS) },
+    ]);
+    expect(changed.length).toBe(announced);
+    const records = await deps.store.listAudit(WS, { limit: 50 });
+    const failures = records.filter((r) => r.outcome === "failure");
+    expect(failures.map((r) => [r.operation, r.errorCode]).sort()).toEqual([
+      ...Array(6).fill(["forwardAuth.createPolicy", "API_NOT_FOUND"]),
+      ...Array(6).fill(["forwardAuth.updatePolicy", "API_NOT_FOUND"]),
+    ]);
+  });
+
+  it("accepts a policy naming an API of the caller's workspace, and moves a policy without looking at its API", async () => {
+    const { client, deps } = memoryKeysWithApis();
+    const a = await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("a") });
+    // The API is deleted afterwards: reordering keeps the definition as it is, and needs no API.
+    await deps.store.deleteApi(apiOf(WS), 1);
+    const moved = await client.updateForwardAuthPolicy({ caller: ALL, policyId: a.policyId, position: 3 });
+    expect(moved.policy?.position).toBe(0);
+  });
+
   it("refuses a root key without the operation's permission, and bad definitions, leaving failure records", async () => {
-    const { client, deps } = memoryKeys();
+    const { client, deps } = memoryKeysWithApis();
     const reader = callerOf(WS, "forward_auth.*.read_policy");
     expect(
       (await rejection(client.createForwardAuthPolicy({ caller: reader, definitionJson: def("a") }))).reason,
@@ -142,7 +223,7 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("records each change in the audit log, naming the policy", async () => {
-    const { client, deps } = memoryKeys();
+    const { client, deps } = memoryKeysWithApis();
     const a = await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("a") });
     await client.updateForwardAuthPolicy({ caller: ALL, policyId: a.policyId, position: 0 });
     await client.deleteForwardAuthPolicy({ caller: ALL, policyId: a.policyId });
@@ -156,14 +237,16 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("holds one workspace at its most policies while another still creates, lists and loads its own", async () => {
-    const { client } = memoryKeys();
+    const { client } = memoryKeysWithApis();
     const attacker = callerOf("ws_attacker", "forward_auth.*.*");
     const made = await Promise.all(
       Array.from({ length: MAX_POLICIES_PER_WORKSPACE + 20 }, (_, i) =>
-        client.createForwardAuthPolicy({ caller: attacker, definitionJson: def(`x${i}`) }).then(
-          () => "made",
-          (err: unknown) => (err as Error).message,
-        ),
+        client
+          .createForwardAuthPolicy({ caller: attacker, definitionJson: def(`x${i}`, {}, "ws_attacker") })
+          .then(
+            () => "made",
+            (err: unknown) => (err as Error).message,
+          ),
       ),
     );
     expect(made.filter((m) => m === "made").length).toBe(MAX_POLICIES_PER_WORKSPACE);
@@ -171,7 +254,7 @@ describe("the forward-auth policy RPCs", () => {
       `A workspace holds at most ${MAX_POLICIES_PER_WORKSPACE} forward-auth policies`,
     );
     const victim = callerOf("ws_victim", "forward_auth.*.*");
-    await client.createForwardAuthPolicy({ caller: victim, definitionJson: def("mine") });
+    await client.createForwardAuthPolicy({ caller: victim, definitionJson: def("mine", {}, "ws_victim") });
     const loaded = await client.loadForwardAuthPolicies({
       caller: callerOf("ws_victim", "forward_auth.mine.verify"),
     });
@@ -179,7 +262,7 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("loads policies only for a root key that may verify through one of them", async () => {
-    const { client } = memoryKeys();
+    const { client } = memoryKeysWithApis();
     await client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("shop") });
     expect(
       (await client.loadForwardAuthPolicies({ caller: callerOf(WS, "forward_auth.shop.verify") })).policies
@@ -192,9 +275,13 @@ describe("the forward-auth policy RPCs", () => {
   });
 
   it("refuses, at its place, a definition the policy file's rules refuse, and hosts, paths or methods on the default", async () => {
-    const { client } = memoryKeys();
+    const { client } = memoryKeysWithApis();
     const create = (extra: Record<string, unknown>, isDefault = false) =>
       invalidAt(client.createForwardAuthPolicy({ caller: ALL, definitionJson: def("r", extra), isDefault }));
+    expect(await create({ apiId: undefined })).toEqual({
+      location: "/policy/apiId",
+      message: "a policy needs an apiId",
+    });
     expect(await create({ key: { from: "cookie" } })).toEqual({
       location: "/policy/key/name",
       message: "a key read from a cookie needs the cookie's name",

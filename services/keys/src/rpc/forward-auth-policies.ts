@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { create, toBinary } from "@bufbuild/protobuf";
+import type { Caller } from "@latchkey/proto/common/v1/common_pb";
 import {
   ForwardAuthPoliciesChangedSchema,
   type ForwardAuthPolicySchema,
@@ -12,6 +13,7 @@ import {
   type PolicyRuleSubject,
   policyRuleViolation,
 } from "@latchkey/runtime";
+import { visibleApi } from "../access.ts";
 import type { KeysDeps } from "../deps.ts";
 import type { PolicyRecord } from "../store/forward-auth-policy-store.ts";
 
@@ -45,12 +47,12 @@ export const policyMessage = (p: PolicyRecord): MessageInitShape<typeof ForwardA
 });
 
 /**
- * A definition's name, once it keeps the rules beyond the schema (packages/runtime's
+ * A definition's name and API, once it keeps the rules beyond the schema (packages/runtime's
  * policyRuleViolation, which the policy file's loader applies too). The gateway checked the
  * definition against the policy file's schema (gateway/src/forward-auth/policy.ts); this service
- * also keeps what it relies on itself: a JSON object of bounded size with a name.
+ * also keeps what it relies on itself: a JSON object of bounded size with a name and an apiId.
  */
-export function checkedDefinition(json: string, isDefault: boolean): string {
+export function checkedDefinition(json: string, isDefault: boolean): { name: string; apiId: string } {
   if (Buffer.byteLength(json) > MAX_POLICY_DEFINITION_BYTES) {
     throw invalidInput("/policy", `a policy is at most ${MAX_POLICY_DEFINITION_BYTES} bytes as JSON`);
   }
@@ -64,9 +66,22 @@ export function checkedDefinition(json: string, isDefault: boolean): string {
   if (typeof value !== "object" || value === null || typeof name !== "string" || name === "") {
     throw invalidInput("/policy/name", "a policy needs a name");
   }
+  const apiId = (value as { apiId?: unknown }).apiId;
+  if (typeof apiId !== "string" || apiId === "")
+    throw invalidInput("/policy/apiId", "a policy needs an apiId");
   const broken = policyRuleViolation(value as PolicyRuleSubject, "/policy", isDefault);
   if (broken) throw invalidInput(broken.location, broken.reason);
-  return name;
+  return { name, apiId };
+}
+
+/**
+ * The policy's API, which must be the caller's: a missing one, a deleted one and another
+ * workspace's all answer API_NOT_FOUND word for word (access.ts), as keys.createKey does, so that
+ * no workspace learns another's API ids. The policy file's policies are not stored here and are
+ * never checked this way.
+ */
+export async function requirePolicyApi(deps: KeysDeps, caller: Caller, apiId: string): Promise<void> {
+  await visibleApi(deps, caller, apiId);
 }
 
 /** Tells every gateway that the workspace's policies changed, and answers once it is on its way. */

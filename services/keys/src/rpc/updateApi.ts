@@ -4,6 +4,7 @@ import { invalidInput, need, requirePermissions, succeeded } from "@latchkey/run
 import { apiNotFound, authenticatedCaller, visibleApi } from "../access.ts";
 import { validAllowList } from "../allow-list.ts";
 import { apiResource } from "../audit.ts";
+import { validThresholds } from "../credit-thresholds.ts";
 import type { KeysDeps } from "../deps.ts";
 import { keyChanged } from "../events.ts";
 import { KEY_FORMATS, type KeyFormat } from "../leaks/key-format.ts";
@@ -13,7 +14,8 @@ import { apiView } from "./getApi.ts";
 
 /**
  * apis.updateApi (Latchkey's addition): the settings createApi takes, changed afterwards. A new keyFormat
- * shapes the keys created from then on; keys made before keep verifying, whatever their format.
+ * shapes the keys created from then on; keys made before keep verifying, whatever their format. New
+ * creditThresholds apply at once to every key without thresholds of its own.
  */
 export function updateApi(deps: KeysDeps) {
   return async (req: UpdateApiRequest): Promise<MessageInitShape<typeof UpdateApiResponseSchema>> => {
@@ -30,8 +32,9 @@ export function updateApi(deps: KeysDeps) {
     );
     // Deleted meanwhile by another request: gone, as for any other missing API.
     if (!updated) throw apiNotFound();
-    // Cached keys carry their API's allow-list: every instance drops the workspace's keys, as deleteApi does.
-    if (patch.ipAllowList !== undefined)
+    // Cached keys carry their API's allow-list and the credit thresholds in effect (their own, else the
+    // API's): every instance drops the workspace's keys, as deleteApi does.
+    if (patch.ipAllowList !== undefined || patch.creditThresholds !== undefined)
       await keyChanged(deps, { workspaceId: caller.workspaceId, apiId: api.id });
     return { api: apiView(updated) };
   };
@@ -56,11 +59,14 @@ function validPatch(req: UpdateApiRequest): ApiPatch {
   if (req.ipAllowList !== undefined)
     patch.ipAllowList = validAllowList(req.ipAllowList.values, "/ipAllowList");
   if (req.expiringNoticeDays !== undefined) patch.expiringNoticeDays = validDays(req.expiringNoticeDays);
+  // The bounds createApi keeps; an empty list returns the API's keys to CREDITS_LOW_FRACTION (null).
+  if (req.creditThresholds !== undefined)
+    patch.creditThresholds = validThresholds(req.creditThresholds.values, "/creditThresholds");
   if (Object.keys(patch).length === 0) {
     throw invalidInput(
       "/",
       "nothing to update",
-      "Give at least one of name, ipAllowList, keyFormat, leakPolicy, expiringNoticeDays.",
+      "Give at least one of name, ipAllowList, keyFormat, leakPolicy, expiringNoticeDays, creditThresholds.",
     );
   }
   return patch;

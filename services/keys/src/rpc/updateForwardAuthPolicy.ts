@@ -13,6 +13,7 @@ import {
   policyNameTaken,
   policyNotFound,
   policyResource,
+  requirePolicyApi,
 } from "./forward-auth-policies.ts";
 
 export function updateForwardAuthPolicy(deps: KeysDeps) {
@@ -37,10 +38,12 @@ export function updateForwardAuthPolicy(deps: KeysDeps) {
         ? undefined
         : await deps.policies.find(caller.workspaceId, req.policyId);
     if (req.definitionJson !== undefined && current === undefined) throw policyNotFound();
-    const name =
+    const checked =
       req.definitionJson === undefined
         ? undefined
         : checkedDefinition(req.definitionJson, current!.isDefault);
+    if (checked !== undefined) await requirePolicyApi(deps, caller, checked.apiId);
+    const name = checked?.name;
     const fields = [
       ...(req.definitionJson === undefined ? [] : ["policy"]),
       ...(req.position === undefined ? [] : ["position"]),

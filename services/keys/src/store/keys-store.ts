@@ -27,7 +27,10 @@ export interface ApiRecord {
 
 /** The settings apis.updateApi may change; each absent one stays. */
 export type ApiPatch = Partial<
-  Pick<ApiRecord, "name" | "keyFormat" | "leakPolicy" | "ipAllowList" | "expiringNoticeDays">
+  Pick<
+    ApiRecord,
+    "name" | "keyFormat" | "leakPolicy" | "ipAllowList" | "expiringNoticeDays" | "creditThresholds"
+  >
 >;
 
 /** "revoke": a leaked key is disabled; "flag": it keeps working, and the leak is announced. */

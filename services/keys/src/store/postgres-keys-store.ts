@@ -215,7 +215,9 @@ export class PostgresKeysStore extends PostgresAuditedStore implements KeysStore
             key_format = COALESCE(${patch.keyFormat ?? null}, key_format),
             leak_policy = COALESCE(${patch.leakPolicy ?? null}, leak_policy),
             ip_allow_list = COALESCE(${patch.ipAllowList ?? null}::text[], ip_allow_list),
-            expiring_notice_days = COALESCE(${patch.expiringNoticeDays ?? null}::int, expiring_notice_days)
+            expiring_notice_days = COALESCE(${patch.expiringNoticeDays ?? null}::int, expiring_notice_days),
+            credit_thresholds = CASE WHEN ${patch.creditThresholds !== undefined}::boolean
+              THEN ${patch.creditThresholds ?? null}::smallint[] ELSE credit_thresholds END
           WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
         ).length > 0,
       (updated) => updated,
