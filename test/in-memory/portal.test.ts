@@ -470,6 +470,76 @@ describe("the portal through the gateway over the real services, in memory", () 
     expect((await read(created.body.data.keyId)).plaintext).toBe(created.body.data.key);
   });
 
+  it("rerolls a key holding a role and a permission only through a session whose minter held the rbac permissions copying them needs", async () => {
+    const { post, rootKeyOf } = portalStack("portal_rbac");
+    const ws = "ws_portal_rbac";
+    const apiId = (await post("apis.createApi", { name: "rbac" })).body.data.apiId as string;
+    const portalId = (await post("portals.createPortal", { apiId, name: "Rbac" })).body.data
+      .portalId as string;
+    expect(
+      (await post("permissions.createRole", { name: "reader", permissions: ["documents.read"] })).status,
+    ).toBe(200);
+    const created = await post("keys.createKey", {
+      apiId,
+      externalId: "user_a",
+      roles: ["reader"],
+      permissions: ["billing.write"],
+    });
+    expect(created.status).toBe(200);
+    const original = created.body.data as { keyId: string; key: string };
+    // Only the role gives documents.read, only the direct permission billing.write.
+    const query = "documents.read AND billing.write";
+    const verify = async (key: string) =>
+      (await post("keys.verifyKey", { key, permissions: query })).body.data as {
+        code: string;
+        roles: string[];
+        permissions: string[];
+      };
+    expect((await verify(original.key)).code).toBe("VALID");
+
+    const minter = [`portal.${portalId}.create_portal_session`, `api.${apiId}.create_key`];
+    const cookieOf = async (key: string) => {
+      const minted = await post(
+        "portal.createSession",
+        { portal: portalId, externalId: "user_a", scopes: ["keys:reroll"] },
+        { key },
+      );
+      expect(minted.status).toBe(200);
+      const code = new URL(minted.body.data.url).searchParams.get("code")!;
+      return `portal_session=${(await post("portal.exchangeCode", { code }, { key: null })).body.data.accessToken}`;
+    };
+
+    // Minted without them (not asked at mint): 403 naming both, and the original still verifies.
+    const lacking = await cookieOf(rootKeyOf("rbac_lacking", ws, minter));
+    const refused = await post(
+      "portal.rerollKey",
+      { keyId: original.keyId, expiration: 0 },
+      { key: null, cookie: lacking },
+    );
+    expect([refused.status, refused.body.error.type, refused.body.error.detail]).toEqual([
+      403,
+      "https://unkey.com/docs/errors/unkey/authorization/insufficient_permissions",
+      "The key holds roles and permissions, and this portal session may not give them to a new key: it needs a session minted by a root key holding 'rbac.*.add_role_to_key' and 'rbac.*.add_permission_to_key'.",
+    ]);
+    expect((await verify(original.key)).code).toBe("VALID");
+
+    // Minted with them: the new key holds the same role and permission, the original stops.
+    const holding = await cookieOf(
+      rootKeyOf("rbac_holding", ws, [...minter, "rbac.*.add_role_to_key", "rbac.*.add_permission_to_key"]),
+    );
+    const rerolled = await post(
+      "portal.rerollKey",
+      { keyId: original.keyId, expiration: 0 },
+      { key: null, cookie: holding },
+    );
+    expect(rerolled.status).toBe(200);
+    const verified = await verify(rerolled.body.data.key);
+    expect(verified.code).toBe("VALID");
+    expect(verified.roles).toEqual(["reader"]);
+    expect([...verified.permissions].sort()).toEqual(["billing.write", "documents.read"]);
+    expect((await verify(original.key)).code).toBe("EXPIRED");
+  });
+
   it("bounds live sessions per workspace: one minting without end is refused 412, another workspace still mints", async () => {
     const { post, seed, rootKeyOf, clock } = portalStack("portal_fair", {
       portal: { maxLiveSessionsPerWorkspace: 25 },

@@ -58,4 +58,14 @@ ${auditTableSql(PORTAL_AUDIT_TABLE, ["root_key", "portal_session"])}
 ALTER TABLE portal_sessions ADD COLUMN encrypt_key boolean NOT NULL DEFAULT false;
 `,
   },
+  {
+    version: 3,
+    name: "a session's rbac permissions for copying a rerolled key's roles and permissions",
+    sql: `
+-- Of rbac.*.add_role_to_key and rbac.*.add_permission_to_key, those the minting root key held, kept for
+-- a keys:reroll session (not a preview): a reroll hands them on to copy a key's roles and direct
+-- permissions to its new key (services/portal/src/rpc/createSession.ts, rpc/rerollKey.ts).
+ALTER TABLE portal_sessions ADD COLUMN rbac_permissions text[] NOT NULL DEFAULT '{}';
+`,
+  },
 ];

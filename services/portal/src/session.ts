@@ -67,14 +67,15 @@ export function requireNotPreview(s: LiveSession): void {
 
 /**
  * The caller the keys and analytics services see for a session: its workspace, the session as the
- * actor, and only the permissions its scopes stand for, on its portal's API only. Which of that
- * API's keys it touches, the end user's alone, is judged here before each call (rpc/rerollKey.ts).
+ * actor, and only the permissions its scopes stand for, on its portal's API only, with `others`
+ * beside them (the rbac permissions a reroll hands on, rpc/rerollKey.ts). Which of that API's keys
+ * it touches, the end user's alone, is judged here before each call (rpc/rerollKey.ts).
  */
-export function sessionCaller(s: LiveSession, permissions: string[]): Caller {
+export function sessionCaller(s: LiveSession, permissions: string[], others: string[] = []): Caller {
   return create(CallerSchema, {
     workspaceId: s.session.workspaceId,
     rootKeyId: s.session.id,
-    permissions: permissions.map((action) => need("api", s.portal.apiId, action)),
+    permissions: [...permissions.map((action) => need("api", s.portal.apiId, action)), ...others],
     requestId: s.requestId,
   });
 }
@@ -118,6 +119,15 @@ export const portalView = (p: PortalRecord): MessageInitShape<typeof PortalSchem
   createdAt: BigInt(p.createdAt),
   updatedAt: BigInt(p.updatedAt),
 });
+
+/**
+ * What keys.rerollKey needs to give the new key the original's roles and direct permissions, beside
+ * create_key (services/keys/src/rbac-changes.ts): adding roles needs the first, adding permissions
+ * the second. A keys:reroll session keeps those of them its minting root key held (rpc/createSession.ts).
+ */
+export const ADD_ROLE_TO_KEY = "rbac.*.add_role_to_key";
+export const ADD_PERMISSION_TO_KEY = "rbac.*.add_permission_to_key";
+export const COPYING_GRANTS: readonly string[] = [ADD_ROLE_TO_KEY, ADD_PERMISSION_TO_KEY];
 
 /** A new session id. */
 export const newSessionId = () => newId("ps");

@@ -53,12 +53,16 @@ export interface KeysCall {
 
 /**
  * A keys service standing in for the real one: the portal's API (api_1) holds a recoverable key when
- * `holdsRecoverableKeys`; `keys` are its keys by id, each its end user's and whether recoverable.
+ * `holdsRecoverableKeys`; `keys` are its keys by id, each its end user's, whether recoverable, and
+ * the roles and direct permissions it holds (none unless given).
  * Every call is recorded with its caller's permissions, so a test sees exactly what a session hands on.
  */
 export function fakeKeys(options: {
   holdsRecoverableKeys: boolean;
-  keys?: Record<string, { externalId: string; recoverable: boolean }>;
+  keys?: Record<
+    string,
+    { externalId: string; recoverable: boolean; roles?: string[]; permissions?: string[] }
+  >;
 }) {
   const calls: KeysCall[] = [];
   const transport = createRouterTransport(({ service }) =>
@@ -77,6 +81,8 @@ export function fakeKeys(options: {
             apiId: "api_1",
             identity: { id: "id_1", externalId: key.externalId },
             recoverable: key.recoverable,
+            roles: key.roles ?? [],
+            permissions: key.permissions ?? [],
           },
         };
       },

@@ -41,6 +41,7 @@ export const sessionRecord = (p: PortalRecord, fields: Partial<SessionRecord> = 
   scopes: ["keys:read"],
   preview: false,
   encryptKey: false,
+  rbacPermissions: [],
   returnUrl: null,
   codeHash: `code_${newId("c")}`,
   codeExpiresAt: T + 60_000,
@@ -119,7 +120,8 @@ export function portalStoreContract(name: string, make: () => PortalStore) {
       const a = ws();
       const p = portalRecord(a, { sessionTtlMs: 600_000 });
       await store.createPortal(p, 10, audit(a, "c"));
-      const s = sessionRecord(p, { codeHash: "h1", encryptKey: true });
+      const rbacPermissions = ["rbac.*.add_role_to_key", "rbac.*.add_permission_to_key"];
+      const s = sessionRecord(p, { codeHash: "h1", encryptKey: true, rbacPermissions });
       expect(await store.createSession(s, 10, T, audit(a, "s"))).toBe(true);
       expect(
         await store.redeemCode("h1", "tok1", T + 60_000, (x) => audit(x.workspaceId, "e")),
@@ -131,11 +133,16 @@ export function portalStoreContract(name: string, make: () => PortalStore) {
         codeHash: null,
         expiresAt: T + 601_000,
         encryptKey: true,
+        rbacPermissions,
       });
       expect(
         await store.redeemCode("h1", "tok2", T + 2_000, (x) => audit(x.workspaceId, "e")),
       ).toBeUndefined();
-      expect(await store.sessionByToken("tok1")).toMatchObject({ id: s.id, encryptKey: true });
+      expect(await store.sessionByToken("tok1")).toMatchObject({
+        id: s.id,
+        encryptKey: true,
+        rbacPermissions,
+      });
       expect(await store.sessionByToken("tok2")).toBeUndefined();
     });
 

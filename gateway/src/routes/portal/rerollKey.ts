@@ -7,7 +7,7 @@ export const rerollKey = route({
   auth: "portalSession",
   audited: true,
   description:
-    "`keys.rerollKey` for the session's end user: only a key of its externalId's identity in the portal's API; any other answers 404 exactly as a missing one. Needs the scope `keys:reroll`; a recoverable key also needs a session minted by a root key holding `api.<apiId>.encrypt_key` (else 403), and its new key is recoverable too. Same-origin only from a browser.",
+    "`keys.rerollKey` for the session's end user: only a key of its externalId's identity in the portal's API; any other answers 404 exactly as a missing one. Needs the scope `keys:reroll`; a recoverable key also needs a session minted by a root key holding `api.<apiId>.encrypt_key` (else 403), and its new key is recoverable too. A key holding roles or direct permissions keeps them on the new key, and needs a session minted by a root key holding `rbac.*.add_role_to_key` for roles and `rbac.*.add_permission_to_key` for permissions, not asked at mint (else 403 naming it). Same-origin only from a browser.",
   answer: NewKey,
   example: { keyId: "key_123", expiration: 0 },
   rootKey: { needs: [] },

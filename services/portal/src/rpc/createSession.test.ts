@@ -170,4 +170,31 @@ describe("CreateSession", () => {
     expect(deps.store.sessions.get(without.sessionId)?.encryptKey).toBe(false);
     expect(deps.store.sessions.get(holding.sessionId)?.encryptKey).toBe(false);
   });
+  it("keeps the rbac permissions a reroll copies grants with, for a keys:reroll session only, never asking for them", async () => {
+    const { client, deps, portal } = await harness({
+      keys: fakeKeys({ holdsRecoverableKeys: false }).transport,
+    });
+    const body = { portal: portal.id, externalId: "u" };
+    const rbac = ["rbac.*.add_role_to_key", "rbac.*.add_permission_to_key"];
+    const minter = ["portal.*.create_portal_session", "api.api_1.create_key", "api.api_1.read_key"];
+    const mint = async (scopes: string[], permissions: string[], preview = false) => {
+      const { sessionId } = await client.createSession({
+        ...body,
+        scopes,
+        preview,
+        caller: root(...permissions),
+      });
+      return deps.store.sessions.get(sessionId)?.rbacPermissions;
+    };
+    // Not asked at mint: a minter holding neither makes a reroll session that keeps none.
+    expect(await mint(["keys:reroll"], minter)).toEqual([]);
+    expect(await mint(["keys:reroll"], [...minter, ...rbac])).toEqual(rbac);
+    expect(await mint(["keys:reroll"], [...minter, "rbac.*.add_permission_to_key"])).toEqual([
+      "rbac.*.add_permission_to_key",
+    ]);
+    expect(await mint(["keys:reroll"], [...minter, "rbac.*.*"])).toEqual(rbac);
+    // A session that rerolls nothing keeps none, even of a minter holding them: creating, or a preview.
+    expect(await mint(["keys:create"], [...minter, ...rbac])).toEqual([]);
+    expect(await mint(["keys:reroll"], [...minter, ...rbac], true)).toEqual([]);
+  });
 });

@@ -13,7 +13,7 @@ import {
   succeeded,
 } from "@latchkey/runtime";
 import type { PortalDeps } from "../deps.ts";
-import { newSessionId } from "../session.ts";
+import { COPYING_GRANTS, newSessionId } from "../session.ts";
 import type { PortalRecord } from "../store/portal-store.ts";
 import { hashOf, newCode } from "../tokens.ts";
 import { externalIdOf, portalNotFound, returnUrlOf, type Scope, scopesOf } from "../validation.ts";
@@ -38,7 +38,10 @@ const MAKES_KEYS: readonly Scope[] = ["keys:create", "keys:reroll"];
  * missing one; a scope the root key could not use itself answers 403 for the whole request, so a
  * session never carries more than its minter holds. A session that may make keys (not a preview)
  * over an API holding a recoverable key needs `encrypt_key` too, and is the only kind whose caller
- * carries it (`encryptKey`). The code is answered once and kept hashed.
+ * carries it (`encryptKey`). A keys:reroll session (not a preview) keeps which of
+ * `rbac.*.add_role_to_key` and `rbac.*.add_permission_to_key` its minter held, without asking for
+ * them: a reroll needs them only for a key holding roles or direct permissions (rpc/rerollKey.ts).
+ * The code is answered once and kept hashed.
  */
 export function createSession(deps: PortalDeps) {
   return async (req: CreateSessionRequest): Promise<MessageInitShape<typeof CreateSessionResponseSchema>> => {
@@ -54,6 +57,12 @@ export function createSession(deps: PortalDeps) {
       !req.preview &&
       scopes.some((s) => MAKES_KEYS.includes(s)) &&
       (await holdsRecoverableKeys(deps, caller, portal.apiId));
+    // Not asked of the minter (most keys hold no roles or permissions): kept, so that a reroll of a key
+    // holding them hands on exactly these, and answers 403 naming one the minter lacked.
+    const rbacPermissions =
+      !req.preview && scopes.includes("keys:reroll")
+        ? COPYING_GRANTS.filter((p) => holds(caller.permissions, p))
+        : [];
     requirePermissions(caller, [
       ...new Set([
         ...scopes.flatMap((s) => SCOPE_NEEDS[s].map((a) => need("api", portal.apiId, a))),
@@ -74,6 +83,7 @@ export function createSession(deps: PortalDeps) {
         scopes,
         preview: req.preview,
         encryptKey,
+        rbacPermissions,
         returnUrl,
         codeHash: hashOf(code),
         codeExpiresAt,

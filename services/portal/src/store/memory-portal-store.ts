@@ -90,7 +90,7 @@ export class MemoryPortalStore extends MemoryAuditLog implements PortalStore {
     }
     // Counted and inserted with no await between, so concurrent creations cannot pass the bound together.
     if (this.live(s.workspaceId, now) >= maxLive) return false;
-    this.sessions.set(s.id, { ...s, scopes: [...s.scopes] });
+    this.sessions.set(s.id, { ...s, scopes: [...s.scopes], rbacPermissions: [...s.rbacPermissions] });
     await this.recordAudit(audit);
     return true;
   }

@@ -36,6 +36,13 @@ export interface SessionRecord {
    * minting and the minting root key held `encrypt_key` there (rpc/createSession.ts).
    */
   encryptKey: boolean;
+  /**
+   * The rbac permissions the session's caller may hand keys.rerollKey to copy a key's roles and
+   * direct permissions to its new key: of `rbac.*.add_role_to_key` and `rbac.*.add_permission_to_key`,
+   * those the minting root key held, for a keys:reroll session that is not a preview; else none
+   * (rpc/createSession.ts).
+   */
+  rbacPermissions: string[];
   returnUrl: string | null;
   /** SHA-256 of the exchange code; null once redeemed. */
   codeHash: string | null;

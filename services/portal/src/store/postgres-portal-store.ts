@@ -36,6 +36,7 @@ interface SessionRow {
   scopes: string[];
   preview: boolean;
   encrypt_key: boolean;
+  rbac_permissions: string[];
   return_url: string | null;
   code_hash: string | null;
   code_expires_at: string;
@@ -67,6 +68,7 @@ const sessionOf = (r: SessionRow): SessionRecord => ({
   scopes: r.scopes,
   preview: r.preview,
   encryptKey: r.encrypt_key,
+  rbacPermissions: r.rbac_permissions,
   returnUrl: r.return_url,
   codeHash: r.code_hash,
   codeExpiresAt: Number(r.code_expires_at),
@@ -186,10 +188,10 @@ export class PostgresPortalStore extends PostgresAuditedStore implements PortalS
       if ((await liveIn(tx as unknown as Sql, s.workspaceId, now)) >= maxLive) return false;
       await tx`
         INSERT INTO portal_sessions (id, workspace_id, portal_id, external_id, scopes, preview, encrypt_key,
-                                     return_url, code_hash, code_expires_at, token_hash, expires_at, revoked_at,
-                                     created_at)
+                                     rbac_permissions, return_url, code_hash, code_expires_at, token_hash,
+                                     expires_at, revoked_at, created_at)
         VALUES (${s.id}, ${s.workspaceId}, ${s.portalId}, ${s.externalId}, ${s.scopes}::text[], ${s.preview},
-                ${s.encryptKey}, ${s.returnUrl}, ${s.codeHash}, ${s.codeExpiresAt}, ${s.tokenHash}, ${s.expiresAt}, ${s.revokedAt},
+                ${s.encryptKey}, ${s.rbacPermissions}::text[], ${s.returnUrl}, ${s.codeHash}, ${s.codeExpiresAt}, ${s.tokenHash}, ${s.expiresAt}, ${s.revokedAt},
                 ${s.createdAt})`;
       await insertAudit(tx, PORTAL_AUDIT_TABLE, audit);
       return true;
