@@ -1,4 +1,4 @@
-import http from "node:http";
+import type http from "node:http";
 import {
   create,
   type DescMessage,
@@ -30,6 +30,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import type { WireCodecs } from "@latchkey/proto/codecs/wire/codec";
 import { callErrorOf } from "./errors.ts";
+import { Http1Client } from "./http1-client.ts";
 import { INTERNAL_AUTH_HEADER, type InternalAuth, type OpenedAssertion } from "./internal-auth.ts";
 import { rpcDuration } from "./metrics.ts";
 
@@ -313,8 +314,10 @@ function sendError(res: http.ServerResponse, err: ConnectError) {
 
 /**
  * The client side: a Transport making Connect unary calls with binary
- * protobuf over HTTP/1.1 keep-alive, one request per call. Streaming calls go
- * to `streams` (connect's own transport).
+ * protobuf over HTTP/1.1 keep-alive, one request per call, through
+ * Http1Client (http1-client.ts) rather than node:http's client, whose
+ * per-call objects were most of what a call cost its caller. Streaming calls
+ * go to `streams` (connect's own transport).
  *
  * A call with `timeoutMs` sends it as connect-timeout-ms and fails with
  * DeadlineExceeded when no whole answer has come by then, its connection
@@ -325,9 +328,9 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
   const url = new URL(baseUrl);
   if (url.protocol !== "http:")
     throw new Error(`unaryTransport speaks http:, not ${url.protocol} (${baseUrl})`);
-  const agent = new http.Agent({ keepAlive: true, scheduling: "lifo" });
+  const client = new Http1Client(url.hostname, Number(url.port || 80));
   const prefix = url.pathname.replace(/\/$/, "");
-  const target = { host: url.hostname, port: url.port || 80 };
+  const host = `Host: ${url.host}\r\n`;
   return {
     unary<I extends DescMessage, O extends DescMessage>(
       method: DescMethodUnary<I, O>,
@@ -338,65 +341,49 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
     ): Promise<UnaryResponse<I, O>> {
       return new Promise((resolve, reject) => {
         if (signal?.aborted) return reject(new ConnectError("the call was canceled", Code.Canceled));
-        const codec = codecs[`/${method.parent.typeName}/${method.name}`];
+        const path = `/${method.parent.typeName}/${method.name}`;
+        const codec = codecs[path];
         let body: Uint8Array;
+        let head: string;
         try {
           const message = isMessage(input, method.input) ? input : create(method.input, input);
           body = codec?.encodeRequest
             ? codec.encodeRequest(message as never)
             : toBinary(method.input, message);
+          head = `POST ${prefix}${path} HTTP/1.1\r\n${host}Content-Type: ${PROTO}\r\nConnect-Protocol-Version: 1\r\n`;
+          if (timeoutMs !== undefined) head += `Connect-Timeout-Ms: ${Math.max(1, Math.ceil(timeoutMs))}\r\n`;
+          if (header !== undefined) head += headerLines(header);
         } catch (err) {
           return reject(ConnectError.from(err, Code.Internal));
         }
-        const headers: http.OutgoingHttpHeaders = {
-          "content-type": PROTO,
-          "connect-protocol-version": "1",
-          "content-length": body.length,
-        };
-        if (timeoutMs !== undefined)
-          headers["connect-timeout-ms"] = String(Math.max(1, Math.ceil(timeoutMs)));
-        if (header !== undefined) copyHeaders(header, headers);
-        // Set once the call has failed: whatever the request or response says afterwards is moot.
-        let failed: ConnectError | undefined;
         let timer: NodeJS.Timeout | undefined;
-        const fail = (err: ConnectError) => {
-          if (failed !== undefined) return;
-          failed = err;
-          if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
-          reject(err);
-          req.destroy();
-        };
-        const onAbort = () => fail(new ConnectError("the call was canceled", Code.Canceled));
+        let onAbort: (() => void) | undefined;
         const settle = () => {
           if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
+          if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
         };
-        const req = http.request(
-          {
-            ...target,
-            agent,
-            method: "POST",
-            path: `${prefix}/${method.parent.typeName}/${method.name}`,
-            headers,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on("data", (chunk: Buffer) => chunks.push(chunk));
-            res.on("error", (err) => fail(ConnectError.from(err, Code.Unavailable)));
-            res.on("close", () => {
-              if (!res.complete) fail(new ConnectError("the connection closed mid-answer", Code.Unavailable));
-            });
-            res.on("end", () => {
-              if (failed !== undefined) return;
+        client
+          .post(head, body, (end) => {
+            if (timeoutMs !== undefined) {
+              timer = setTimeout(
+                () => end(new ConnectError(`no answer within ${timeoutMs} ms`, Code.DeadlineExceeded)),
+                timeoutMs,
+              );
+            }
+            if (signal !== undefined) {
+              onAbort = () => end(new ConnectError("the call was canceled", Code.Canceled));
+              signal.addEventListener("abort", onAbort);
+            }
+          })
+          .then(
+            (answer) => {
               settle();
-              const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-              const status = res.statusCode ?? 0;
-              if (status === 200 && res.headers["content-type"] === PROTO) {
+              const status = answer.status;
+              if (status === 200 && answer.contentType === PROTO) {
                 try {
                   const message = codec?.decodeResponse
-                    ? codec.decodeResponse(data)
-                    : fromBinary(method.output, data);
+                    ? codec.decodeResponse(answer.body)
+                    : fromBinary(method.output, answer.body);
                   resolve({
                     stream: false,
                     service: method.parent,
@@ -412,35 +399,42 @@ export function unaryTransport(baseUrl: string, streams: Transport, codecs: Wire
               }
               const fallback = new ConnectError(`HTTP ${status}`, codeFromHttpStatus(status));
               try {
-                reject(errorFromJsonBytes(data, undefined, fallback));
+                reject(errorFromJsonBytes(answer.body, undefined, fallback));
               } catch {
                 reject(fallback);
               }
-            });
-          },
-        );
-        if (timeoutMs !== undefined) {
-          timer = setTimeout(
-            () => fail(new ConnectError(`no answer within ${timeoutMs} ms`, Code.DeadlineExceeded)),
-            timeoutMs,
+            },
+            (err: unknown) => {
+              settle();
+              reject(err instanceof ConnectError ? err : ConnectError.from(err, Code.Unavailable));
+            },
           );
-        }
-        signal?.addEventListener("abort", onAbort);
-        req.on("error", (err) => fail(ConnectError.from(err, Code.Unavailable)));
-        req.end(body);
       });
     },
     stream: (...args) => streams.stream(...args),
   };
 }
 
-/** A call's extra headers into node's header object; a plain record (what signedTransport gives) without a Headers. */
-function copyHeaders(header: NonNullable<Headers_>, into: http.OutgoingHttpHeaders) {
+/** A field's value may not hold a line break or other controls (node:http refuses them too). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is what it is for
+const BAD_FIELD = /[\x00-\x08\x0a-\x1f\x7f]/;
+/** A field's name is a token. */
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** A call's extra headers as request lines; a plain record (what signedTransport gives) without a Headers. */
+function headerLines(header: NonNullable<Headers_>): string {
+  let lines = "";
+  const add = (key: string, value: string) => {
+    if (!FIELD_NAME.test(key) || BAD_FIELD.test(value))
+      throw new Error(`a request field that cannot be sent: ${JSON.stringify(key)}`);
+    lines += `${key}: ${value}\r\n`;
+  };
   if (header instanceof Headers || Array.isArray(header)) {
     new Headers(header).forEach((value, key) => {
-      into[key] = value;
+      add(key, value);
     });
-    return;
+    return lines;
   }
-  for (const key in header) into[key.toLowerCase()] = header[key];
+  for (const key in header) add(key.toLowerCase(), String(header[key]));
+  return lines;
 }
