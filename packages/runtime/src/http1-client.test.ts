@@ -126,7 +126,11 @@ async function viaClient(port: number): Promise<Read> {
 
 describe("Http1Client against node:http's client", () => {
   it("reads every generated answer, split anywhere, as node:http does", async () => {
-    let current = { data: Buffer.alloc(0), pieces: [] as number[], end: false };
+    let current: { data: Buffer; pieces: number[]; end: boolean } = {
+      data: Buffer.alloc(0),
+      pieces: [],
+      end: false,
+    };
     const { server, port } = await rawServer(() => current);
     try {
       await fc.assert(
@@ -245,6 +249,24 @@ describe("Http1Client", () => {
     const next = client.post("POST / HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"));
     late!(new Error("too late"));
     expect((await next).body.toString()).toBe("ok");
+    client.close();
+  });
+
+  it("stops reusing an idle connection a second before the server's Keep-Alive hint, as node:http's agent", async () => {
+    const sockets = new Set<unknown>();
+    const port = await nodeServer((req, res) => {
+      sockets.add(req.socket);
+      req.resume();
+      req.on("end", () => res.end("ok"));
+    });
+    servers[0]!.keepAliveTimeout = 2_000; // answers say Keep-Alive: timeout=2
+    const client = new Http1Client("127.0.0.1", port);
+    await client.post("POST / HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"));
+    await client.post("POST / HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"));
+    expect(sockets.size).toBe(1);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await client.post("POST / HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"));
+    expect(sockets.size).toBe(2);
     client.close();
   });
 

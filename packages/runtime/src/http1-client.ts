@@ -9,7 +9,9 @@ import net from "node:net";
  * client reads from a server that speaks HTTP/1.1 as node:http does (a Content-Length or a chunked
  * body, or a body up to the connection's end): http1-client.test.ts holds it to node:http's client
  * on generated answers. It never pipelines, and never retries: a call whose connection fails fails,
- * as node:http's does.
+ * as node:http's does. As node:http's agent, it keeps an idle connection no longer than the server's
+ * `Keep-Alive: timeout=` hint less a second (so it is not reused just as the server closes it), and
+ * an idle connection does not keep the process alive.
  */
 export interface Http1Answer {
   status: number;
@@ -68,6 +70,8 @@ class Exchange {
   private gone = false;
   /** Exchanges sent so far: an abort of an earlier one never reaches the next. */
   private calls = 0;
+  /** When an idle connection stops being reused (Date.now() ms), from the server's Keep-Alive hint. */
+  private expiresAt = Number.POSITIVE_INFINITY;
 
   constructor(
     host: string,
@@ -83,7 +87,7 @@ class Exchange {
   }
 
   reusable(): boolean {
-    return !this.gone && !this.socket.destroyed && this.socket.writable;
+    return !this.gone && !this.socket.destroyed && this.socket.writable && Date.now() < this.expiresAt;
   }
 
   send(head: string, body: Uint8Array, abort?: (end: (reason: Error) => void) => void): Promise<Http1Answer> {
@@ -96,6 +100,7 @@ class Exchange {
         if (this.calls === call && this.reject !== undefined) this.end(reason);
       });
       if (this.gone) return;
+      this.socket.ref();
       // One write: the head and the body together (cork would do the same in two calls).
       const bytes = Buffer.allocUnsafe(Buffer.byteLength(head, "latin1") + body.length);
       const at = bytes.write(head, 0, "latin1");
@@ -147,8 +152,12 @@ class Exchange {
     this.resolve = undefined;
     this.reject = undefined;
     this.buffered = undefined;
-    if (parsed.close || parsed.rest > 0 || chunk === undefined) this.close();
-    else this.release(this);
+    if (parsed.close || parsed.rest > 0 || chunk === undefined || parsed.keepAliveMs === 0) this.close();
+    else {
+      this.expiresAt = Date.now() + parsed.keepAliveMs;
+      this.socket.unref();
+      this.release(this);
+    }
     resolve(parsed.answer);
   }
 }
@@ -161,7 +170,7 @@ class Exchange {
 export function parseAnswer(
   data: Buffer,
   ended: boolean,
-): { answer: Http1Answer; close: boolean; rest: number } | undefined {
+): { answer: Http1Answer; close: boolean; rest: number; keepAliveMs: number } | undefined {
   const headEnd = data.indexOf(CRLF2);
   if (headEnd < 0) {
     if (data.length > MAX_HEAD) throw new Http1Error("the answer's head is too long");
@@ -175,6 +184,8 @@ export function parseAnswer(
   let length: number | undefined;
   let chunked = false;
   let close = lines[0]!.startsWith("HTTP/1.0");
+  // How long the connection may be reused: the server's hint less a second, as node:http's agent.
+  let keepAliveMs = Number.POSITIVE_INFINITY;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     const colon = line.indexOf(":");
@@ -189,6 +200,9 @@ export function parseAnswer(
     } else if (name === "transfer-encoding") {
       if (value.toLowerCase() !== "chunked") throw new Http1Error(`an unknown Transfer-Encoding: ${value}`);
       chunked = true;
+    } else if (name === "keep-alive") {
+      const hint = /^timeout=(\d+)/.exec(value)?.[1];
+      if (hint !== undefined) keepAliveMs = Math.max(0, Number(hint) * 1000 - 1000);
     } else if (name === "connection") {
       const v = value.toLowerCase();
       if (v.split(",").some((t) => t.trim() === "close")) close = true;
@@ -201,12 +215,18 @@ export function parseAnswer(
       answer: { status: code, contentType, body: Buffer.alloc(0) },
       close,
       rest: data.length - bodyAt,
+      keepAliveMs,
     };
   }
   if (chunked) {
     const body = dechunk(data, bodyAt);
     if (body === undefined) return undefined;
-    return { answer: { status: code, contentType, body: body.body }, close, rest: data.length - body.end };
+    return {
+      answer: { status: code, contentType, body: body.body },
+      close,
+      rest: data.length - body.end,
+      keepAliveMs,
+    };
   }
   if (length !== undefined) {
     if (length > MAX_BODY) throw new Http1Error("the answer's body is too long");
@@ -215,6 +235,7 @@ export function parseAnswer(
       answer: { status: code, contentType, body: data.subarray(bodyAt, bodyAt + length) },
       close,
       rest: data.length - bodyAt - length,
+      keepAliveMs,
     };
   }
   // Neither: the body runs to the connection's end.
@@ -222,7 +243,12 @@ export function parseAnswer(
     if (data.length - bodyAt > MAX_BODY) throw new Http1Error("the answer's body is too long");
     return undefined;
   }
-  return { answer: { status: code, contentType, body: data.subarray(bodyAt) }, close: true, rest: 0 };
+  return {
+    answer: { status: code, contentType, body: data.subarray(bodyAt) },
+    close: true,
+    rest: 0,
+    keepAliveMs,
+  };
 }
 
 /** A chunked body from `at`: its bytes and where the message ends, or undefined while incomplete. */
