@@ -270,6 +270,29 @@ describe("Http1Client", () => {
     client.close();
   });
 
+  it("reads a long answer that arrives in many reads, with a Content-Length and chunked", async () => {
+    const long = Buffer.alloc(3 * 1024 * 1024 + 17);
+    for (let i = 0; i < long.length; i++) long[i] = (i * 7) & 0xff;
+    const port = await nodeServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        if (req.url === "/chunked") {
+          res.writeHead(200, { "content-type": "application/proto" });
+          for (let at = 0; at < long.length; at += 100_000) res.write(long.subarray(at, at + 100_000));
+          res.end();
+        } else res.end(long);
+      });
+    });
+    const client = new Http1Client("127.0.0.1", port);
+    expect((await client.post("POST / HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"))).body.equals(long)).toBe(
+      true,
+    );
+    const chunked = await client.post("POST /chunked HTTP/1.1\r\nHost: x\r\n", Buffer.from("a"));
+    expect(chunked.contentType).toBe("application/proto");
+    expect(chunked.body.equals(long)).toBe(true);
+    client.close();
+  });
+
   it("fails at once when nothing listens", async () => {
     const server = net.createServer();
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));

@@ -27,6 +27,7 @@ const MAX_HEAD = 64 * 1024;
 /** Nor a body longer than this (the servers refuse requests over 64 MiB too). */
 const MAX_BODY = 64 * 1024 * 1024;
 const CRLF2 = Buffer.from("\r\n\r\n");
+const INCOMPLETE = { needed: 0 } as const;
 
 export class Http1Client {
   private readonly idle: Exchange[] = [];
@@ -64,7 +65,11 @@ export class Http1Client {
 /** One connection and its exchanges, one at a time. */
 class Exchange {
   private readonly socket: net.Socket;
-  private buffered: Buffer | undefined;
+  /** The answer's bytes so far, joined only when they may be whole (a long answer is copied once). */
+  private chunks: Buffer[] = [];
+  private size = 0;
+  /** The answer's whole length once its head has said it (Content-Length), else 0. */
+  private needed = 0;
   private resolve: ((a: Http1Answer) => void) | undefined;
   private reject: ((e: Error) => void) | undefined;
   private gone = false;
@@ -94,7 +99,9 @@ class Exchange {
     return new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
-      this.buffered = undefined;
+      this.chunks = [];
+      this.size = 0;
+      this.needed = 0;
       const call = ++this.calls;
       abort?.((reason) => {
         if (this.calls === call && this.reject !== undefined) this.end(reason);
@@ -130,12 +137,13 @@ class Exchange {
       this.close();
       return;
     }
-    const data =
-      chunk === undefined
-        ? (this.buffered ?? Buffer.alloc(0))
-        : this.buffered === undefined
-          ? chunk
-          : Buffer.concat([this.buffered, chunk]);
+    if (chunk !== undefined) {
+      this.chunks.push(chunk);
+      this.size += chunk.length;
+      if (this.size < this.needed) return;
+    }
+    const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    this.chunks = [data];
     let parsed: ReturnType<typeof parseAnswer>;
     try {
       parsed = parseAnswer(data, chunk === undefined);
@@ -143,15 +151,15 @@ class Exchange {
       this.end(err as Error);
       return;
     }
-    if (parsed === undefined) {
+    if (!("answer" in parsed)) {
       if (chunk === undefined) this.end(new Http1Error("the connection closed mid-answer"));
-      else this.buffered = data;
+      else this.needed = parsed.needed;
       return;
     }
     const resolve = this.resolve;
     this.resolve = undefined;
     this.reject = undefined;
-    this.buffered = undefined;
+    this.chunks = [];
     if (parsed.close || parsed.rest > 0 || chunk === undefined || parsed.keepAliveMs === 0) this.close();
     else {
       this.expiresAt = Date.now() + parsed.keepAliveMs;
@@ -162,19 +170,21 @@ class Exchange {
   }
 }
 
+/** An answer read whole, or how many bytes it needs in all (0 while that is not known yet). */
+export type Parsed =
+  | { answer: Http1Answer; close: boolean; rest: number; keepAliveMs: number }
+  | { needed: number };
+
 /**
- * The answer at the start of `data`, or undefined while it is not all there. `ended`: the server
- * has ended its side, so a body delimited by the connection's end is whole. `rest` counts bytes
- * after the answer (a server never sends them unasked: the connection is not reused).
+ * The answer at the start of `data`, or what it still needs. `ended`: the server has ended its
+ * side, so a body delimited by the connection's end is whole. `rest` counts bytes after the answer
+ * (a server never sends them unasked: the connection is not reused).
  */
-export function parseAnswer(
-  data: Buffer,
-  ended: boolean,
-): { answer: Http1Answer; close: boolean; rest: number; keepAliveMs: number } | undefined {
+export function parseAnswer(data: Buffer, ended: boolean): Parsed {
   const headEnd = data.indexOf(CRLF2);
   if (headEnd < 0) {
     if (data.length > MAX_HEAD) throw new Http1Error("the answer's head is too long");
-    return undefined;
+    return INCOMPLETE;
   }
   const lines = data.toString("latin1", 0, headEnd).split("\r\n");
   const status = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(lines[0] ?? "");
@@ -220,7 +230,7 @@ export function parseAnswer(
   }
   if (chunked) {
     const body = dechunk(data, bodyAt);
-    if (body === undefined) return undefined;
+    if (body === undefined) return INCOMPLETE;
     return {
       answer: { status: code, contentType, body: body.body },
       close,
@@ -230,7 +240,7 @@ export function parseAnswer(
   }
   if (length !== undefined) {
     if (length > MAX_BODY) throw new Http1Error("the answer's body is too long");
-    if (data.length < bodyAt + length) return undefined;
+    if (data.length < bodyAt + length) return { needed: bodyAt + length };
     return {
       answer: { status: code, contentType, body: data.subarray(bodyAt, bodyAt + length) },
       close,
@@ -241,7 +251,7 @@ export function parseAnswer(
   // Neither: the body runs to the connection's end.
   if (!ended) {
     if (data.length - bodyAt > MAX_BODY) throw new Http1Error("the answer's body is too long");
-    return undefined;
+    return INCOMPLETE;
   }
   return {
     answer: { status: code, contentType, body: data.subarray(bodyAt) },
