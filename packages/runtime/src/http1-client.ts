@@ -66,7 +66,7 @@ export class Http1Client {
 class Exchange {
   private readonly socket: net.Socket;
   /** The answer's bytes so far, joined only when they may be whole (a long answer is copied once). */
-  private chunks: Buffer[] = [];
+  private readonly chunks: Buffer[] = [];
   private size = 0;
   /** The answer's whole length once its head has said it (Content-Length), else 0. */
   private needed = 0;
@@ -99,7 +99,7 @@ class Exchange {
     return new Promise((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
-      this.chunks = [];
+      this.chunks.length = 0;
       this.size = 0;
       this.needed = 0;
       const call = ++this.calls;
@@ -142,8 +142,13 @@ class Exchange {
       this.size += chunk.length;
       if (this.size < this.needed) return;
     }
-    const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
-    this.chunks = [data];
+    let data: Buffer;
+    if (this.chunks.length === 1) data = this.chunks[0]!;
+    else {
+      data = Buffer.concat(this.chunks, this.size);
+      this.chunks.length = 0;
+      this.chunks.push(data);
+    }
     let parsed: ReturnType<typeof parseAnswer>;
     try {
       parsed = parseAnswer(data, chunk === undefined);
@@ -159,7 +164,7 @@ class Exchange {
     const resolve = this.resolve;
     this.resolve = undefined;
     this.reject = undefined;
-    this.chunks = [];
+    this.chunks.length = 0;
     if (parsed.close || parsed.rest > 0 || chunk === undefined || parsed.keepAliveMs === 0) this.close();
     else {
       this.expiresAt = Date.now() + parsed.keepAliveMs;
