@@ -1,55 +1,18 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
-import { ensureBuilt } from "../server/build.ts";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { allowListEntries, entryProblem } from "../src/allow-list.ts";
-import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
+import { consoleUnderTest, seriousViolations, watch } from "./browser.ts";
 
 // The API's and the identity's IP allow-lists edited on their pages (apis.updateApi,
 // identities.updateIdentity): Debian's Chromium against `npm start` on its embedded storage.
 
-const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-allow-lists-"));
+const lk = consoleUnderTest("console-allow-lists");
+const { post } = lk;
 const SLOW = { timeout: 30_000, interval: 200 };
-
-let latchkey: Proc;
-let browser: Browser;
-let rootKey: string;
-let origin: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
-    DATA_DIR: dataDir,
-    DATABASE_URL: "",
-    NATS_URL: "",
-    METRICS_PORT: "0",
-  });
-  rootKey = await printedRootKey(latchkey);
-  origin = latchkey.url;
-  browser = await launch();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await latchkey?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function post(operation: string, body: unknown) {
-  const res = await fetch(`${origin}/v2/${operation}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 async function signIn(page: Page) {
   await page.goto("/");
-  await page.getByLabel("Root key").fill(rootKey);
+  await page.getByLabel("Root key").fill(lk.rootKey);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("navigation", { name: "Sections" }).waitFor();
 }
@@ -88,8 +51,11 @@ describe("the console edits the API's and the identity's IP allow-lists", { time
       (await post("keys.verifyKey", { key, ipAddress })).body.data.code as string;
     expect(await verify("198.51.100.1")).toBe("VALID");
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: origin });
-    const seen = watch(context, origin);
+    const context = await lk.browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      baseURL: lk.origin,
+    });
+    const seen = watch(context, lk.origin);
     const page = await context.newPage();
     try {
       await signIn(page);

@@ -1,75 +1,40 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { DOMAIN_EVENT_TYPES } from "@latchkey/runtime";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
-import { ensureBuilt } from "../server/build.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../src/events.ts";
-import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
+import { consoleUnderTest, seriousViolations, watch } from "./browser.ts";
 
 // The console as a person uses it: Debian's Chromium driving the console that `npm start` serves, against
 // that same Latchkey (embedded storage), and the test checking through the API what the pages did.
 
 const root = join(import.meta.dirname, "..", "..");
 const run = promisify(execFile);
-const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-"));
+const lk = consoleUnderTest("console", {
+  // The webhook test's receiver listens on 127.0.0.1; a failed attempt is retried half a second later, and
+  // a webhook whose three attempts all failed is disabled.
+  WEBHOOK_ALLOW_PRIVATE_URLS: "true",
+  WEBHOOK_RETRY_SCHEDULE_MS: "0,500,500",
+  WEBHOOK_DISABLE_AFTER_FAILURES: "3",
+});
+const { post } = lk;
 /** How long an expectation on the page is retried: long enough for a loaded machine. */
 const SLOW = { timeout: 30_000, interval: 200 };
 /** CONSOLE_SCREENSHOTS=docs/images writes the main pages' screenshots there. */
 const shots = process.env["CONSOLE_SCREENSHOTS"];
 
-let latchkey: Proc;
-let browser: Browser;
-let rootKey: string;
-let origin: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
-    DATA_DIR: dataDir,
-    DATABASE_URL: "",
-    NATS_URL: "",
-    METRICS_PORT: "0",
-    // The webhook test's receiver listens on 127.0.0.1; a failed attempt is retried half a second later, and
-    // a webhook whose three attempts all failed is disabled.
-    WEBHOOK_ALLOW_PRIVATE_URLS: "true",
-    WEBHOOK_RETRY_SCHEDULE_MS: "0,500,500",
-    WEBHOOK_DISABLE_AFTER_FAILURES: "3",
-  });
-  rootKey = await printedRootKey(latchkey);
-  origin = latchkey.url;
-  browser = await launch();
-  if (shots) mkdirSync(resolve(root, shots), { recursive: true });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await latchkey?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function post(operation: string, body: unknown, key = rootKey) {
-  const res = await fetch(`${origin}/v2/${operation}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
-
 async function open(width: number, height = 900): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width, height }, baseURL: origin });
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
+  const context = await lk.browser.newContext({ viewport: { width, height }, baseURL: lk.origin });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: lk.origin });
   const page = await context.newPage();
   return { context, page };
 }
 
-async function signIn(page: Page, key = rootKey) {
+async function signIn(page: Page, key = lk.rootKey) {
   await page.goto("/");
   await page.getByLabel("Root key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
@@ -92,13 +57,13 @@ async function fitsWidth(page: Page) {
 
 describe("the console", { timeout: 180_000 }, () => {
   it("is served at / with its Content-Security-Policy and long-lived hashed assets", async () => {
-    const index = await fetch(`${origin}/`);
+    const index = await fetch(`${lk.origin}/`);
     expect(index.status).toBe(200);
     expect(index.headers.get("cache-control")).toBe("no-cache");
     expect(index.headers.get("content-security-policy")).toContain("default-src 'self'");
     const html = await index.text();
     const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
-    const asset = await fetch(origin + script);
+    const asset = await fetch(lk.origin + script);
     expect(asset.status).toBe(200);
     expect(asset.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     expect(html).not.toMatch(/<script>|<style>| style="/);
@@ -106,7 +71,7 @@ describe("the console", { timeout: 180_000 }, () => {
 
   it("signs in, creates an API and a key, copies it, charts its verification, changes credits, rerolls and deletes it", async () => {
     const { context, page } = await open(1280);
-    const seen = watch(context, origin);
+    const seen = watch(context, lk.origin);
     try {
       await page.goto("/");
       expect(await seriousViolations(page)).toEqual([]);
@@ -126,7 +91,7 @@ describe("the console", { timeout: 180_000 }, () => {
 
       await signIn(page);
       await page.getByText("No APIs yet").waitFor();
-      expect(await page.locator("pre.code").textContent()).toContain(`${origin}/v2/apis.createApi`);
+      expect(await page.locator("pre.code").textContent()).toContain(`${lk.origin}/v2/apis.createApi`);
       expect(await seriousViolations(page)).toEqual([]);
 
       await page.getByLabel("Name", { exact: true }).fill("payments");
@@ -320,14 +285,14 @@ describe("the console", { timeout: 180_000 }, () => {
 
       // The API's reference, served by the same Latchkey, is a link away.
       expect(await page.getByRole("link", { name: "API reference" }).getAttribute("href")).toBe("/docs");
-      expect((await fetch(`${origin}/docs`)).status).toBe(200);
+      expect((await fetch(`${lk.origin}/docs`)).status).toBe(200);
 
       // Sign out forgets the key; it was never in a URL, a cookie or localStorage.
       const stored = (await page.evaluate(
         '({ local: JSON.stringify(localStorage), session: sessionStorage.getItem("latchkey.rootKey") })',
       )) as { local: string; session: string | null };
-      expect(stored.session).toBe(rootKey);
-      expect(stored.local).not.toContain(rootKey);
+      expect(stored.session).toBe(lk.rootKey);
+      expect(stored.local).not.toContain(lk.rootKey);
       expect(await context.cookies()).toEqual([]);
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByLabel("Root key").waitFor();
@@ -357,7 +322,7 @@ describe("the console", { timeout: 180_000 }, () => {
     ).body.data;
     const calm = (await post("keys.createKey", { apiId: api.apiId, name: "calm key" })).body.data;
     // Anyone may report a key; the report is acted on after its answer.
-    const reported = await fetch(`${origin}/v2/keys.reportLeak`, {
+    const reported = await fetch(`${lk.origin}/v2/keys.reportLeak`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ key: leaky.key, url: "https://example.com/paste" }),
@@ -415,7 +380,7 @@ describe("the console", { timeout: 180_000 }, () => {
     const { stdout } = await run(
       join(root, "node_modules/.bin/tsx"),
       [join(root, "apps/latchkey/src/cli.ts"), "root-key", "create", "--permissions", "api.*.read_api"],
-      { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
+      { env: { ...process.env, DATA_DIR: lk.dataDir, DATABASE_URL: "", NATS_URL: "" } },
     );
     const limited = stdout.trim().split("\n").at(-1)!;
     expect(limited).toMatch(/^lk_root_/);
@@ -497,12 +462,12 @@ async function rootKeyId(): Promise<string> {
   const { stdout } = await run(
     join(root, "node_modules/.bin/tsx"),
     [join(root, "apps/latchkey/src/cli.ts"), "root-key", "list"],
-    { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
+    { env: { ...process.env, DATA_DIR: lk.dataDir, DATABASE_URL: "", NATS_URL: "" } },
   );
   const line = stdout
     .split("\n")
     .map((l) => l.split("\t"))
-    .find((cols) => cols[2] !== undefined && rootKey.startsWith(cols[2].replace(/…$/, "")));
+    .find((cols) => cols[2] !== undefined && lk.rootKey.startsWith(cols[2].replace(/…$/, "")));
   if (!line) throw new Error(`the root key is not in the CLI's list:\n${stdout}`);
   return line[0]!;
 }
@@ -516,7 +481,7 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
     if (!(await served("auditLogs.list")))
       ctx.skip("auditLogs.list is not served by this Latchkey yet (404 for its route)");
     const { context, page } = await open(1280);
-    const seen = watch(context, origin);
+    const seen = watch(context, lk.origin);
     try {
       await signIn(page);
       const apiId = (await post("apis.createApi", { name: "audited" })).body.data.apiId;
@@ -639,7 +604,7 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
     await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
     const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
     const { context, page } = await open(1280);
-    const seen = watch(context, origin);
+    const seen = watch(context, lk.origin);
     try {
       await signIn(page);
       await page.getByRole("link", { name: "Webhooks", exact: true }).click();
@@ -830,7 +795,7 @@ describe("the audit log and webhooks pages", { timeout: 180_000 }, () => {
     const { stdout } = await run(
       join(root, "node_modules/.bin/tsx"),
       [join(root, "apps/latchkey/src/cli.ts"), "root-key", "create", "--permissions", "api.*.read_api"],
-      { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
+      { env: { ...process.env, DATA_DIR: lk.dataDir, DATABASE_URL: "", NATS_URL: "" } },
     );
     const limited = stdout.trim().split("\n").at(-1)!;
     const { context, page } = await open(1280);

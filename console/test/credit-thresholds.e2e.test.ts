@@ -1,47 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
-import { ensureBuilt } from "../server/build.ts";
-import { launch, printedRootKey, seriousViolations } from "./browser.ts";
+import { describe, expect, it } from "vitest";
+import { consoleUnderTest, seriousViolations } from "./browser.ts";
 
 // A key's credit thresholds on its page: Debian's Chromium driving the console that `npm start` serves
 // (embedded storage), the test checking through the API what the page did.
 
-const dataDir = mkdtempSync(join(tmpdir(), "latchkey-thresholds-"));
+const lk = consoleUnderTest("thresholds");
+const { post } = lk;
 const SLOW = { timeout: 30_000, interval: 200 };
-let latchkey: Proc;
-let browser: Browser;
-let rootKey: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
-    DATA_DIR: dataDir,
-    DATABASE_URL: "",
-    NATS_URL: "",
-    METRICS_PORT: "0",
-  });
-  rootKey = await printedRootKey(latchkey);
-  browser = await launch();
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await latchkey?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function post(operation: string, body: unknown) {
-  const res = await fetch(`${latchkey.url}/v2/${operation}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 describe("console: credit thresholds", () => {
   it("shows a key's thresholds, saves new ones, returns it to its API's, shows a bad one's refusal, and gives them at creation", async () => {
@@ -54,14 +19,14 @@ describe("console: credit thresholds", () => {
         creditThresholds: [50, 0],
       })
     ).body.data;
-    const context = await browser.newContext({
+    const context = await lk.browser.newContext({
       viewport: { width: 1280, height: 900 },
-      baseURL: latchkey.url,
+      baseURL: lk.latchkey.url,
     });
     const page = await context.newPage();
     try {
       await page.goto("/");
-      await page.getByLabel("Root key").fill(rootKey);
+      await page.getByLabel("Root key").fill(lk.rootKey);
       await page.getByRole("button", { name: "Sign in" }).click();
       await page.getByRole("navigation", { name: "Sections" }).waitFor();
       await page.goto(`/#/apis/${apiId}/keys/${keyId}`);

@@ -1,13 +1,9 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
-import { ensureBuilt } from "../server/build.ts";
-import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
+import type { BrowserContext, Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
+import { consoleUnderTest, seriousViolations, watch } from "./browser.ts";
 
 // The APIs and Rate limits pages list what exists (apis.listApis, ratelimits.listNamespaces), whatever browser
 // signs in, and chart rate-limit checks (analytics.getRatelimits' structured form): Debian's Chromium against
@@ -15,62 +11,29 @@ import { launch, printedRootKey, seriousViolations, watch } from "./browser.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const run = promisify(execFile);
-const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-lists-"));
+const lk = consoleUnderTest("console-lists");
+const { post } = lk;
 const SLOW = { timeout: 30_000, interval: 200 };
 /** CONSOLE_SCREENSHOTS=docs/images writes the pages' screenshots there. */
 const shots = process.env["CONSOLE_SCREENSHOTS"];
-
-let latchkey: Proc;
-let browser: Browser;
-let rootKey: string;
-let origin: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
-    DATA_DIR: dataDir,
-    DATABASE_URL: "",
-    NATS_URL: "",
-    METRICS_PORT: "0",
-  });
-  rootKey = await printedRootKey(latchkey);
-  origin = latchkey.url;
-  browser = await launch();
-  if (shots) mkdirSync(resolve(root, shots), { recursive: true });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await latchkey?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function post(operation: string, body: unknown, key = rootKey) {
-  const res = await fetch(`${origin}/v2/${operation}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 /** A root key of the default workspace holding `permissions`, made with the CLI as an operator would. */
 async function rootKeyWith(...permissions: string[]): Promise<string> {
   const { stdout } = await run(
     join(root, "node_modules/.bin/tsx"),
     [join(root, "apps/latchkey/src/cli.ts"), "root-key", "create", "--permissions", permissions.join(",")],
-    { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: "", NATS_URL: "" } },
+    { env: { ...process.env, DATA_DIR: lk.dataDir, DATABASE_URL: "", NATS_URL: "" } },
   );
   return stdout.trim().split("\n").at(-1)!;
 }
 
 /** A fresh browser: nothing of another session in its storage. */
 async function freshBrowser(width: number, height = 900): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: { width, height }, baseURL: origin });
+  const context = await lk.browser.newContext({ viewport: { width, height }, baseURL: lk.origin });
   return { context, page: await context.newPage() };
 }
 
-async function signIn(page: Page, key = rootKey) {
+async function signIn(page: Page, key = lk.rootKey) {
   await page.goto("/");
   await page.getByLabel("Root key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
@@ -101,7 +64,7 @@ describe("the console's lists, in a browser that created nothing", { timeout: 18
 
   it("lists every API and namespace to a root key holding *, with the checks of the last 24 hours charted", async () => {
     const { context, page } = await freshBrowser(1280);
-    const seen = watch(context, origin);
+    const seen = watch(context, lk.origin);
     try {
       await signIn(page);
       await page.getByRole("link", { name: "APIs", exact: true }).click();

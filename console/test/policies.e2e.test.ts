@@ -1,11 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proc, startProcess } from "../../test/testing/process-stack.ts";
-import { ensureBuilt } from "../server/build.ts";
-import { launch, printedRootKey, seriousViolations } from "./browser.ts";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { consoleUnderTest, seriousViolations } from "./browser.ts";
 
 // The Policies page as a person uses it: Debian's Chromium driving the console `npm start` serves, the
 // test checking through the API (forwardAuth.listPolicies) what each click did.
@@ -14,42 +10,9 @@ const root = join(import.meta.dirname, "..", "..");
 /** CONSOLE_SCREENSHOTS=docs/images writes policies.png there: the list, and the form editing a policy. */
 const shots = process.env["CONSOLE_SCREENSHOTS"];
 
-const dataDir = mkdtempSync(join(tmpdir(), "latchkey-console-policies-"));
+const lk = consoleUnderTest("console-policies");
+const { post } = lk;
 const SLOW = { timeout: 30_000, interval: 200 };
-
-let latchkey: Proc;
-let browser: Browser;
-let rootKey: string;
-let origin: string;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  latchkey = await startProcess("latchkey", "apps/latchkey/src/start.ts", {
-    DATA_DIR: dataDir,
-    DATABASE_URL: "",
-    NATS_URL: "",
-    METRICS_PORT: "0",
-  });
-  rootKey = await printedRootKey(latchkey);
-  origin = latchkey.url;
-  browser = await launch();
-  if (shots) mkdirSync(resolve(root, shots), { recursive: true });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await latchkey?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-async function post(operation: string, body: unknown) {
-  const res = await fetch(`${origin}/v2/${operation}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
 
 /** The workspace's policies as the API lists them: [name, position, dryRun]. */
 async function stored(): Promise<[string, number | undefined, boolean][]> {
@@ -81,11 +44,14 @@ async function createThroughPage(
 describe("the Policies page", { timeout: 180_000 }, () => {
   it("creates policies through the form (rows added and removed), lists them, refuses bad fields before sending and shows the API's refusal of an unknown API, edits, reorders, switches dry run and deletes, with no serious accessibility violation", async () => {
     const apiId = (await post("apis.createApi", { name: "edge" })).body.data.apiId;
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: origin });
+    const context = await lk.browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      baseURL: lk.origin,
+    });
     const page = await context.newPage();
     try {
       await page.goto("/");
-      await page.getByLabel("Root key").fill(rootKey);
+      await page.getByLabel("Root key").fill(lk.rootKey);
       await page.getByRole("button", { name: "Sign in" }).click();
       await page
         .getByRole("navigation", { name: "Sections" })
